@@ -1,0 +1,106 @@
+// Paged KV cache of one attention-DP rank: fixed-size blocks keyed by the v1 block-key hash chain,
+// longest-prefix reuse of full blocks, reference counts, prioritized LRU eviction (suffix before
+// prefix), per-conversation retention, and KV events in the shape of TensorRT-LLM's.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "affinity/types.h"
+
+namespace affinity::sim {
+
+/// TensorRT-LLM's default retention priority, and the one given to blocks a conversation retains.
+constexpr int32_t kDefaultPriority = 35;
+constexpr int32_t kRetainedPriority = 90;
+
+/// Blocks held by one request on one rank.
+struct Sequence {
+  std::vector<int32_t> blocks;  ///< block ids in token order; reserved blocks included
+  int32_t reusedBlocks = 0;     ///< leading blocks that came from the cache
+  int32_t storedBlocks = 0;     ///< leading blocks whose hash is registered (reused or stored)
+  bool allocated = false;
+};
+
+class KvCacheManager {
+ public:
+  using EventSink = std::function<void(KvEvent&&)>;
+
+  KvCacheManager(int32_t rank, int64_t capacityBlocks, int32_t tokensPerBlock, bool reuseEnabled,
+                 EventSink sink);
+
+  int32_t rank() const { return rank_; }
+  int64_t capacity() const { return static_cast<int64_t>(blocks_.size()); }
+  int32_t tokensPerBlock() const { return tpb_; }
+
+  /// Emits the "created" event (once, at start).
+  void emitCreated(int32_t windowSize);
+
+  /// Number of leading hashes whose blocks are cached or in use on this rank.
+  int32_t matchPrefix(const std::vector<uint64_t>& hashes, int32_t maxBlocks) const;
+
+  /// Blocks that could be handed out now (free + evictable).
+  int64_t availableBlocks() const { return static_cast<int64_t>(free_.size() + evictable_.size()); }
+
+  /// Allocates a sequence of totalBlocks blocks, reusing the cached prefix of fullHashes (at most
+  /// maxReuse blocks). Returns false and changes nothing when the cache cannot hold it now.
+  bool allocate(Sequence& seq, const std::vector<uint64_t>& fullHashes, int32_t maxReuse,
+                int32_t totalBlocks);
+
+  /// Registers the hashes of the sequence's full blocks [storedBlocks, hashes.size()) and emits one
+  /// "stored" event for those that were new. tokens: the sequence's tokens (for the event payload).
+  void store(Sequence& seq, const std::vector<uint64_t>& hashes, const std::vector<int32_t>& tokens,
+             bool includeTokens);
+
+  /// Drops the sequence's references. Unreferenced registered blocks stay cached when keep is true
+  /// or a conversation retains them; otherwise they are freed (with a "removed" event).
+  void release(Sequence& seq, bool keep);
+
+  /// Per-conversation retention: raises / restores the priority of the given blocks.
+  void retain(const std::vector<int32_t>& blockIds);
+  void unretain(const std::vector<int32_t>& blockIds);
+
+  /// Stats (usage counters are cumulative).
+  void fillStats(KvCacheStats& out) const;
+  int64_t usedBlocks() const { return used_; }
+
+ private:
+  struct Block {
+    uint64_t hash = 0;
+    uint64_t parentHash = 0;
+    bool hasParent = false;
+    bool registered = false;
+    int32_t refCount = 0;
+    int32_t retainCount = 0;
+    int32_t depth = 0;
+    int32_t priority = kDefaultPriority;
+    uint64_t lastUsed = 0;
+  };
+  using EvictKey = std::tuple<int32_t, uint64_t, int32_t, int32_t>;  // priority, tick, -depth, id
+
+  EvictKey evictKey(int32_t id) const;
+  int32_t takeBlock();  ///< a free block, evicting the LRU cached one if needed; -1 if none
+  void unregister(int32_t id, std::vector<uint64_t>& removed);
+  void dropRef(int32_t id, bool keep, std::vector<uint64_t>& removed);
+  void emitRemoved(std::vector<uint64_t>& removed);
+  void emitUpdated(int32_t id);
+
+  int32_t rank_;
+  int32_t tpb_;
+  bool reuseEnabled_;
+  EventSink sink_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_;
+  std::set<EvictKey> evictable_;
+  std::unordered_map<uint64_t, int32_t> byHash_;
+  uint64_t tick_ = 0;
+  int64_t used_ = 0;
+  int64_t allocTotal_ = 0, allocNew_ = 0, reused_ = 0, missed_ = 0, evicted_ = 0;
+};
+
+}  // namespace affinity::sim
