@@ -1,0 +1,65 @@
+package dev.affinity.executor;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * An in-process executor: the Java view of the native facade ({@code native/include/affinity/}).
+ * All methods are thread-safe. A request with bad input is accepted and answered with an
+ * {@link FinishReason#ERROR} response that names the problem; methods throw {@link ExecutorException}
+ * only for misuse of the executor itself, and {@link IllegalStateException} once it is closed.
+ */
+public interface Executor extends AutoCloseable {
+
+  /** Accepts one request; returns its executor request id (> 0). */
+  long enqueue(ExecutorRequest request);
+
+  /** Accepts several requests in one native call; returns their ids in order. */
+  long[] enqueueAll(List<ExecutorRequest> requests);
+
+  /**
+   * Returns up to {@code max} ready responses, waiting up to {@code timeout} while none is ready
+   * (a zero timeout polls). Returns an empty list on timeout or once the executor has shut down and
+   * every response has been taken.
+   */
+  List<ExecutorResponse> awaitResponses(int max, Duration timeout);
+
+  /** Cancels a live request (it ends with {@link FinishReason#CANCELLED}); unknown ids are ignored. */
+  void cancel(long requestId);
+
+  /** Takes up to {@code max} buffered KV-cache events, oldest first. */
+  List<KvEvent> drainKvEvents(int max);
+
+  IterationStats iterationStats();
+
+  /** KV-cache statistics of one attention-DP rank. */
+  KvCacheStats kvCacheStats(int rank);
+
+  int numRanks();
+
+  int tokensPerBlock();
+
+  /** The configuration in effect, defaults filled in, as JSON. */
+  String describe();
+
+  ClockMode clockMode();
+
+  /** The executor's clock, microseconds since it started. */
+  long nowMicros();
+
+  /** Virtual clock only: runs every iteration ending at or before {@code timeMicros}. */
+  void advanceTo(long timeMicros);
+
+  /** Virtual clock only: when the current (or next) iteration ends, or -1 when idle. */
+  long nextIterationEndMicros();
+
+  /**
+   * Stops accepting work; every live request receives one final {@link FinishReason#CANCELLED}
+   * response, which {@link #awaitResponses} still returns. Idempotent.
+   */
+  void shutdown();
+
+  /** Shuts down and frees the executor; waits for calls in flight on other threads to return. */
+  @Override
+  void close();
+}

@@ -1,0 +1,146 @@
+package dev.affinity.executor;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Delivers an executor's responses to per-request handlers from one poller thread, in batches
+ * (never one upcall per token). Use with a real-clock executor; virtual-time callers poll
+ * {@link Executor#awaitResponses} themselves.
+ */
+public final class ResponseDispatcher implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ResponseDispatcher.class);
+
+  private final Executor executor;
+  private final int batchSize;
+  private final Duration pollTimeout;
+  private final Object lock = new Object();
+  private final Map<Long, ResponseHandler> handlers = new HashMap<>();
+  private final Thread poller;
+  private boolean accepting = true;
+  private volatile boolean stopped;
+
+  public ResponseDispatcher(Executor executor, String name) {
+    this(executor, name, 256, Duration.ofMillis(50));
+  }
+
+  public ResponseDispatcher(Executor executor, String name, int batchSize, Duration pollTimeout) {
+    this.executor = Objects.requireNonNull(executor, "executor");
+    if (batchSize <= 0) {
+      throw new IllegalArgumentException("batchSize must be > 0, got " + batchSize);
+    }
+    this.batchSize = batchSize;
+    this.pollTimeout = Objects.requireNonNull(pollTimeout, "pollTimeout");
+    this.poller = new Thread(this::pollLoop, "affinity-responses-" + name);
+    this.poller.setDaemon(true);
+    this.poller.start();
+  }
+
+  /** Enqueues the request and routes its responses to {@code handler}; returns the request id. */
+  public long submit(ExecutorRequest request, ResponseHandler handler) {
+    Objects.requireNonNull(handler, "handler");
+    synchronized (lock) {
+      if (!accepting) {
+        throw new IllegalStateException("response dispatcher is closed");
+      }
+      // Registering under the lock that the poller takes to look handlers up means a response can
+      // never arrive before its handler is known.
+      long id = executor.enqueue(request);
+      handlers.put(id, handler);
+      return id;
+    }
+  }
+
+  /** Requests whose final response has not been delivered yet. */
+  public int outstanding() {
+    synchronized (lock) {
+      return handlers.size();
+    }
+  }
+
+  private void pollLoop() {
+    while (!stopped) {
+      List<ExecutorResponse> batch;
+      try {
+        batch = executor.awaitResponses(batchSize, pollTimeout);
+      } catch (IllegalStateException closed) {
+        break;  // the executor was closed under us
+      } catch (RuntimeException e) {
+        log.error("awaitResponses failed; dispatcher stops", e);
+        break;
+      }
+      for (ExecutorResponse r : batch) {
+        deliver(r);
+      }
+    }
+  }
+
+  private void deliver(ExecutorResponse r) {
+    ResponseHandler h;
+    synchronized (lock) {
+      h = r.isFinal() ? handlers.remove(r.requestId()) : handlers.get(r.requestId());
+      if (r.isFinal() && handlers.isEmpty()) {
+        lock.notifyAll();
+      }
+    }
+    if (h == null) {
+      log.debug("response for request {} has no handler (submitted elsewhere?)", r.requestId());
+      return;
+    }
+    try {
+      h.onResponse(r);
+    } catch (RuntimeException e) {
+      log.error("response handler of request {} threw", r.requestId(), e);
+    }
+  }
+
+  /**
+   * Stops accepting requests, cancels those still outstanding, waits (bounded) for their final
+   * responses to be delivered, then stops the poller. Does not close the executor.
+   */
+  @Override
+  public void close() {
+    List<Long> live;
+    synchronized (lock) {
+      if (!accepting) {
+        return;
+      }
+      accepting = false;
+      live = new ArrayList<>(handlers.keySet());
+    }
+    for (long id : live) {
+      try {
+        executor.cancel(id);
+      } catch (RuntimeException e) {
+        log.debug("cancel of request {} during close failed", id, e);
+      }
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    synchronized (lock) {
+      while (!handlers.isEmpty() && System.nanoTime() < deadline && poller.isAlive()) {
+        try {
+          lock.wait(50);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      if (!handlers.isEmpty()) {
+        log.warn("{} requests had no final response when the dispatcher closed", handlers.size());
+      }
+    }
+    stopped = true;
+    try {
+      poller.join(TimeUnit.SECONDS.toMillis(5));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,474 @@
+package dev.affinity.nativebridge;
+
+import dev.affinity.executor.ClockMode;
+import dev.affinity.executor.ContextPhaseParams;
+import dev.affinity.executor.Executor;
+import dev.affinity.executor.ExecutorException;
+import dev.affinity.executor.ExecutorRequest;
+import dev.affinity.executor.ExecutorResponse;
+import dev.affinity.executor.FinishReason;
+import dev.affinity.executor.IterationStats;
+import dev.affinity.executor.KvCacheStats;
+import dev.affinity.executor.KvEvent;
+import dev.affinity.executor.KvEventType;
+import dev.affinity.executor.RequestMetrics;
+import dev.affinity.nativebridge.peer.AffinityNative;
+import dev.affinity.nativebridge.peer.ExecutorPeer;
+import dev.affinity.nativebridge.peer.IterationStatsPeer;
+import dev.affinity.nativebridge.peer.KvCacheStatsPeer;
+import dev.affinity.nativebridge.peer.KvEventBatchPeer;
+import dev.affinity.nativebridge.peer.RequestBatchPeer;
+import dev.affinity.nativebridge.peer.RequestSpecPeer;
+import dev.affinity.nativebridge.peer.ResponseBatchPeer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Supplier;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An {@link Executor} backed by the native facade through JavaCPP. Safe to close while other threads
+ * call it: {@link #close()} shuts the executor down (which wakes blocked {@link #awaitResponses}
+ * calls), waits until every call in flight has returned, and only then frees the native object
+ * (the usage-counting pattern of ONNX Runtime's {@code NativeObject}). Token arrays cross the
+ * boundary off-heap; responses and events cross in packed batches. C++ exceptions arrive as
+ * {@link ExecutorException} with the native message.
+ */
+public final class NativeExecutor implements Executor {
+  private static final Logger log = LoggerFactory.getLogger(NativeExecutor.class);
+
+  private final ExecutorPeer peer;
+  private final String backend;
+  private final int numRanks;
+  private final int tokensPerBlock;
+  private final ClockMode clockMode;
+  private final Object usage = new Object();
+  private int inFlight;
+  private boolean closing;
+  private boolean closed;
+
+  private NativeExecutor(ExecutorPeer peer, String backend) {
+    this.peer = peer;
+    this.backend = backend;
+    this.numRanks = peer.numRanks();
+    this.tokensPerBlock = peer.tokensPerBlock();
+    this.clockMode = ClockMode.fromCode(peer.clockMode());
+  }
+
+  /**
+   * Creates an executor of the named backend ("sim" is the CPU executor) from a JSON configuration
+   * ("" or "{}" for defaults). Throws {@link ExecutorException} naming an unknown backend or a bad key.
+   */
+  public static NativeExecutor create(String backend, String configJson) {
+    Objects.requireNonNull(backend, "backend");
+    NativeBridge.ensureAvailability();
+    ExecutorPeer p;
+    try (BytePointer b = new BytePointer(backend, StandardCharsets.UTF_8);
+        BytePointer c = new BytePointer(configJson == null ? "" : configJson, StandardCharsets.UTF_8)) {
+      p = AffinityNative.createExecutor(b, c);
+    } catch (RuntimeException e) {
+      throw new ExecutorException(e.getMessage(), e);
+    }
+    if (p == null || p.isNull()) {
+      throw new ExecutorException("native createExecutor returned no executor for backend \"" + backend + "\"");
+    }
+    NativeExecutor ex = new NativeExecutor(p, backend);
+    log.debug("created {} executor: {} ranks, {} tokens per block, {} clock", backend, ex.numRanks,
+        ex.tokensPerBlock, ex.clockMode);
+    return ex;
+  }
+
+  public String backend() {
+    return backend;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Usage counting
+
+  private void enter() {
+    synchronized (usage) {
+      if (closing) {
+        throw new IllegalStateException(backend + " executor is closed");
+      }
+      inFlight++;
+    }
+  }
+
+  private void exit() {
+    synchronized (usage) {
+      if (--inFlight == 0) {
+        usage.notifyAll();
+      }
+    }
+  }
+
+  private <T> T call(Supplier<T> fn) {
+    enter();
+    try {
+      return fn.get();
+    } catch (IllegalStateException | IllegalArgumentException | ExecutorException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new ExecutorException(e.getMessage(), e);
+    } finally {
+      exit();
+    }
+  }
+
+  private void run(Runnable fn) {
+    call(() -> {
+      fn.run();
+      return null;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Requests
+
+  @Override
+  public long enqueue(ExecutorRequest request) {
+    Objects.requireNonNull(request, "request");
+    return call(() -> {
+      try (RequestSpecPeer spec = new RequestSpecPeer(); IntPointer tokens = new IntPointer(request.inputTokens())) {
+        fill(spec, request, tokens);
+        return peer.enqueue(spec);
+      }
+    });
+  }
+
+  @Override
+  public long[] enqueueAll(List<ExecutorRequest> requests) {
+    Objects.requireNonNull(requests, "requests");
+    if (requests.isEmpty()) {
+      return new long[0];
+    }
+    return call(() -> {
+      try (RequestBatchPeer batch = new RequestBatchPeer();
+          RequestSpecPeer spec = new RequestSpecPeer();
+          LongPointer ids = new LongPointer(requests.size())) {
+        for (ExecutorRequest r : requests) {
+          spec.reset();
+          try (IntPointer tokens = new IntPointer(r.inputTokens())) {
+            fill(spec, r, tokens);
+          }
+          batch.add(spec);
+        }
+        peer.enqueueBatch(batch, ids);
+        long[] out = new long[requests.size()];
+        ids.get(out);
+        return out;
+      }
+    });
+  }
+
+  private static void fill(RequestSpecPeer s, ExecutorRequest r, IntPointer tokens) {
+    s.setClientRequestId(r.clientRequestId());
+    s.setInputTokens(tokens, r.inputTokens().length);
+    s.setMaxNewTokens(r.maxNewTokens());
+    s.setRequestType(r.type().code());
+    s.setStreaming(r.streaming());
+    s.setEndId(r.endId());
+    int[] stop = r.stopTokenIds();
+    s.setStopTokenIds(stop, stop.length);
+    s.setSeed(r.seed());
+    setBytes(r.conversationId(), s::setConversationId);
+    setBytes(r.subagentAffinityId(), s::setSubagentAffinityId);
+    s.setAdpRankHint(r.adpRankHint(), r.adpRelax());
+    s.setPriority(r.priority());
+    if (r.cacheSalt() != null) {
+      byte[] salt = r.cacheSalt().getBytes(StandardCharsets.UTF_8);
+      s.setCacheSalt(salt, salt.length);
+    } else {
+      s.clearCacheSalt();
+    }
+    ContextPhaseParams cp = r.contextPhase();
+    if (cp != null) {
+      int[] first = cp.firstGenTokens();
+      byte[] opaque = cp.opaqueState();
+      s.setContextPhase(cp.ctxRequestId(), cp.ctxDpRank(), first, first.length, opaque, opaque.length);
+    }
+  }
+
+  private interface BytesSetter {
+    void set(byte[] data, int n);
+  }
+
+  private static void setBytes(String value, BytesSetter setter) {
+    byte[] b = value == null ? new byte[0] : value.getBytes(StandardCharsets.UTF_8);
+    setter.set(b, b.length);
+  }
+
+  @Override
+  public void cancel(long requestId) {
+    run(() -> peer.cancel(requestId));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Responses and events
+
+  @Override
+  public List<ExecutorResponse> awaitResponses(int max, Duration timeout) {
+    if (max <= 0) {
+      throw new IllegalArgumentException("max must be > 0, got " + max);
+    }
+    long timeoutUs = timeout == null || timeout.isNegative() ? -1 : saturatedMicros(timeout);
+    return call(() -> {
+      try (ResponseBatchPeer batch = new ResponseBatchPeer()) {
+        int n = peer.awaitResponses(batch, max, timeoutUs);
+        return n == 0 ? List.of() : decode(batch, n);
+      }
+    });
+  }
+
+  private static long saturatedMicros(Duration d) {
+    try {
+      return d.toNanos() / 1000;
+    } catch (ArithmeticException overflow) {
+      return Long.MAX_VALUE / 2;
+    }
+  }
+
+  private static List<ExecutorResponse> decode(ResponseBatchPeer batch, int n) {
+    final int stride = ResponseBatchPeer.LONG_STRIDE;
+    long[] f = new long[n * stride];
+    try (LongPointer lp = new LongPointer(f.length)) {
+      batch.copyLongs(lp);
+      lp.get(f);
+    }
+    int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens);
+    int[] firstGen = copyInts(batch.totalFirstGenTokens(), batch::copyFirstGenTokens);
+    List<ExecutorResponse> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      int o = i * stride;
+      int tokOff = (int) f[o + ResponseBatchPeer.TOKEN_OFFSET];
+      int tokCount = (int) f[o + ResponseBatchPeer.TOKEN_COUNT];
+      String error = "";
+      int errLen = batch.errorMessageSize(i);
+      if (errLen > 0) {
+        byte[] e = new byte[errLen];
+        batch.copyErrorMessage(i, e);
+        error = new String(e, StandardCharsets.UTF_8);
+      }
+      ContextPhaseParams cp = null;
+      if (f[o + ResponseBatchPeer.HAS_CONTEXT_PHASE] != 0) {
+        byte[] opaque = new byte[batch.opaqueStateSize(i)];
+        if (opaque.length > 0) {
+          batch.copyOpaqueState(i, opaque);
+        }
+        int fo = (int) f[o + ResponseBatchPeer.FIRST_GEN_OFFSET];
+        int fc = (int) f[o + ResponseBatchPeer.FIRST_GEN_COUNT];
+        cp = new ContextPhaseParams(f[o + ResponseBatchPeer.CTX_REQUEST_ID], (int) f[o + ResponseBatchPeer.CTX_DP_RANK],
+            Arrays.copyOfRange(firstGen, fo, fo + fc), opaque);
+      }
+      RequestMetrics m = new RequestMetrics(
+          f[o + ResponseBatchPeer.ARRIVAL_US],
+          f[o + ResponseBatchPeer.SCHEDULED_US],
+          f[o + ResponseBatchPeer.FIRST_TOKEN_US],
+          f[o + ResponseBatchPeer.FINISH_US],
+          (int) f[o + ResponseBatchPeer.PROMPT_TOKENS],
+          (int) f[o + ResponseBatchPeer.REUSED_TOKENS],
+          (int) f[o + ResponseBatchPeer.RANK],
+          (int) f[o + ResponseBatchPeer.OUTPUT_TOKENS],
+          f[o + ResponseBatchPeer.TRANSFER_US]);
+      out.add(new ExecutorResponse(
+          f[o + ResponseBatchPeer.REQUEST_ID],
+          f[o + ResponseBatchPeer.CLIENT_REQUEST_ID],
+          Arrays.copyOfRange(tokens, tokOff, tokOff + tokCount),
+          FinishReason.fromCode((int) f[o + ResponseBatchPeer.FINISH_REASON]),
+          f[o + ResponseBatchPeer.IS_FINAL] != 0,
+          error,
+          cp,
+          m));
+    }
+    return out;
+  }
+
+  private interface IntCopier {
+    void copy(IntPointer out);
+  }
+
+  private static int[] copyInts(int count, IntCopier copier) {
+    int[] out = new int[count];
+    if (count > 0) {
+      try (IntPointer p = new IntPointer(count)) {
+        copier.copy(p);
+        p.get(out);
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public List<KvEvent> drainKvEvents(int max) {
+    if (max <= 0) {
+      throw new IllegalArgumentException("max must be > 0, got " + max);
+    }
+    return call(() -> {
+      try (KvEventBatchPeer batch = new KvEventBatchPeer()) {
+        int n = peer.drainKvEvents(batch, max);
+        if (n == 0) {
+          return List.of();
+        }
+        final int stride = KvEventBatchPeer.LONG_STRIDE;
+        long[] f = new long[n * stride];
+        try (LongPointer lp = new LongPointer(f.length)) {
+          batch.copyLongs(lp);
+          lp.get(f);
+        }
+        long[] hashes = new long[batch.totalHashes()];
+        if (hashes.length > 0) {
+          try (LongPointer hp = new LongPointer(hashes.length)) {
+            batch.copyHashes(hp);
+            hp.get(hashes);
+          }
+        }
+        int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens);
+        List<KvEvent> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+          int o = i * stride;
+          int ho = (int) f[o + KvEventBatchPeer.HASH_OFFSET];
+          int hc = (int) f[o + KvEventBatchPeer.HASH_COUNT];
+          int to = (int) f[o + KvEventBatchPeer.TOKEN_OFFSET];
+          int tc = (int) f[o + KvEventBatchPeer.TOKEN_COUNT];
+          out.add(new KvEvent(
+              f[o + KvEventBatchPeer.EVENT_ID],
+              KvEventType.fromCode((int) f[o + KvEventBatchPeer.TYPE]),
+              (int) f[o + KvEventBatchPeer.RANK],
+              (int) f[o + KvEventBatchPeer.WINDOW_SIZE],
+              f[o + KvEventBatchPeer.HAS_PARENT] != 0,
+              f[o + KvEventBatchPeer.PARENT_HASH],
+              Arrays.copyOfRange(hashes, ho, ho + hc),
+              Arrays.copyOfRange(tokens, to, to + tc),
+              f[o + KvEventBatchPeer.VALUE],
+              (int) f[o + KvEventBatchPeer.CACHE_LEVEL]));
+        }
+        return out;
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Stats and clock
+
+  @Override
+  public IterationStats iterationStats() {
+    return call(() -> {
+      try (IterationStatsPeer s = new IterationStatsPeer()) {
+        peer.getIterationStats(s);
+        return new IterationStats(s.iterations(), s.lastIterationStartUs(), s.lastIterationDurationUs(),
+            s.lastContextRequests(), s.lastGenerationRequests(), s.lastContextTokens(), s.activeRequests(),
+            s.pendingRequests(), s.heldContexts(), s.completedRequests(), s.totalPromptTokens(),
+            s.totalReusedTokens(), s.totalGeneratedTokens(), s.busyUs());
+      }
+    });
+  }
+
+  @Override
+  public KvCacheStats kvCacheStats(int rank) {
+    if (rank < 0 || rank >= numRanks) {
+      throw new IllegalArgumentException("rank " + rank + " is out of range [0, " + numRanks + ")");
+    }
+    return call(() -> {
+      try (KvCacheStatsPeer s = new KvCacheStatsPeer()) {
+        peer.getKvCacheStats(rank, s);
+        return new KvCacheStats(rank, s.maxNumBlocks(), s.freeNumBlocks(), s.usedNumBlocks(), s.cachedNumBlocks(),
+            s.tokensPerBlock(), s.allocTotalBlocks(), s.allocNewBlocks(), s.reusedBlocks(), s.missedBlocks(),
+            s.evictedBlocks(), s.activeRequests(), s.queuedRequests(), s.cacheHitRate());
+      }
+    });
+  }
+
+  @Override
+  public int numRanks() {
+    return numRanks;
+  }
+
+  @Override
+  public int tokensPerBlock() {
+    return tokensPerBlock;
+  }
+
+  @Override
+  public String describe() {
+    return call(() -> NativeBridge.utf8(peer.describe()));
+  }
+
+  @Override
+  public ClockMode clockMode() {
+    return clockMode;
+  }
+
+  @Override
+  public long nowMicros() {
+    return call(peer::nowUs);
+  }
+
+  @Override
+  public void advanceTo(long timeMicros) {
+    run(() -> peer.advanceTo(timeMicros));
+  }
+
+  @Override
+  public long nextIterationEndMicros() {
+    return call(peer::nextIterationEndUs);
+  }
+
+  @Override
+  public void shutdown() {
+    run(peer::shutdown);
+  }
+
+  /** True once {@link #close()} has started. */
+  public boolean isClosed() {
+    synchronized (usage) {
+      return closing;
+    }
+  }
+
+  @Override
+  public void close() {
+    synchronized (usage) {
+      if (closing) {
+        while (!closed) {
+          try {
+            usage.wait();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+        return;
+      }
+      closing = true;
+    }
+    // Wakes every blocked awaitResponses; calls already inside the native object finish first.
+    peer.shutdown();
+    boolean interrupted = false;
+    synchronized (usage) {
+      while (inFlight > 0) {
+        try {
+          usage.wait();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    }
+    AffinityNative.destroyExecutor(peer);
+    peer.setNull();
+    synchronized (usage) {
+      closed = true;
+      usage.notifyAll();
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    log.debug("closed {} executor", backend);
+  }
+}
