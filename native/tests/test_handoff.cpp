@@ -1,1 +1,325 @@
+// The context -> generation handoff between sim executors (virtual clock): context_only results,
+// KV held until pulled, transfer time, pulls on the same executor, errors, timeouts, cancellation.
+#include <cmath>
+
 #include "check.h"
+#include "sim/config.h"
+#include "sim/hash.h"
+#include "sim/timing.h"
+#include "sim_util.h"
+
+using namespace affinity;
+using namespace testutil;
+
+namespace {
+
+const char* kCtxCfg = R"({"clock":{"mode":"virtual"},"num_ranks":2,"tokens_per_block":8})";
+const char* kGenCfg = R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"preset":"deepseek-v3-gb200-dp"})";
+
+int32_t fin(FinishReason r) { return static_cast<int32_t>(r); }
+
+RequestSpec ctxSpec(const std::vector<int32_t>& prompt, int32_t maxNew, int64_t client, int64_t seed) {
+  RequestSpec s = spec(prompt, maxNew, client);
+  s.setRequestType(static_cast<int32_t>(RequestType::kContextOnly));
+  s.setSeed(seed);
+  return s;
+}
+
+/// The generation_only request for a context response (same seed and client id).
+RequestSpec genSpec(const std::vector<int32_t>& prompt, int32_t maxNew, const Response& ctx, int64_t seed) {
+  RequestSpec s = spec(prompt, maxNew, ctx.clientRequestId);
+  s.setRequestType(static_cast<int32_t>(RequestType::kGenerationOnly));
+  s.setSeed(seed);
+  s.setContextPhase(ctx.ctxRequestId, ctx.ctxDpRank, ctx.firstGenTokens.data(),
+                    static_cast<int32_t>(ctx.firstGenTokens.size()), ctx.opaqueState.data(),
+                    static_cast<int32_t>(ctx.opaqueState.size()));
+  return s;
+}
+
+/// Runs a context_only request to its (only) response.
+Response runCtx(Executor& e, const RequestSpec& s) {
+  const int64_t id = e.enqueue(s);
+  const auto rs = runAll(e);
+  CHECK_EQ(rs.size(), 1u);
+  CHECK_EQ(rs[0].requestId, id);
+  return rs[0];
+}
+
+int64_t usedAll(Executor& e) {
+  int64_t n = 0;
+  for (int32_t r = 0; r < e.numRanks(); ++r) n += kvStats(e, r).usedNumBlocks;
+  return n;
+}
+
+int32_t heldContexts(Executor& e) {
+  IterationStats st;
+  e.getIterationStats(st);
+  return st.heldContexts;
+}
+
+}  // namespace
+
+TEST(context_only_returns_one_token_and_params) {
+  auto a = make(kCtxCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 10, 77, 5));
+  CHECK(c.isFinal);
+  CHECK_EQ(c.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(c.tokens.size(), 1u);
+  CHECK(c.hasContextPhase);
+  CHECK_EQ(c.ctxRequestId, c.requestId);
+  CHECK_EQ(c.ctxDpRank, c.metrics.rank);
+  CHECK(c.ctxDpRank >= 0 && c.ctxDpRank < 2);
+  CHECK(c.firstGenTokens == c.tokens);
+  CHECK_EQ(c.opaqueState.rfind("affsim1 ", 0), 0u);
+  CHECK(contains(c.opaqueState, " " + std::to_string(c.requestId) + " " + std::to_string(c.ctxDpRank) + " 100"));
+  CHECK_EQ(c.metrics.outputTokens, 1);
+  CHECK_EQ(c.metrics.promptTokens, 100);
+  CHECK_EQ(c.clientRequestId, 77);
+  // The KV stays held: (100 + 1) tokens -> 13 blocks of 8.
+  CHECK_EQ(usedAll(*a), 13);
+  CHECK_EQ(heldContexts(*a), 1);
+  CHECK_EQ(a->nextIterationEndUs(), -1);  // nothing left to compute
+  IterationStats st;
+  a->getIterationStats(st);
+  CHECK_EQ(st.activeRequests, 0);
+  CHECK_EQ(st.completedRequests, 1);
+}
+
+TEST(generation_pull_frees_the_context_hold) {
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 10, 77, 5));
+  CHECK_EQ(usedAll(*a), 13);
+  events(*b);
+  const int64_t g = b->enqueue(genSpec(prompt, 10, c, 5));
+  // The pull frees A's hold at once, before B computes anything.
+  CHECK_EQ(usedAll(*a), 0);
+  CHECK_EQ(heldContexts(*a), 0);
+  const auto rs = runAll(*b);
+  const Response r = finalOf(rs, g);
+  CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(r.tokens.size(), 10u);
+  CHECK_EQ(r.tokens[0], c.tokens[0]);  // starts with the first generated token
+  // Transfer time charged by B: latency + bytes / bandwidth of B's preset.
+  const sim::TimingModel m(sim::timingPreset("deepseek-v3-gb200-dp"));
+  const auto want = static_cast<int64_t>(std::ceil(m.transferUs(100)));
+  CHECK_EQ(r.metrics.transferUs, want);
+  CHECK(std::abs(static_cast<double>(want) - (500 + 100 * 35136.0 / 400e9 * 1e6)) <= 1.0);
+  CHECK(r.metrics.firstTokenUs >= r.metrics.scheduledUs + want);
+  CHECK_EQ(r.metrics.reusedTokens, 0);
+  CHECK_EQ(usedAll(*b), 0);
+  // B registers the transferred prompt blocks under the router's hashes.
+  const auto stored = hashesOf(events(*b), KvEventType::kStored);
+  const auto chain = sim::v1BlockHashChain(prompt, 8, std::nullopt, false);
+  CHECK(stored.size() >= chain.size());
+  CHECK(std::equal(chain.begin(), chain.end(), stored.begin()));
+}
+
+TEST(disaggregated_output_equals_aggregated_output) {
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(40, 57);
+  const Response c = runCtx(*a, ctxSpec(prompt, 12, 3, 99));
+  const int64_t g = b->enqueue(genSpec(prompt, 12, c, 99));
+  const Response r = finalOf(runAll(*b), g);
+  auto agg = make(kCtxCfg);
+  RequestSpec s = spec(prompt, 12, 3);
+  s.setSeed(99);
+  const int64_t ia = agg->enqueue(s);
+  CHECK(finalOf(runAll(*agg), ia).tokens == r.tokens);
+}
+
+TEST(streaming_generation_starts_with_first_gen_tokens) {
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 64);
+  const Response c = runCtx(*a, ctxSpec(prompt, 6, 1, 1));
+  RequestSpec gs = genSpec(prompt, 6, c, 1);
+  gs.setStreaming(true);
+  const int64_t g = b->enqueue(gs);
+  const auto rs = runAll(*b);
+  CHECK(!rs.empty());
+  CHECK_EQ(rs[0].requestId, g);
+  CHECK(!rs[0].tokens.empty());
+  CHECK_EQ(rs[0].tokens[0], c.firstGenTokens[0]);
+  CHECK_EQ(outputOf(rs, g).size(), 6u);
+  CHECK(rs.back().isFinal);
+  // max_new_tokens 1: the first token is the whole output, no decode step.
+  auto a2 = make(kCtxCfg);
+  const Response c2 = runCtx(*a2, ctxSpec(prompt, 1, 1, 1));
+  const int64_t g2 = b->enqueue(genSpec(prompt, 1, c2, 1));
+  const Response r2 = finalOf(runAll(*b), g2);
+  CHECK(r2.tokens == c2.firstGenTokens);
+  CHECK_EQ(r2.finishReason, fin(FinishReason::kLength));
+}
+
+TEST(generation_on_the_same_executor) {
+  auto a = make(kCtxCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  CHECK_EQ(usedAll(*a), 13);
+  const int64_t g = a->enqueue(genSpec(prompt, 8, c, 5));
+  CHECK_EQ(heldContexts(*a), 0);
+  const Response r = finalOf(runAll(*a), g);
+  CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(r.tokens.size(), 8u);
+  CHECK_EQ(r.tokens[0], c.tokens[0]);
+  CHECK(r.metrics.transferUs > 0);
+  CHECK_EQ(usedAll(*a), 0);
+  // A second pull of the same context, on either executor, is an error.
+  const int64_t again = a->enqueue(genSpec(prompt, 8, c, 5));
+  Response e = finalOf(take(*a), again);
+  CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK(contains(e.errorMessage, "unknown context request " + std::to_string(c.ctxRequestId)));
+  auto b = make(kGenCfg);
+  const int64_t other = b->enqueue(genSpec(prompt, 8, c, 5));
+  e = finalOf(take(*b), other);
+  CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK(contains(e.errorMessage, "unknown context request"));
+}
+
+TEST(second_pull_from_another_executor_is_an_error) {
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 30);
+  const Response c = runCtx(*a, ctxSpec(prompt, 4, 5, 5));
+  RequestBatch batch;
+  batch.add(genSpec(prompt, 4, c, 5));
+  batch.add(genSpec(prompt, 4, c, 5));  // the same context twice in one batch
+  int64_t ids[2];
+  b->enqueueBatch(batch, ids);
+  const auto rs = runAll(*b);
+  CHECK_EQ(finalOf(rs, ids[0]).finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(finalOf(rs, ids[1]).finishReason, fin(FinishReason::kError));
+  CHECK(contains(finalOf(rs, ids[1]).errorMessage, "unknown context request"));
+}
+
+TEST(hold_times_out_after_context_hold_timeout) {
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"context_hold_timeout_ms":50})");
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  const int64_t done = c.metrics.finishUs;
+  CHECK_EQ(a->nowUs(), done);
+  a->advanceTo(done + 50000 - 1);
+  CHECK_EQ(usedAll(*a), 13);
+  CHECK_EQ(heldContexts(*a), 1);
+  a->advanceTo(done + 50000);
+  CHECK_EQ(usedAll(*a), 0);
+  CHECK_EQ(heldContexts(*a), 0);
+  CHECK(take(*a).empty());  // the context request already had its final response
+  auto b = make(kGenCfg);
+  const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
+  const Response e = finalOf(take(*b), g);
+  CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK(contains(e.errorMessage, "unknown context request"));
+  CHECK(contains(e.errorMessage, "expired"));
+}
+
+TEST(hold_timeout_also_fires_while_other_work_runs) {
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"context_hold_timeout_ms":1})");
+  const Response c = runCtx(*a, ctxSpec(seqTokens(1, 100), 8, 5, 5));
+  const int64_t id = a->enqueue(spec(seqTokens(500, 100), 50));  // many iterations > 1 ms
+  runAll(*a);
+  (void)id;
+  (void)c;
+  CHECK_EQ(heldContexts(*a), 0);
+  CHECK_EQ(usedAll(*a), 0);
+}
+
+TEST(cancel_of_a_held_context_frees_it) {
+  auto a = make(kCtxCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  CHECK_EQ(usedAll(*a), 13);
+  a->cancel(c.ctxRequestId);
+  CHECK_EQ(usedAll(*a), 0);
+  CHECK_EQ(heldContexts(*a), 0);
+  CHECK(take(*a).empty());  // no second final response
+  auto b = make(kGenCfg);
+  const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
+  CHECK_EQ(finalOf(take(*b), g).finishReason, fin(FinishReason::kError));
+}
+
+TEST(shutdown_and_destroy_release_holds_silently) {
+  auto a = make(kCtxCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  a->shutdown();
+  CHECK(take(*a).empty());
+  CHECK_EQ(usedAll(*a), 0);
+  a.reset();
+  // The context executor is gone: the state now reads as a remote context worker's, which frees
+  // its KV on its own; the generation request is served.
+  auto b = make(kGenCfg);
+  const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
+  const Response r = finalOf(runAll(*b), g);
+  CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(r.tokens.size(), 8u);
+}
+
+TEST(mismatched_params_are_errors) {
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  // Prompt length differs from what the context request prefilled.
+  const int64_t g1 = b->enqueue(genSpec(seqTokens(1, 99), 8, c, 5));
+  Response e = finalOf(take(*b), g1);
+  CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK(contains(e.errorMessage, "generation_only prompt has 99 tokens but the context request prefilled 100"));
+  // ctx_request_id differs from the state.
+  RequestSpec s = genSpec(prompt, 8, c, 5);
+  s.ctxRequestId = c.ctxRequestId + 1;
+  const int64_t g2 = b->enqueue(s);
+  e = finalOf(take(*b), g2);
+  CHECK(contains(e.errorMessage, "does not match"));
+  // Unrecognised opaque state.
+  s = genSpec(prompt, 8, c, 5);
+  s.opaqueState = "affsim1 1 2";
+  const int64_t g3 = b->enqueue(s);
+  CHECK(contains(finalOf(take(*b), g3).errorMessage, "not recognised"));
+  // The hold survived the bad pulls.
+  CHECK_EQ(usedAll(*a), 13);
+  const int64_t ok = b->enqueue(genSpec(prompt, 8, c, 5));
+  CHECK_EQ(finalOf(runAll(*b), ok).finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(usedAll(*a), 0);
+}
+
+TEST(context_only_ending_on_first_token_holds_nothing) {
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"vocab_size":4})");
+  const auto prompt = seqTokens(1, 50);
+  RequestSpec probe = spec(prompt, 1, 9);
+  probe.setSeed(3);
+  const int64_t pid = a->enqueue(probe);
+  const int32_t first = finalOf(runAll(*a), pid).tokens.at(0);
+  RequestSpec s = ctxSpec(prompt, 8, 9, 3);
+  s.setEndId(first);
+  const Response c = runCtx(*a, s);
+  CHECK_EQ(c.finishReason, fin(FinishReason::kEndId));
+  CHECK(!c.hasContextPhase);
+  CHECK(c.tokens.empty());
+  CHECK_EQ(heldContexts(*a), 0);
+  CHECK_EQ(usedAll(*a), 0);
+}
+
+TEST(context_conversation_blocks_are_retained_after_the_pull) {
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"block_reuse":{"policy":"per_conversation"}})");
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 41);
+  RequestSpec s = ctxSpec(prompt, 4, 1, 1);
+  setConv(s, "conv");
+  const Response c = runCtx(*a, s);
+  events(*a);
+  b->enqueue(genSpec(prompt, 4, c, 1));
+  const auto ev = events(*a);
+  CHECK(ofType(ev, KvEventType::kRemoved).empty());
+  CHECK_EQ(ofType(ev, KvEventType::kUpdated).size(), 5u);
+  CHECK_EQ(kvStats(*a).cachedNumBlocks, 5);
+  // The next turn's context request reuses them.
+  RequestSpec next = ctxSpec(concat(prompt, seqTokens(900, 10)), 4, 2, 1);
+  setConv(next, "conv");
+  CHECK_EQ(runCtx(*a, next).metrics.reusedTokens, 40);
+  runAll(*b);
+}

@@ -1,0 +1,42 @@
+package dev.affinity.server.cli;
+
+import dev.affinity.nativebridge.NativeBridge;
+import dev.affinity.nativebridge.NativeExecutor;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** Reports whether the native layer loads, its backends, and the configuration a backend resolves. */
+@Command(
+    name = "native-info",
+    mixinStandardHelpOptions = true,
+    description = "Show whether the native executor library loads, its backends, and a resolved executor config.")
+final class NativeInfoCommand implements Callable<Integer> {
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--backend", defaultValue = "sim", description = "Backend whose default configuration to show (default: ${DEFAULT-VALUE}).")
+  String backend;
+
+  @Option(names = "--config", description = "Executor configuration (JSON text, or @FILE) to resolve instead of the defaults.")
+  String config;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    if (!NativeBridge.isAvailable()) {
+      spec.commandLine().getErr().println("native library unavailable: " + NativeBridge.unavailabilityCause());
+      return 1;
+    }
+    out.println("native: " + NativeBridge.version());
+    out.println("backends: " + NativeBridge.availableBackends());
+    try (NativeExecutor ex = NativeExecutor.create(backend, ExecutorConfigs.read(config))) {
+      out.println("resolved " + backend + " config: " + ex.describe());
+    }
+    return 0;
+  }
+}

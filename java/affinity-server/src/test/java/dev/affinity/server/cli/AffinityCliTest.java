@@ -1,0 +1,80 @@
+package dev.affinity.server.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+class AffinityCliTest {
+
+  private record Result(int code, String out, String err) {}
+
+  private static Result run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cmd = AffinityCli.commandLine();
+    cmd.setOut(new PrintWriter(out));
+    cmd.setErr(new PrintWriter(err));
+    int code = cmd.execute(args);
+    return new Result(code, out.toString(), err.toString());
+  }
+
+  @Test
+  void helpListsTheSubcommands() {
+    Result r = run("--help");
+    assertEquals(0, r.code());
+    assertTrue(r.out().contains("native-info"), r.out());
+    assertTrue(r.out().contains("sim"), r.out());
+  }
+
+  @Test
+  void everySubcommandHasHelp() {
+    for (String sub : new String[] {"native-info", "sim"}) {
+      Result r = run(sub, "--help");
+      assertEquals(0, r.code(), sub);
+      assertTrue(r.out().contains("Usage: affinity " + sub), r.out());
+    }
+  }
+
+  @Test
+  void versionReportsTheNativeLibrary() {
+    Result r = run("--version");
+    assertEquals(0, r.code());
+    assertTrue(r.out().contains("affinity-native"), r.out());
+  }
+
+  @Test
+  void nativeInfoResolvesTheDefaultConfig() {
+    Result r = run("native-info");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("backends: sim"), r.out());
+    assertTrue(r.out().contains("\"preset\":\"llama3-70b-h100-tp8\""), r.out());
+  }
+
+  @Test
+  void nativeInfoReportsABadConfigKey() {
+    Result r = run("native-info", "--config", "{\"num_rank\": 2}");
+    assertEquals(1, r.code());
+    assertTrue(r.err().contains("'num_rank': unknown key"), r.err());
+  }
+
+  @Test
+  void simRunsASmallWorkloadAndReportsReuse() {
+    Result r = run("sim", "--requests", "40", "--prompt-tokens", "512", "--shared-prefix-tokens", "384",
+        "--prefix-groups", "2", "--max-new-tokens", "8", "--config", "{\"num_ranks\": 2, \"tokens_per_block\": 32}");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("requests           40 (0 errors)"), r.out());
+    double hit = Double.parseDouble(r.out().replaceAll("(?s).*prefix hit ratio\\s+([0-9.]+).*", "$1"));
+    assertTrue(hit > 0.5, "shared prefixes are reused: " + hit);
+  }
+
+  @Test
+  void simRejectsBadArguments() {
+    Result r = run("sim", "--requests", "0");
+    assertEquals(2, r.code());
+    assertTrue(r.err().contains("must be > 0"), r.err());
+  }
+}

@@ -1,0 +1,62 @@
+# Sourced by scripts/test, scripts/affinity and scripts/serve: makes sure the build tools exist.
+# On Debian/Ubuntu it installs what is missing with apt when running as root or when `sudo -n`
+# works; otherwise it prints the exact apt-get line and exits non-zero.
+
+affinity_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
+
+_affinity_java_ok() {
+  command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || return 1
+  local v
+  v=$(javac -version 2>&1 | sed -E 's/^javac ([0-9]+).*/\1/')
+  [[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge 17 ]
+}
+
+_affinity_pick_jdk() {
+  local p
+  for p in openjdk-17-jdk-headless openjdk-21-jdk-headless openjdk-25-jdk-headless default-jdk-headless; do
+    if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then echo "$p"; return 0; fi
+  done
+  echo openjdk-17-jdk-headless
+}
+
+affinity_ensure_tools() {
+  local missing=() need_update=1
+  _affinity_java_ok || missing+=(JDK)
+  command -v mvn >/dev/null 2>&1 || missing+=(maven)
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v g++ >/dev/null 2>&1 || missing+=(g++)
+  command -v make >/dev/null 2>&1 || missing+=(make)
+  [ -f /usr/include/nlohmann/json.hpp ] || [ -f /usr/local/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+  [ ${#missing[@]} -eq 0 ] && return 0
+
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo="none"; fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "affinity: missing ${missing[*]}; install JDK 17+, Maven 3.8.7+, CMake 3.18+, g++ and nlohmann-json 3" >&2
+    return 1
+  fi
+  if [ "$sudo" != "none" ]; then
+    $sudo apt-get update -qq >&2 || true
+    need_update=0
+  fi
+  local pkgs=() m
+  for m in "${missing[@]}"; do
+    case "$m" in
+      JDK) pkgs+=("$(_affinity_pick_jdk)") ;;
+      *) pkgs+=("$m") ;;
+    esac
+  done
+  if [ "$sudo" = "none" ]; then
+    echo "affinity: missing ${missing[*]}. Install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${pkgs[*]}" >&2
+    return 1
+  fi
+  echo "affinity: installing ${pkgs[*]}" >&2
+  [ $need_update -eq 0 ] || $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${pkgs[@]}" >&2
+}
+
+# JVM flags for every launcher: see docs/native.md.
+AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0)
