@@ -217,12 +217,12 @@ SimConfig parseSimConfig(const std::string& text) {
     r.string("instance_name", c.instanceName);
     r.integer("num_ranks", c.numRanks, 1, 1024);
     r.integer("tokens_per_block", c.tokensPerBlock, 1, 4096);
-    r.integer("kv_blocks_per_rank", c.kvBlocksPerRank, 1, int64_t{1} << 32);
+    r.integer("kv_blocks_per_rank", c.kvBlocksPerRank, 1, INT32_MAX);  // block ids are int32
     r.integer("max_batch_size", c.maxBatchSize, 1, 1 << 20);
     r.integer("max_num_tokens", c.maxNumTokens, 1, 1 << 30);
     r.integer("max_num_active_requests", c.maxNumActiveRequests, 0, 1 << 20);
     r.boolean("enable_chunked_prefill", c.enableChunkedPrefill);
-    r.integer("vocab_size", c.vocabSize, 2, int64_t{1} << 31);
+    r.integer("vocab_size", c.vocabSize, 2, INT32_MAX);
     if (const json* br = r.find("block_reuse")) {
       ObjectReader b(*br, "block_reuse");
       b.boolean("enabled", c.enableBlockReuse);
