@@ -1,0 +1,93 @@
+package dev.affinity.conversation;
+
+import java.util.Objects;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * Resolves a request's own conversation id and its sub-agent affinity id (reference
+ * trtllm-disagg.md §3.2-3.3):
+ *
+ * <ol>
+ *   <li>Own id: the body's {@code conversation_params.conversation_id} wins; otherwise the first
+ *       non-empty (after strip) value among the session headers, in their configured order, matched
+ *       case-insensitively; otherwise none.
+ *   <li>Sub-agent: with {@code conversation_affinity_header_for_subagents} set, a non-blank value of
+ *       that header becomes the affinity id. The own id is resolved as above regardless and never
+ *       rewritten; a child with a parent header but no own id gets {@code subagent:<uuid>}. Without
+ *       the parent header (a main agent) or with the feature off, resolution is exactly as step 1.
+ *   <li>Every routing header present (session headers and the parent header) must be at most 256
+ *       characters without control characters, else {@link InvalidHeaderException} (HTTP 400).
+ * </ol>
+ *
+ * Thread-safe and stateless.
+ */
+public final class ConversationResolver {
+  public static final int MAX_HEADER_LENGTH = 256;
+  public static final String SYNTHESIZED_PREFIX = "subagent:";
+
+  private final ConversationSettings settings;
+  private final Supplier<UUID> uuids;
+
+  public ConversationResolver(ConversationSettings settings) {
+    this(settings, UUID::randomUUID);
+  }
+
+  /** With a UUID source for synthesized ids (tests make it deterministic). */
+  public ConversationResolver(ConversationSettings settings, Supplier<UUID> uuids) {
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.uuids = Objects.requireNonNull(uuids, "uuids");
+  }
+
+  public ConversationSettings settings() {
+    return settings;
+  }
+
+  /**
+   * @param bodyConversationId the body's {@code conversation_params.conversation_id}, already
+   *     stripped and non-empty, or null when the body has none
+   */
+  public Resolution resolve(String bodyConversationId, HeaderSource headers) {
+    Objects.requireNonNull(headers, "headers");
+    String own = bodyConversationId;
+    for (String name : settings.sessionHeaders()) {
+      String value = checked(name, headers.first(name));
+      if (own == null && value != null && !value.isBlank()) {
+        own = value.strip();
+      }
+    }
+    String affinity = null;
+    if (settings.subagentHeader().isPresent()) {
+      String name = settings.subagentHeader().get();
+      String value = checked(name, headers.first(name));
+      if (value != null && !value.isBlank()) {
+        affinity = value.strip();
+      }
+    }
+    boolean synthesized = false;
+    if (affinity != null && own == null) {
+      own = SYNTHESIZED_PREFIX + uuids.get();
+      synthesized = true;
+    }
+    return own == null && affinity == null ? Resolution.NONE : new Resolution(own, affinity, synthesized);
+  }
+
+  /** Rejects a routing header value that is too long or carries control characters. */
+  static String checked(String name, String value) {
+    if (value == null) {
+      return null;
+    }
+    if (value.length() > MAX_HEADER_LENGTH) {
+      throw new InvalidHeaderException(name, "header " + name + " is " + value.length() + " characters long; at most "
+          + MAX_HEADER_LENGTH + " are allowed");
+    }
+    for (int i = 0; i < value.length(); i++) {
+      char ch = value.charAt(i);
+      if (ch < 0x20 || ch == 0x7f) {
+        throw new InvalidHeaderException(name, "header " + name + " contains a control character (0x"
+            + Integer.toHexString(ch) + ") at position " + i);
+      }
+    }
+    return value;
+  }
+}

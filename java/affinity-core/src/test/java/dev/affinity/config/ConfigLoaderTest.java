@@ -1,0 +1,225 @@
+package dev.affinity.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class ConfigLoaderTest {
+  static final Path EXAMPLES = Path.of("../../docs/examples");
+
+  static final String MINIMAL = """
+      context_servers:
+        urls: ["c0:8001"]
+      generation_servers:
+        urls: ["g0:8002"]
+      """;
+
+  private static LoadedConfig parse(String yaml) {
+    return ConfigLoader.parse(yaml, "test.yaml");
+  }
+
+  private static ConfigException fails(String yaml) {
+    return assertThrows(ConfigException.class, () -> parse(yaml));
+  }
+
+  @Test
+  void everyExampleConfigLoadsWithoutWarnings() throws Exception {
+    List<Path> files;
+    try (Stream<Path> s = Files.list(EXAMPLES)) {
+      files = s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
+    }
+    assertEquals(4, files.size(), files.toString());
+    for (Path f : files) {
+      LoadedConfig c = ConfigLoader.load(f);
+      assertEquals(List.of(), c.warnings(), f.toString());
+    }
+  }
+
+  @Test
+  void examplesCarryWhatTheyShow() throws Exception {
+    DisaggConfig sim = ConfigLoader.load(EXAMPLES.resolve("sim-workers.yaml")).config();
+    assertTrue(sim.context().isEmbedded());
+    assertEquals(2, sim.context().numInstances());
+    assertEquals(2, sim.context().embedded().orElseThrow().ranks());
+    assertEquals("conversation", sim.context().embedded().orElseThrow().adpRouterType());
+    assertEquals("x-dynamo-parent-session-id".toLowerCase(), sim.subagentHeader().orElseThrow().toLowerCase());
+    assertTrue(sim.affinity().debugHeaders());
+
+    DisaggConfig trt = ConfigLoader.load(EXAMPLES.resolve("trtllm-serve-workers.yaml")).config();
+    assertEquals("pytorch", trt.context().workerArgs().get("backend"), "top-level keys are inherited");
+    assertEquals("pytorch", trt.generation().workerArgs().get("backend"));
+    assertEquals(17, trt.nodeId());
+    assertEquals(256L, trt.generation().router().args().get("max_batch_size"), "adopted into router args");
+
+    DisaggConfig cond = ConfigLoader.load(EXAMPLES.resolve("conditional-disagg.yaml")).config();
+    assertEquals(2048, cond.conditionalDisagg().orElseThrow().maxLocalPrefillLength());
+    assertEquals(32L, cond.generation().router().args().get("tokens_per_block"));
+
+    DisaggConfig sub = ConfigLoader.load(EXAMPLES.resolve("subagent-affinity.yaml")).config();
+    assertEquals("x-dynamo-session-id", sub.affinity().sessionHeaders().get(6));
+  }
+
+  @Test
+  void defaultsAreUpstreams() {
+    DisaggConfig c = parse(MINIMAL).config();
+    assertEquals("localhost", c.hostname());
+    assertEquals(8000, c.port());
+    assertEquals(1, c.maxRetries());
+    assertEquals(ScheduleStyle.CONTEXT_FIRST, c.scheduleStyle());
+    assertEquals(SubagentScope.CONTEXT, c.subagentScope());
+    assertTrue(c.subagentHeader().isEmpty());
+    assertEquals("round_robin", c.context().router().type());
+    assertEquals(1, c.context().numInstances());
+    assertEquals(10, c.serverKeepAliveTimeout());
+    assertFalse(c.allowRequestChatTemplate());
+    assertEquals(AffinitySettings.DEFAULT_SESSION_HEADERS, c.affinity().sessionHeaders());
+    assertTrue(c.nodeId() >= 0 && c.nodeId() <= 255);
+  }
+
+  static Stream<Arguments> invalidConfigs() {
+    return Stream.of(
+        Arguments.of("port: 70000\n" + MINIMAL, "test.yaml:1:7: port: expected an integer in [1, 65535], found 70000"),
+        Arguments.of("port: \"8000\"\n" + MINIMAL, "test.yaml:1:7: port: expected an integer, found the string \"8000\""),
+        Arguments.of("node_id: 256\n" + MINIMAL, "test.yaml:1:10: node_id: expected an integer in [0, 255], found 256"),
+        Arguments.of("schedule_style: ctx_first\n" + MINIMAL,
+            "test.yaml:1:17: schedule_style: expected context_first or generation_first, found \"ctx_first\""),
+        Arguments.of("subagent_affinity_scope: parent\n" + MINIMAL,
+            "subagent_affinity_scope: expected context or both, found \"parent\""),
+        Arguments.of("allow_request_chat_template: \"yes\"\n" + MINIMAL,
+            "allow_request_chat_template: expected true or false, found the string \"yes\""),
+        Arguments.of("generation_servers:\n  urls: [\"g0:8002\"]\n",
+            "test.yaml:1:1: context_servers: is required"),
+        Arguments.of("context_servers:\n  urls: [\"c0:8001\", \"c1:8001\"]\ngeneration_servers:\n  urls: [\"g0:8002\"]\n",
+            "test.yaml:2:9: context_servers.urls: has 2 entries but num_instances is 1 (the default); list one host:port per instance and set num_instances: 2"),
+        Arguments.of("context_servers:\n  urls: [\"c0\"]\ngeneration_servers:\n  urls: [\"g0:8002\"]\n",
+            "test.yaml:2:10: context_servers.urls[0]: expected host:port, found \"c0\""),
+        Arguments.of("context_servers:\n  num_instances: 2\n  urls: [\"c0:1\", \"c0:1\"]\ngeneration_servers:\n  urls: [\"g0:8002\"]\n",
+            "context_servers.urls: lists c0:1 twice"),
+        Arguments.of("""
+            context_servers:
+              urls: ["c0:8001"]
+              router:
+                type: conversation
+                args:
+                  max_sessions: 10
+            generation_servers:
+              urls: ["g0:8002"]
+            """,
+            "test.yaml:5:5: context_servers.router.args: router arguments sit beside type, not under args: TensorRT-LLM "
+                + "silently ignores a nested args map. Write `router: {type: conversation, max_sessions: 10}`"),
+        Arguments.of("max_batch_size: 64\n" + MINIMAL.replace("urls: [\"g0:8002\"]", "urls: [\"g0:8002\"]\n  max_batch_size: 128"),
+            "test.yaml:6:19: generation_servers.max_batch_size: conflicts with the top-level max_batch_size (64, line 1), which every section inherits; found 128"),
+        Arguments.of("conditional_disagg_config:\n  max_local_prefill_length: 10\n" + MINIMAL,
+            "conditional_disagg_config: requires generation_servers.router.type: kv_cache_aware (found round_robin)"),
+        Arguments.of("disagg_cluster:\n  cluster_name: x\n" + MINIMAL, "disagg_cluster.cluster_uri: is required"),
+        Arguments.of("disagg_cluster:\n  cluster_uri: http://x\n  bogus: 1\n" + MINIMAL, "disagg_cluster.bogus: unknown key"),
+        Arguments.of("otlp_config:\n  endpoint: x\n" + MINIMAL, "otlp_config.endpoint: unknown key (known: otlp_traces_endpoint)"),
+        Arguments.of("conversation_affinity_header_for_subagents: \"X Parent\"\n" + MINIMAL,
+            "conversation_affinity_header_for_subagents: expected an HTTP header name"),
+        Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
+        Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
+            "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
+        Arguments.of("affinity:\n  workers:\n    context: {instances: 2, rank: 2}\n" + MINIMAL.replace("  urls: [\"c0:8001\"]\n", ""),
+            "affinity.workers.context.rank: unknown key"),
+        Arguments.of("affinity:\n  workers:\n    context: {instances: 2}\n" + MINIMAL,
+            "context_servers.urls: cannot be combined with affinity.workers.context"),
+        Arguments.of("affinity:\n  workers:\n    context: {instances: 2, ranks: 2, executor: {num_ranks: 4}}\n"
+                + MINIMAL.replace("  urls: [\"c0:8001\"]\n", "  num_instances: 2\n"),
+            "affinity.workers.context.num_ranks: conflicts with affinity.workers.context.executor.num_ranks (4)"),
+        Arguments.of("port: 1\nport: 2\n" + MINIMAL, "test.yaml:2:1: port: duplicate key (first at line 1)"),
+        Arguments.of("context_servers: [1, 2]\ngeneration_servers:\n  urls: [\"g0:8002\"]\n",
+            "test.yaml:1:18: context_servers: expected a mapping, found a list"),
+        Arguments.of("context_servers:\n  urls: [\"c0:8001\"\n", "test.yaml:3:1: invalid YAML"));
+  }
+
+  @ParameterizedTest
+  @MethodSource("invalidConfigs")
+  void invalidConfigsFailWithThePreciseMessage(String yaml, String expected) {
+    ConfigException e = fails(yaml);
+    assertTrue(e.getMessage().contains(expected), () -> "expected '" + expected + "' in:\n" + e.getMessage());
+  }
+
+  @Test
+  void everyErrorIsReportedNotJustTheFirst() {
+    ConfigException e = fails("port: 0\nnode_id: 999\nmax_retries: -1\n" + MINIMAL);
+    assertEquals(3, e.problems().size(), e.getMessage());
+    assertEquals(List.of("port", "node_id", "max_retries"), e.problems().stream().map(ConfigProblem::keyPath).toList());
+  }
+
+  @Test
+  void unknownTopLevelKeysAreInheritedByBothSections() {
+    DisaggConfig c = parse("kv_cache_config: {enable_block_reuse: true}\ntensor_parallel_size: 4\n" + MINIMAL).config();
+    assertEquals(4L, c.context().workerArgs().get("tensor_parallel_size"));
+    assertEquals(4L, c.generation().workerArgs().get("tensor_parallel_size"));
+    assertEquals(Map.of("enable_block_reuse", true), c.generation().workerArgs().get("kv_cache_config"));
+    assertEquals(Map.of("tensor_parallel_size", 4L, "kv_cache_config", Map.of("enable_block_reuse", true)), c.inherited());
+    // the same value in a section is not a conflict
+    parse("tensor_parallel_size: 4\n" + MINIMAL.replace("urls: [\"c0:8001\"]", "urls: [\"c0:8001\"]\n  tensor_parallel_size: 4"));
+  }
+
+  @Test
+  void returnPerfMetricsIsForcedIntoBothSections() {
+    DisaggConfig c = parse("return_perf_metrics: true\n" + MINIMAL).config();
+    assertEquals(true, c.context().workerArgs().get("return_perf_metrics"));
+    assertEquals(true, c.generation().workerArgs().get("return_perf_metrics"));
+  }
+
+  @Test
+  void routerArgumentsAreFlatAndKeepTheirLocation() {
+    DisaggConfig c = parse("""
+        context_servers:
+          urls: ["c0:8001"]
+          max_num_tokens: 8192
+          router:
+            type: Conversation
+            max_sessions: 10
+            match_threshold: 0.5
+        generation_servers:
+          urls: ["g0:8002"]
+        """).config();
+    RouterConfig r = c.context().router();
+    assertEquals("conversation", r.type());
+    assertEquals(10L, r.args().get("max_sessions"));
+    assertEquals(0.5, r.args().get("match_threshold"));
+    assertEquals(8192L, r.args().get("max_num_tokens"));
+    assertEquals(new Location("test.yaml", 6, 19), r.locationOf("max_sessions"));
+  }
+
+  @Test
+  void scheduleStyleAndScopeParse() {
+    DisaggConfig c = parse("schedule_style: generation_first\nsubagent_affinity_scope: both\n"
+        + "conversation_affinity_header_for_subagents: X-Parent\n" + MINIMAL).config();
+    assertEquals(ScheduleStyle.GENERATION_FIRST, c.scheduleStyle());
+    assertEquals(1, c.scheduleStyle().wireValue());
+    assertEquals(SubagentScope.BOTH, c.subagentScope());
+  }
+
+  @Test
+  void embeddedWorkerShortcutsFoldIntoTheExecutorConfig() {
+    DisaggConfig c = parse("""
+        context_servers: {num_instances: 3}
+        generation_servers: {}
+        affinity:
+          workers:
+            context: {instances: 3, ranks: 4, preset: deepseek-v3-h100-dp, time_scale: 0.5}
+            generation: {}
+        """).config();
+    WorkerPool p = c.context().embedded().orElseThrow();
+    assertEquals(3, p.instances());
+    assertEquals(4, p.ranks());
+    assertEquals("deepseek-v3-h100-dp", p.executorConfig().get("preset"));
+    assertEquals(Map.of("mode", "real", "time_scale", 0.5), p.executorConfig().get("clock"));
+    assertEquals(1, c.generation().numInstances());
+  }
+}
