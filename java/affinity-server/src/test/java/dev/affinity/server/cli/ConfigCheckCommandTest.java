@@ -1,0 +1,86 @@
+package dev.affinity.server.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class ConfigCheckCommandTest {
+  @TempDir
+  Path dir;
+
+  private record Result(int code, String out, String err) {}
+
+  private Result check(String yaml) throws Exception {
+    Path f = dir.resolve("c.yaml");
+    Files.writeString(f, yaml);
+    return run(f.toString());
+  }
+
+  private static Result run(String file) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cmd = AffinityCli.commandLine();
+    cmd.setOut(new PrintWriter(out));
+    cmd.setErr(new PrintWriter(err));
+    int code = cmd.execute("config", "check", file);
+    return new Result(code, out.toString(), err.toString());
+  }
+
+  @Test
+  void everyShippedExampleIsOk() throws Exception {
+    try (var s = Files.list(Path.of("../../docs/examples"))) {
+      for (Path f : s.filter(p -> p.toString().endsWith(".yaml")).toList()) {
+        Result r = run(f.toString());
+        assertEquals(0, r.code(), f + ": " + r.err());
+        assertTrue(r.out().contains(": ok"), r.out());
+      }
+    }
+  }
+
+  @Test
+  void printsEveryErrorAndExitsNonZero() throws Exception {
+    Result r = check("port: 0\nnode_id: 300\ncontext_servers: {urls: [\"c:1\"]}\ngeneration_servers: {urls: [\"g:1\"]}\n");
+    assertEquals(1, r.code());
+    assertTrue(r.err().contains("c.yaml:1:7: port: expected an integer in [1, 65535], found 0"), r.err());
+    assertTrue(r.err().contains("c.yaml:2:10: node_id: expected an integer in [0, 255], found 300"), r.err());
+    assertTrue(r.err().contains("2 errors"), r.err());
+  }
+
+  @Test
+  void warningsAreShownButTheConfigIsOk() throws Exception {
+    Result r = check("conversation_affinity_header_for_subagents: X-Parent\n"
+        + "context_servers: {urls: [\"c:1\"]}\ngeneration_servers: {urls: [\"g:1\"]}\n");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.err().contains("warning: context_servers.router.type: is round_robin"), r.err());
+    assertTrue(r.err().contains("warning: internal_request_auth_key"), r.err());
+    assertTrue(r.out().contains("ok (2 warnings)"), r.out());
+  }
+
+  @Test
+  void embeddedExecutorSettingsAreCheckedByTheNativeLayer() throws Exception {
+    Result r = check("""
+        context_servers: {}
+        generation_servers: {}
+        affinity:
+          workers:
+            context: {executor: {block_reuse: {polcy: per_request}}}
+            generation: {}
+        """);
+    assertEquals(1, r.code());
+    assertTrue(r.err().contains("affinity.workers.context: sim config: 'block_reuse.polcy': unknown key"), r.err());
+  }
+
+  @Test
+  void aMissingFileIsAnError() {
+    Result r = run(dir.resolve("nope.yaml").toString());
+    assertEquals(1, r.code());
+    assertTrue(r.err().contains("no such file"), r.err());
+  }
+}
