@@ -449,6 +449,31 @@ TEST(priority_then_fcfs) {
   CHECK((order == std::vector<int64_t>{ids[1], ids[3], ids[0], ids[2], ids[4]}));
 }
 
+TEST(priority_orders_the_token_budget_of_running_requests) {
+  // A long low-priority prompt is mid-prefill when a high-priority one arrives: from the next
+  // iteration it plans, the high-priority prompt takes the token budget first.
+  auto e = make(cfg(R"("max_num_tokens":100)"));
+  RequestSpec low = spec(seqTokens(1, 300), 2, 1);
+  low.setPriority(0.1f);
+  const int64_t il = e->enqueue(low);
+  CHECK(step(*e));  // iteration 1 (low: 100); advanceTo starts iteration 2 (low) at its end
+  RequestSpec high = spec(seqTokens(5000, 60), 2, 2);
+  high.setPriority(0.9f);
+  const int64_t ih = e->enqueue(high);
+  IterationStats st;
+  e->getIterationStats(st);
+  CHECK_EQ(st.lastContextRequests, 1);  // iteration 2 was planned before high arrived
+  CHECK(step(*e));  // iteration 2 (low: 100 more); iteration 3 is planned with both
+  const int64_t t3 = e->nextIterationEndUs();
+  e->getIterationStats(st);
+  CHECK_EQ(st.lastContextRequests, 2);
+  CHECK_EQ(st.lastContextTokens, 100);  // high 60 first, then low 40
+  e->advanceTo(t3);
+  const auto rs = runAll(*e);
+  CHECK_EQ(finalOf(rs, ih).metrics.firstTokenUs, t3);
+  CHECK(finalOf(rs, il).metrics.firstTokenUs > t3);
+}
+
 TEST(cancel_frees_kv_and_ends_with_cancelled) {
   auto e = make(cfg());
   RequestSpec s = spec(seqTokens(1, 40), 100, 5);
