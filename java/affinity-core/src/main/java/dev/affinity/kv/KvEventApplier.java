@@ -1,0 +1,35 @@
+package dev.affinity.kv;
+
+import dev.affinity.executor.KvEvent;
+import java.util.List;
+
+/**
+ * Applies KV-cache events of one worker to a {@link PrefixIndex}: "created" clears the location
+ * (a new cache holds nothing), "stored" adds blocks, "removed" retracts them, "updated" (a priority
+ * change) keeps them. With {@code ranksVisible} the event's rank selects the location; otherwise the
+ * whole worker is one location.
+ */
+public final class KvEventApplier {
+  private final PrefixIndex index;
+
+  public KvEventApplier(PrefixIndex index) {
+    this.index = index;
+  }
+
+  public void apply(String worker, boolean ranksVisible, List<KvEvent> events) {
+    for (KvEvent e : events) {
+      int location = index.location(worker, ranksVisible ? e.rank() : -1);
+      switch (e.type()) {
+        case CREATED -> {
+          if (ranksVisible) {
+            index.clear(location);
+          }
+          // without visible ranks, one rank's new cache says nothing about the others
+        }
+        case STORED -> index.store(location, e.blockHashes());
+        case REMOVED -> index.remove(location, e.blockHashes());
+        case UPDATED -> index.touch(location, e.blockHashes(), e.blockHashes().length);
+      }
+    }
+  }
+}

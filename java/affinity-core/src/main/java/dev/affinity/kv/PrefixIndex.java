@@ -1,0 +1,231 @@
+package dev.affinity.kv;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Which KV blocks each location (a worker, or one attention-DP rank of a worker) holds, for prefix
+ * matching. Fed by KV events ({@link KvEventApplier}) and by routed-block backfill. Blocks are 64-bit
+ * keys ({@link BlockHasher#keys}).
+ *
+ * <p>Layout: one concurrent map from block key to the set of locations holding it (a copy-on-write
+ * bitset), so a lookup walks the request's blocks once for all locations; and per location an
+ * access-ordered set bounding its entries (LRU) — the bound matters for backfilled blocks, which no
+ * "removed" event will ever retract. Safe under concurrent updates and lookups: each key's location
+ * set is replaced atomically, and each location's LRU is guarded by its own lock.
+ */
+public final class PrefixIndex {
+  private final long maxBlocksPerLocation;
+  private final ConcurrentHashMap<Long, long[]> holders = new ConcurrentHashMap<>();
+  private final Map<String, Integer> locationIds = new HashMap<>();
+  private final List<LocationState> locations = new ArrayList<>();
+  private final AtomicLong entries = new AtomicLong();
+
+  /** The index of one location: its LRU of block keys, guarded by itself. */
+  private static final class LocationState {
+    final String worker;
+    final int rank;
+    final LinkedHashMap<Long, Boolean> lru = new LinkedHashMap<>(16, 0.75f, true);
+
+    LocationState(String worker, int rank) {
+      this.worker = worker;
+      this.rank = rank;
+    }
+  }
+
+  /** @param maxBlocksPerLocation entries kept per location before the least recently used go */
+  public PrefixIndex(long maxBlocksPerLocation) {
+    if (maxBlocksPerLocation <= 0) {
+      throw new IllegalArgumentException("maxBlocksPerLocation must be > 0, got " + maxBlocksPerLocation);
+    }
+    this.maxBlocksPerLocation = maxBlocksPerLocation;
+  }
+
+  /** The dense id of (worker, rank); rank -1 stands for the whole worker (ranks not visible). */
+  public synchronized int location(String worker, int rank) {
+    String key = rank + "@" + worker;
+    Integer id = locationIds.get(key);
+    if (id == null) {
+      id = locations.size();
+      locations.add(new LocationState(worker, rank));
+      locationIds.put(key, id);
+    }
+    return id;
+  }
+
+  private synchronized LocationState state(int location) {
+    return locations.get(location);
+  }
+
+  /** Number of (block, location) entries. */
+  public long size() {
+    return entries.get();
+  }
+
+  /** Distinct block keys indexed. */
+  public int distinctBlocks() {
+    return holders.size();
+  }
+
+  /** Records that the location holds these blocks (most recently used last). */
+  public void store(int location, long[] keys, int from, int to) {
+    LocationState st = state(location);
+    synchronized (st) {
+      // Every change of this location's bit happens under its lock, so the LRU and the holder
+      // sets never disagree.
+      for (int i = from; i < to; i++) {
+        Long k = keys[i];
+        if (st.lru.put(k, Boolean.TRUE) == null) {
+          entries.incrementAndGet();
+          holders.compute(k, (key, set) -> withBit(set, location));
+        }
+      }
+      long over = st.lru.size() - maxBlocksPerLocation;
+      Iterator<Long> it = st.lru.keySet().iterator();
+      while (over-- > 0 && it.hasNext()) {
+        Long k = it.next();
+        it.remove();
+        entries.decrementAndGet();
+        holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+      }
+    }
+  }
+
+  public void store(int location, long[] keys) {
+    store(location, keys, 0, keys.length);
+  }
+
+  /** Records that the location no longer holds these blocks. */
+  public void remove(int location, long[] keys) {
+    LocationState st = state(location);
+    synchronized (st) {
+      for (long k : keys) {
+        if (st.lru.remove(k) != null) {
+          entries.decrementAndGet();
+          holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+        }
+      }
+    }
+  }
+
+  /** Forgets everything the location holds (its cache was recreated, or it left). */
+  public void clear(int location) {
+    LocationState st = state(location);
+    synchronized (st) {
+      for (Long k : st.lru.keySet()) {
+        entries.decrementAndGet();
+        holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+      }
+      st.lru.clear();
+    }
+  }
+
+  /** Clears every location of a worker. */
+  public void clearWorker(String worker) {
+    List<Integer> ids = new ArrayList<>();
+    synchronized (this) {
+      for (int i = 0; i < locations.size(); i++) {
+        if (locations.get(i).worker.equals(worker)) {
+          ids.add(i);
+        }
+      }
+    }
+    ids.forEach(this::clear);
+  }
+
+  /** Marks blocks as just used at the location (keeps a hot prefix from aging out). */
+  public void touch(int location, long[] keys, int count) {
+    LocationState st = state(location);
+    synchronized (st) {
+      for (int i = 0; i < count && i < keys.length; i++) {
+        st.lru.get(keys[i]);
+      }
+    }
+  }
+
+  /** Entries held by one location. */
+  public long size(int location) {
+    LocationState st = state(location);
+    synchronized (st) {
+      return st.lru.size();
+    }
+  }
+
+  /**
+   * For each requested location, the number of leading {@code keys} it holds (stopping at the
+   * first block it lacks): {@code result[i]} belongs to {@code candidateLocations[i]}.
+   */
+  public int[] matchDepths(long[] keys, int[] candidateLocations) {
+    int[] out = new int[candidateLocations.length];
+    if (keys.length == 0 || candidateLocations.length == 0) {
+      return out;
+    }
+    int maxLoc = 0;
+    for (int l : candidateLocations) {
+      maxLoc = Math.max(maxLoc, l);
+    }
+    long[] alive = new long[(maxLoc >>> 6) + 1];
+    for (int l : candidateLocations) {
+      alive[l >>> 6] |= 1L << l;
+    }
+    int[] depth = new int[maxLoc + 1];
+    Arrays.fill(depth, -1);
+    int block = 0;
+    for (; block < keys.length; block++) {
+      long[] h = holders.get(keys[block]);
+      boolean any = false;
+      for (int w = 0; w < alive.length; w++) {
+        long before = alive[w];
+        if (before == 0) {
+          continue;
+        }
+        long now = h == null || w >= h.length ? 0 : before & h[w];
+        long dropped = before & ~now;
+        while (dropped != 0) {
+          int bit = Long.numberOfTrailingZeros(dropped);
+          depth[(w << 6) + bit] = block;
+          dropped &= dropped - 1;
+        }
+        alive[w] = now;
+        any |= now != 0;
+      }
+      if (!any) {
+        break;
+      }
+    }
+    for (int i = 0; i < candidateLocations.length; i++) {
+      int d = depth[candidateLocations[i]];
+      out[i] = d < 0 ? keys.length : d;
+    }
+    return out;
+  }
+
+  private static long[] withBit(long[] set, int bit) {
+    int word = bit >>> 6;
+    long[] out = set == null ? new long[word + 1] : Arrays.copyOf(set, Math.max(set.length, word + 1));
+    out[word] |= 1L << bit;
+    return out;
+  }
+
+  private static long[] withoutBit(long[] set, int bit) {
+    int word = bit >>> 6;
+    if (word >= set.length || (set[word] & (1L << bit)) == 0) {
+      return set;
+    }
+    long[] out = set.clone();
+    out[word] &= ~(1L << bit);
+    for (long w : out) {
+      if (w != 0) {
+        return out;
+      }
+    }
+    return null;  // no location holds the block any more: drop the key
+  }
+}

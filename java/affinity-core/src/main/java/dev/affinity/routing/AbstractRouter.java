@@ -1,0 +1,278 @@
+package dev.affinity.routing;
+
+import dev.affinity.executor.KvEvent;
+import dev.affinity.kv.KvEventApplier;
+import dev.affinity.kv.PrefixIndex;
+import dev.affinity.worker.Worker;
+import dev.affinity.worker.WorkerInfo;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What every router shares: the worker list, per-candidate load, the selection lifecycle (exactly
+ * once release, TTL expiry, counters), KV event ingestion and backfill. Subclasses decide in
+ * {@link #choose} and keep their own state in the hooks; all hooks run under one lock per router,
+ * while block hashing and index lookups happen before it is taken.
+ */
+public abstract class AbstractRouter implements Router {
+  private static final Logger log = LoggerFactory.getLogger(AbstractRouter.class);
+  private static final long SWEEP_INTERVAL_NANOS = 1_000_000_000L;
+
+  protected final RouterContext context;
+  protected final PrefixIndex index;
+  /** Guards routing state: the worker list, loads and every subclass structure. */
+  protected final Object lock = new Object();
+  private final Map<String, Worker> workers = new LinkedHashMap<>();
+  private volatile List<Worker> workerSnapshot = List.of();
+  private final Map<String, Load> loads = new HashMap<>();
+  private final ConcurrentHashMap<Long, Selection> outstanding = new ConcurrentHashMap<>();
+  private final AtomicLong nextSelectionId = new AtomicLong(1);
+  private final AtomicLong expired = new AtomicLong();
+  private final AtomicLong doubleReleases = new AtomicLong();
+  private final Map<DecisionReason, LongAdder> decisions = new EnumMap<>(DecisionReason.class);
+  private final KvEventApplier applier;
+  private volatile long lastSweepNanos;
+  private long rrCounter;
+
+  /** In-flight work at one candidate (or, keyed by worker id alone, at a whole worker). */
+  protected static final class Load {
+    public int requests;
+    public long tokens;
+    /** Expected prefill work queued there (router-specific units). */
+    public double work;
+  }
+
+  /** A subclass's decision. */
+  protected record Choice(Candidate candidate, int matchedBlocks, int matchedTokens, DecisionReason reason) {}
+
+  protected AbstractRouter(RouterContext context) {
+    this.context = Objects.requireNonNull(context, "context");
+    this.index = context.prefixIndex();
+    this.applier = new KvEventApplier(index);
+    for (DecisionReason r : DecisionReason.values()) {
+      decisions.put(r, new LongAdder());
+    }
+    this.lastSweepNanos = context.nanoClock().getAsLong();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Subclass hooks (under lock unless noted)
+
+  /**
+   * Picks among the live, non-excluded workers (never empty). {@code prepared} is what
+   * {@link #prepare} returned.
+   */
+  protected abstract Choice choose(RoutingRequest request, List<Worker> candidates, Object prepared);
+
+  /** Before the lock: precompute what {@link #choose} needs (block keys, index lookups). */
+  protected Object prepare(RoutingRequest request, List<Worker> candidates) {
+    return null;
+  }
+
+  protected void onSelected(Selection selection) {}
+
+  protected void onReleased(Selection selection, Outcome outcome) {}
+
+  protected void onWorkerAdded(Worker worker) {}
+
+  protected void onWorkerRemoved(String workerId) {}
+
+  // -------------------------------------------------------------------------------------------
+  // Router
+
+  @Override
+  public final Selection select(RoutingRequest request, Set<String> excludedWorkerIds) {
+    Objects.requireNonNull(request, "request");
+    Set<String> excluded = excludedWorkerIds == null ? Set.of() : excludedWorkerIds;
+    sweepExpired();
+    List<Worker> candidates = new ArrayList<>();
+    for (Worker w : workerSnapshot) {
+      if (w.isAlive() && !excluded.contains(w.id())) {
+        candidates.add(w);
+      }
+    }
+    if (candidates.isEmpty()) {
+      throw new NoWorkerAvailableException("no " + context.fleet().name().toLowerCase() + " worker available: "
+          + workerSnapshot.size() + " known, " + excluded.size() + " excluded");
+    }
+    Object prepared = prepare(request, candidates);
+    Selection s;
+    synchronized (lock) {
+      candidates.removeIf(w -> !workers.containsKey(w.id()));  // removed meanwhile
+      if (candidates.isEmpty()) {
+        throw new NoWorkerAvailableException("no " + context.fleet().name().toLowerCase() + " worker available");
+      }
+      Choice c = choose(request, candidates, prepared);
+      long deadline = context.nanoClock().getAsLong() + context.selectionTtl().toNanos();
+      s = new Selection(nextSelectionId.getAndIncrement(), request, c.candidate(), c.matchedBlocks(),
+          c.matchedTokens(), c.reason(), deadline, this);
+      addLoad(c.candidate(), request, +1);
+      onSelected(s);
+      outstanding.put(s.id(), s);
+    }
+    decisions.get(s.reason()).increment();
+    return s;
+  }
+
+  final void release(Selection s, Outcome outcome) {
+    if (outstanding.remove(s.id()) == null) {
+      return;
+    }
+    if (outcome == Outcome.EXPIRED) {
+      expired.incrementAndGet();
+      log.warn("selection {} ({}) was never released; expired after {}", s.id(), s.candidate(), context.selectionTtl());
+    }
+    synchronized (lock) {
+      addLoad(s.candidate(), s.request(), -1);
+      onReleased(s, outcome);
+    }
+  }
+
+  final void noteDoubleRelease(Selection s, Outcome outcome) {
+    doubleReleases.incrementAndGet();
+    log.warn("selection {} ({}) released again with {}: ignored", s.id(), s.candidate(), outcome);
+  }
+
+  /** Expires selections past their TTL; runs at most once a second, from select(). */
+  public final void sweepExpired() {
+    long now = context.nanoClock().getAsLong();
+    if (now - lastSweepNanos < SWEEP_INTERVAL_NANOS) {
+      return;
+    }
+    lastSweepNanos = now;
+    for (Selection s : outstanding.values()) {
+      if (now - s.deadlineNanos() > 0) {
+        s.expire();
+      }
+    }
+  }
+
+  @Override
+  public final void addWorker(Worker worker) {
+    synchronized (lock) {
+      if (workers.putIfAbsent(worker.id(), worker) == null) {
+        workerSnapshot = List.copyOf(workers.values());
+        onWorkerAdded(worker);
+      }
+    }
+  }
+
+  @Override
+  public final void removeWorker(String workerId) {
+    synchronized (lock) {
+      if (workers.remove(workerId) != null) {
+        workerSnapshot = List.copyOf(workers.values());
+        onWorkerRemoved(workerId);
+      }
+    }
+    index.clearWorker(workerId);
+  }
+
+  @Override
+  public final List<Worker> workers() {
+    return workerSnapshot;
+  }
+
+  @Override
+  public void onKvEvents(String workerId, List<KvEvent> events) {
+    Worker w;
+    synchronized (lock) {
+      w = workers.get(workerId);
+    }
+    if (w != null) {
+      applier.apply(workerId, w.info().ranksVisible(), events);
+    }
+  }
+
+  @Override
+  public final RouterStats stats() {
+    Map<DecisionReason, Long> d = new EnumMap<>(DecisionReason.class);
+    decisions.forEach((k, v) -> d.put(k, v.sum()));
+    return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Helpers for subclasses (call under lock)
+
+  private static String key(String worker, int rank) {
+    return rank < 0 ? worker : worker + "#" + rank;
+  }
+
+  private void addLoad(Candidate c, RoutingRequest r, int sign) {
+    for (String k : c.rank() < 0 ? List.of(c.workerId()) : List.of(c.workerId(), key(c.workerId(), c.rank()))) {
+      Load l = loads.computeIfAbsent(k, x -> new Load());
+      l.requests += sign;
+      l.tokens += sign * (long) r.numTokens();
+    }
+  }
+
+  /** Load of a whole worker. */
+  protected final Load load(String workerId) {
+    return loads.computeIfAbsent(workerId, x -> new Load());
+  }
+
+  /** Load of one rank of a worker (the worker's load when rank is -1). */
+  protected final Load load(String workerId, int rank) {
+    return loads.computeIfAbsent(key(workerId, rank), x -> new Load());
+  }
+
+  /** The candidates of a worker: one per visible rank, or the worker itself (rank -1). */
+  protected static List<Candidate> candidatesOf(Worker w) {
+    WorkerInfo info = w.info();
+    if (!info.ranksVisible()) {
+      return List.of(new Candidate(w, -1));
+    }
+    List<Candidate> out = new ArrayList<>(info.numRanks());
+    for (int r = 0; r < info.numRanks(); r++) {
+      out.add(new Candidate(w, r));
+    }
+    return out;
+  }
+
+  /** The prefix-index location of a candidate. */
+  protected final int locationOf(Candidate c) {
+    return index.location(c.workerId(), c.rank());
+  }
+
+  /** The least loaded rank of a worker (requests, then tokens, then lowest rank); -1 if not visible. */
+  protected final Candidate leastLoadedRank(Worker w) {
+    Candidate best = null;
+    for (Candidate c : candidatesOf(w)) {
+      if (best == null) {
+        best = c;
+        continue;
+      }
+      Load a = load(c.workerId(), c.rank());
+      Load b = load(best.workerId(), best.rank());
+      if (a.requests < b.requests || (a.requests == b.requests && a.tokens < b.tokens)) {
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  /** Round-robin tie break among equally good options. */
+  protected final <T> T pickTied(List<T> tied) {
+    return tied.get((int) Math.floorMod(rrCounter++, (long) tied.size()));
+  }
+
+  /** Records the request's routed blocks at the candidate (backfill after a successful request). */
+  protected final void backfill(Selection s) {
+    WorkerInfo info = s.worker().info();
+    long[] keys = s.request().blockKeys(info.hashAlgorithm(), info.tokensPerBlock());
+    if (keys.length > 0) {
+      index.store(locationOf(s.candidate()), keys);
+    }
+  }
+}

@@ -1,0 +1,276 @@
+package dev.affinity.routing;
+
+import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.kv.PrefixIndex;
+import dev.affinity.worker.Worker;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * {@code affinity}: Affinity's own policy, cost-based at the level of (worker, attention-DP rank).
+ *
+ * <p>Context fleet: the cost of a candidate is the prefill work the request would cause there — its
+ * uncached tokens {@code n} after the cached prefix {@code p}, {@code n + f((p+n)^2 - p^2)} with the
+ * attention factor {@code f} — plus the prefill work already routed there and not finished. The cached
+ * prefix is the longer of what the KV events say and what was routed there in the last
+ * {@code predict_ttl_seconds} (predict-on-route: siblings of a burst land together before any event
+ * arrives). The routing key (sub-agent affinity id, else conversation id) is a soft pin: a key stays
+ * on its (worker, rank) unless staying costs more than {@code pin_break_margin_tokens} over the best,
+ * or breaks the load bound; a dead, removed or excluded pin moves. No candidate takes a request that
+ * would put it above {@code (1 + load_epsilon)} times the mean load. A new key goes, among the
+ * candidates within the margin of the best cost, to the highest rendezvous (HRW) score of key and
+ * candidate — so independent frontends that see the same workers place it alike.
+ *
+ * <p>Generation fleet: the cost balances decode slots ({@code active / max_batch_size}) and KV use
+ * (in-flight tokens against the fleet mean); the key pins only with {@code subagent_affinity_scope:
+ * both}.
+ */
+public final class AffinityRouter extends AbstractRouter {
+  private final long pinMarginTokens;
+  private final double genPinMargin;
+  private final double loadEpsilon;
+  private final double attentionFactor;
+  private final long predictTtlNanos;
+  private final boolean trackRoutedBlocks;
+  private final double slotWeight;
+  private final double kvWeight;
+  private final LruMap<String, Candidate> pins;
+  private final PrefixIndex predicted;
+  private final ConcurrentLinkedQueue<Prediction> predictions = new ConcurrentLinkedQueue<>();
+  private final Map<Long, Double> workBySelection = new HashMap<>();
+
+  private record Prediction(long expiresNanos, int location, long[] keys) {}
+
+  private record Prepared(PrefixMatches events, PrefixMatches routed) {}
+
+  public AffinityRouter(RouterContext context, long pinMarginTokens, double genPinMargin, double loadEpsilon,
+      double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks, double slotWeight,
+      double kvWeight) {
+    super(context);
+    this.pinMarginTokens = pinMarginTokens;
+    this.genPinMargin = genPinMargin;
+    this.loadEpsilon = loadEpsilon;
+    this.attentionFactor = attentionFactor;
+    this.predictTtlNanos = (long) (predictTtlSeconds * 1e9);
+    this.trackRoutedBlocks = trackRoutedBlocks;
+    this.slotWeight = slotWeight;
+    this.kvWeight = kvWeight;
+    this.pins = new LruMap<>(maxKeys);
+    this.predicted = new PrefixIndex(1 << 18);
+  }
+
+  static AffinityRouter create(RouterContext context, RouterArgs args) {
+    long margin = args.getLong("pin_break_margin_tokens", 4096, 0, Long.MAX_VALUE);
+    double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
+    double eps = args.getDouble("load_epsilon", 0.25, 0, 1000);
+    double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
+    long maxKeys = args.getLong("max_keys", 200_000, 1, Long.MAX_VALUE);
+    double ttl = args.getDouble("predict_ttl_seconds", 30, 0, 86400);
+    boolean track = args.getBoolean("track_routed_blocks", true);
+    double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
+    double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
+    args.done(RouterArgs.ADOPTED);
+    return new AffinityRouter(context, margin, genMargin, eps, f, maxKeys, ttl, track, slots, kv);
+  }
+
+  @Override
+  public String type() {
+    return "affinity";
+  }
+
+  /** The candidate a key is pinned to, or null. */
+  public Candidate pinnedTo(String key) {
+    synchronized (lock) {
+      return pins.get(key);
+    }
+  }
+
+  @Override
+  protected Object prepare(RoutingRequest request, List<Worker> candidates) {
+    long now = context.nanoClock().getAsLong();
+    for (Prediction p = predictions.peek(); p != null && now - p.expiresNanos() > 0; p = predictions.peek()) {
+      if (predictions.remove(p)) {
+        predicted.remove(p.location(), p.keys());
+      }
+    }
+    if (context.fleet() == Fleet.GENERATION) {
+      return null;
+    }
+    return new Prepared(PrefixMatches.lookup(index, request, candidates), PrefixMatches.lookup(predicted, request, candidates));
+  }
+
+  /** Prefill work of n new tokens after a prefix of p (token-equivalents). */
+  private double work(long p, long n) {
+    return n + attentionFactor * ((double) (p + n) * (p + n) - (double) p * p);
+  }
+
+  @Override
+  protected Choice choose(RoutingRequest request, List<Worker> workers, Object prepared) {
+    List<Candidate> cands = new ArrayList<>();
+    for (Worker w : workers) {
+      cands.addAll(candidatesOf(w));
+    }
+    boolean gen = context.fleet() == Fleet.GENERATION;
+    double[] cost = new double[cands.size()];
+    int[] matched = new int[cands.size()];
+    long totalRequests = 0;
+    long totalTokens = 0;
+    for (Candidate c : cands) {
+      Load l = load(c.workerId(), c.rank());
+      totalRequests += l.requests;
+      totalTokens += l.tokens;
+    }
+    long n = request.numTokens();
+    double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
+    for (int i = 0; i < cands.size(); i++) {
+      Candidate c = cands.get(i);
+      Load l = load(c.workerId(), c.rank());
+      if (gen) {
+        double slots = (l.requests + 1.0) / c.worker().info().maxBatchSize();
+        double kv = (l.tokens + n + request.maxNewTokens()) / meanTokens;
+        cost[i] = slotWeight * slots + kvWeight * kv;
+      } else {
+        Prepared p = (Prepared) prepared;
+        matched[i] = Math.max(p.events().blocks(c), p.routed().blocks(c));
+        long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
+        cost[i] = work(prefix, n - prefix) + l.work;
+      }
+    }
+    // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
+    double cap = Math.ceil((1 + loadEpsilon) * (totalRequests + 1) / cands.size());
+    List<Integer> eligible = new ArrayList<>();
+    for (int i = 0; i < cands.size(); i++) {
+      Candidate c = cands.get(i);
+      if (load(c.workerId(), c.rank()).requests + 1 <= cap) {
+        eligible.add(i);
+      }
+    }
+    if (eligible.isEmpty()) {
+      for (int i = 0; i < cands.size(); i++) {
+        eligible.add(i);
+      }
+    }
+    double minCost = Double.POSITIVE_INFINITY;
+    for (int i : eligible) {
+      minCost = Math.min(minCost, cost[i]);
+    }
+    double margin = gen ? genPinMargin : pinMarginTokens;
+
+    String key = request.routingKey();
+    boolean useKey = key != null && (!gen || context.scope() == SubagentScope.BOTH);
+    int chosen;
+    DecisionReason reason;
+    if (useKey) {
+      Candidate pinned = pins.get(key);
+      int at = pinned == null ? -1 : cands.indexOf(pinned);
+      if (pinned == null) {
+        chosen = rendezvous(key, cands, eligible, cost, minCost + margin);
+        reason = DecisionReason.NEW_PIN;
+      } else if (at < 0) {
+        chosen = rendezvous(key, cands, eligible, cost, minCost + margin);
+        reason = DecisionReason.RE_PINNED;
+      } else if (!eligible.contains(at) || cost[at] - minCost > margin) {
+        chosen = cheapest(eligible, cost);
+        reason = DecisionReason.PIN_BROKEN;
+      } else {
+        chosen = at;
+        reason = DecisionReason.PINNED;
+      }
+      pins.put(key, cands.get(chosen));
+    } else {
+      chosen = cheapest(eligible, cost);
+      reason = matched[chosen] > 0 ? DecisionReason.PREFIX : DecisionReason.LOAD;
+    }
+    Candidate c = cands.get(chosen);
+    return new Choice(c, matched[chosen], matched[chosen] * c.worker().info().tokensPerBlock(), reason);
+  }
+
+  private int cheapest(List<Integer> eligible, double[] cost) {
+    double best = Double.POSITIVE_INFINITY;
+    List<Integer> tied = new ArrayList<>();
+    for (int i : eligible) {
+      if (cost[i] < best) {
+        best = cost[i];
+        tied.clear();
+      }
+      if (cost[i] == best) {
+        tied.add(i);
+      }
+    }
+    return pickTied(tied);
+  }
+
+  /** Among eligible candidates costing at most {@code limit}, the highest rendezvous score of key and candidate. */
+  private static int rendezvous(String key, List<Candidate> cands, List<Integer> eligible, double[] cost, double limit) {
+    int best = -1;
+    long bestScore = 0;
+    long keyHash = fnv1a(key);
+    for (int i : eligible) {
+      if (cost[i] > limit) {
+        continue;
+      }
+      long score = mix(keyHash ^ fnv1a(cands.get(i).toString()));
+      if (best < 0 || Long.compareUnsigned(score, bestScore) > 0) {
+        best = i;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
+  static long fnv1a(String s) {
+    long h = 0xcbf29ce484222325L;
+    for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
+      h ^= b & 0xFF;
+      h *= 0x100000001b3L;
+    }
+    return h;
+  }
+
+  static long mix(long v) {
+    v = (v ^ (v >>> 30)) * 0xBF58476D1CE4E5B9L;
+    v = (v ^ (v >>> 27)) * 0x94D049BB133111EBL;
+    return v ^ (v >>> 31);
+  }
+
+  @Override
+  protected void onSelected(Selection s) {
+    if (context.fleet() == Fleet.GENERATION) {
+      return;
+    }
+    RoutingRequest r = s.request();
+    long n = r.numTokens();
+    long prefix = Math.min(s.matchedTokens(), Math.max(0, n - 1));
+    double w = work(prefix, n - prefix);
+    load(s.candidate().workerId(), s.candidate().rank()).work += w;
+    workBySelection.put(s.id(), w);
+    long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), s.worker().info().tokensPerBlock());
+    if (keys.length > 0 && predictTtlNanos > 0) {
+      int loc = predicted.location(s.candidate().workerId(), s.candidate().rank());
+      predicted.store(loc, keys);
+      predictions.add(new Prediction(context.nanoClock().getAsLong() + predictTtlNanos, loc, keys));
+    }
+  }
+
+  @Override
+  protected void onReleased(Selection s, Outcome outcome) {
+    Double w = workBySelection.remove(s.id());
+    if (w != null) {
+      load(s.candidate().workerId(), s.candidate().rank()).work -= w;
+    }
+    if (outcome == Outcome.SUCCESS && trackRoutedBlocks && context.fleet() == Fleet.CONTEXT) {
+      backfill(s);
+    }
+  }
+
+  @Override
+  protected void onWorkerRemoved(String workerId) {
+    pins.values().removeIf(c -> c.workerId().equals(workerId));
+    predicted.clearWorker(workerId);
+  }
+}

@@ -1,0 +1,34 @@
+package dev.affinity.routing;
+
+import dev.affinity.executor.KvEvent;
+import dev.affinity.worker.Worker;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A fleet's routing policy (YAML {@code router.type}). Thread-safe: many threads select and release
+ * at once. Built-in types: round_robin, load_balancing, kv_cache_aware, conversation, affinity;
+ * more plug in through {@link RouterProvider}.
+ */
+public interface Router {
+  String type();
+
+  /**
+   * Picks a worker (and rank) for the request, skipping dead workers and {@code excludedWorkerIds}.
+   *
+   * @throws NoWorkerAvailableException when none is left
+   */
+  Selection select(RoutingRequest request, Set<String> excludedWorkerIds);
+
+  void addWorker(Worker worker);
+
+  /** Removes a worker: its affinity keys re-pin on their next request. */
+  void removeWorker(String workerId);
+
+  List<Worker> workers();
+
+  /** KV-cache events of one worker (from its event stream or poller). */
+  void onKvEvents(String workerId, List<KvEvent> events);
+
+  RouterStats stats();
+}
