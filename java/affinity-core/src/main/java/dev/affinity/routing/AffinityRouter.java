@@ -23,8 +23,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * on its (worker, rank) unless staying costs more than {@code pin_break_margin_tokens} over the best,
  * or breaks the load bound; a dead, removed or excluded pin moves. No candidate takes a request that
  * would put it above {@code (1 + load_epsilon)} times the mean load. A new key goes, among the
- * candidates within the margin of the best cost, to the highest rendezvous (HRW) score of key and
- * candidate — so independent frontends that see the same workers place it alike.
+ * candidates whose cost is within {@code placement_tolerance} (a fraction of the request's tokens) of
+ * the best, to the highest rendezvous (HRW) score of key and candidate — so independent frontends
+ * that see the same workers place it alike.
  *
  * <p>Generation fleet: the cost balances decode slots ({@code active / max_batch_size}) and KV use
  * (in-flight tokens against the fleet mean); the key pins only with {@code subagent_affinity_scope:
@@ -32,6 +33,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  */
 public final class AffinityRouter extends AbstractRouter {
   private final long pinMarginTokens;
+  private final double placementTolerance;
   private final double genPinMargin;
   private final double loadEpsilon;
   private final double attentionFactor;
@@ -48,11 +50,13 @@ public final class AffinityRouter extends AbstractRouter {
 
   private record Prepared(PrefixMatches events, PrefixMatches routed) {}
 
-  public AffinityRouter(RouterContext context, long pinMarginTokens, double genPinMargin, double loadEpsilon,
+  public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
+      double loadEpsilon,
       double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks, double slotWeight,
       double kvWeight) {
     super(context);
     this.pinMarginTokens = pinMarginTokens;
+    this.placementTolerance = placementTolerance;
     this.genPinMargin = genPinMargin;
     this.loadEpsilon = loadEpsilon;
     this.attentionFactor = attentionFactor;
@@ -66,6 +70,7 @@ public final class AffinityRouter extends AbstractRouter {
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
     long margin = args.getLong("pin_break_margin_tokens", 4096, 0, Long.MAX_VALUE);
+    double tolerance = args.getDouble("placement_tolerance", 0.1, 0, 100);
     double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
     double eps = args.getDouble("load_epsilon", 0.25, 0, 1000);
     double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
@@ -75,7 +80,7 @@ public final class AffinityRouter extends AbstractRouter {
     double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
     double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
     args.done(RouterArgs.ADOPTED);
-    return new AffinityRouter(context, margin, genMargin, eps, f, maxKeys, ttl, track, slots, kv);
+    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv);
   }
 
   @Override
@@ -160,6 +165,8 @@ public final class AffinityRouter extends AbstractRouter {
       minCost = Math.min(minCost, cost[i]);
     }
     double margin = gen ? genPinMargin : pinMarginTokens;
+    // New keys: rendezvous among near-equal candidates only (a cached prefix still wins).
+    double tolerance = gen ? genPinMargin : placementTolerance * n;
 
     String key = request.routingKey();
     boolean useKey = key != null && (!gen || context.scope() == SubagentScope.BOTH);
@@ -169,10 +176,10 @@ public final class AffinityRouter extends AbstractRouter {
       Candidate pinned = pins.get(key);
       int at = pinned == null ? -1 : cands.indexOf(pinned);
       if (pinned == null) {
-        chosen = rendezvous(key, cands, eligible, cost, minCost + margin);
+        chosen = rendezvous(key, cands, eligible, cost, minCost + tolerance);
         reason = DecisionReason.NEW_PIN;
       } else if (at < 0) {
-        chosen = rendezvous(key, cands, eligible, cost, minCost + margin);
+        chosen = rendezvous(key, cands, eligible, cost, minCost + tolerance);
         reason = DecisionReason.RE_PINNED;
       } else if (!eligible.contains(at) || cost[at] - minCost > margin) {
         chosen = cheapest(eligible, cost);

@@ -1,0 +1,231 @@
+package dev.affinity.routing;
+
+import static dev.affinity.routing.RouterTestSupport.context;
+import static dev.affinity.routing.RouterTestSupport.create;
+import static dev.affinity.routing.RouterTestSupport.req;
+import static dev.affinity.routing.RouterTestSupport.tokens;
+import static dev.affinity.routing.RouterTestSupport.worker;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.mockito.Mockito.when;
+
+import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.kv.BlockHasher;
+import dev.affinity.kv.HashAlgorithm;
+import dev.affinity.routing.RouterTestSupport.FakeClock;
+import dev.affinity.worker.Worker;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** Affinity's own policy: soft pins, the margin, bounded load, predict-on-route, rendezvous placement. */
+class AffinityRouterTest {
+  final FakeClock clock = new FakeClock();
+
+  private AffinityRouter router(Map<String, Object> args, String... workers) {
+    AffinityRouter r = (AffinityRouter) create("affinity", args, context(Fleet.CONTEXT, clock));
+    for (String w : workers) {
+      r.addWorker(worker(w));
+    }
+    return r;
+  }
+
+  @Test
+  void aPinHoldsUnderNormalLoad() {
+    AffinityRouter r = router(Map.of(), "a", "b", "c", "d");
+    Selection first = r.select(req(1, "parent"), Set.of());
+    assertEquals(DecisionReason.NEW_PIN, first.reason());
+    // background traffic keeps every worker a little busy
+    List<Selection> live = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      live.add(r.select(req(100 + i, null, tokens(256, 5000 + i * 300)), Set.of()));
+    }
+    for (int i = 0; i < 5; i++) {
+      Selection s = r.select(req(2 + i, "parent"), Set.of());
+      assertEquals(first.candidate(), s.candidate());
+      assertEquals(DecisionReason.PINNED, s.reason());
+      s.release(Outcome.SUCCESS);
+    }
+    live.forEach(s -> s.release(Outcome.SUCCESS));
+  }
+
+  @Test
+  void aPinBreaksWhenStayingCostsMoreThanTheMargin() {
+    // margin 1000 tokens: queue 3000 tokens of prefill work on the pinned worker
+    AffinityRouter r = router(Map.of("pin_break_margin_tokens", 1000, "load_epsilon", 100.0), "a", "b");
+    Selection pin = r.select(req(1, "k", tokens(64, 0)), Set.of());
+    pin.release(Outcome.SUCCESS);
+    String home = pin.worker().id();
+    Selection busy = r.select(req(2, null, tokens(3000, 10_000)), Set.of(home.equals("a") ? "b" : "a"));
+    assertEquals(home, busy.worker().id());
+    Selection moved = r.select(req(3, "k", tokens(64, 0)), Set.of());
+    assertEquals(DecisionReason.PIN_BROKEN, moved.reason());
+    assertNotEquals(home, moved.worker().id());
+    assertEquals(moved.candidate(), r.pinnedTo("k"), "the pin follows");
+    // below the margin it would have stayed: 500 tokens queued on the new home
+    Selection small = r.select(req(4, null, tokens(500, 20_000)), Set.of(home));
+    Selection stays = r.select(req(5, "k", tokens(64, 0)), Set.of());
+    assertEquals(DecisionReason.PINNED, stays.reason());
+    small.release(Outcome.SUCCESS);
+    busy.release(Outcome.SUCCESS);
+  }
+
+  @Test
+  void aDeadRemovedOrExcludedPinMoves() {
+    AffinityRouter r = router(Map.of(), "a", "b", "c");
+    Selection pin = r.select(req(1, "k"), Set.of());
+    Selection ex = r.select(req(2, "k"), Set.of(pin.worker().id()));
+    assertEquals(DecisionReason.RE_PINNED, ex.reason());
+    Worker now = ex.worker();
+    when(now.isAlive()).thenReturn(false);
+    Selection dead = r.select(req(3, "k"), Set.of());
+    assertEquals(DecisionReason.RE_PINNED, dead.reason());
+    r.removeWorker(dead.worker().id());
+    assertEquals(DecisionReason.NEW_PIN, r.select(req(4, "k"), Set.of()).reason());
+  }
+
+  @Test
+  void boundedLoadIsNeverExceeded() {
+    double eps = 0.25;
+    AffinityRouter r = router(Map.of("load_epsilon", eps), "a", "b", "c", "d");
+    SplittableRandom rnd = new SplittableRandom(3);
+    Deque<Selection> live = new ArrayDeque<>();
+    Map<String, Integer> active = new HashMap<>();
+    for (int i = 0; i < 2000; i++) {
+      if (!live.isEmpty() && rnd.nextInt(3) == 0) {
+        Selection s = rnd.nextBoolean() ? live.pollFirst() : live.pollLast();
+        active.merge(s.worker().id(), -1, Integer::sum);
+        s.release(Outcome.SUCCESS);
+        continue;
+      }
+      int total = active.values().stream().mapToInt(Integer::intValue).sum();
+      double cap = Math.ceil((1 + eps) * (total + 1) / 4.0);
+      // a hot key and a shared prefix try to drag everything to one worker
+      String key = rnd.nextInt(4) == 0 ? "k" + rnd.nextInt(50) : "hot";
+      Selection s = r.select(req(i, key, tokens(512, 0)), Set.of());
+      int after = active.merge(s.worker().id(), 1, Integer::sum);
+      assertTrue(after <= cap, "worker " + s.worker().id() + " has " + after + " > cap " + cap);
+      live.add(s);
+    }
+  }
+
+  @Test
+  void siblingBurstsCoLocateBeforeAnyKvEvent() {
+    // no backfill and no KV events: only predict-on-route knows where the parent's context went
+    AffinityRouter r = router(Map.of("load_epsilon", 10.0, "track_routed_blocks", false), "a", "b", "c", "d");
+    int[] parentContext = tokens(4097, 0);
+    Selection parent = r.select(req(100, null, parentContext), Set.of());
+    parent.release(Outcome.SUCCESS);
+    Set<String> placed = new HashSet<>();
+    List<Selection> burst = new ArrayList<>();
+    for (int child = 0; child < 5; child++) {
+      int[] prompt = java.util.Arrays.copyOf(parentContext, 4096 + 64);
+      for (int t = 4096; t < prompt.length; t++) {
+        prompt[t] = 900_000 + child * 100 + t;  // each fork adds its own task
+      }
+      // no routing key (fork-style sub-agents without the header), all in flight at once
+      Selection s = r.select(req(child, null, prompt), Set.of());
+      placed.add(s.worker().id());
+      assertEquals(1024, s.matchedBlocks(), "predicted from the parent's routed blocks");
+      burst.add(s);
+    }
+    assertEquals(Set.of(parent.worker().id()), placed, "the whole burst joins the parent's context");
+
+    // without predictions the same burst would spread
+    AffinityRouter blind = router(Map.of("load_epsilon", 10.0, "track_routed_blocks", false, "predict_ttl_seconds", 0.0),
+        "a", "b", "c", "d");
+    blind.select(req(100, null, parentContext), Set.of()).release(Outcome.SUCCESS);
+    Set<String> spread = new HashSet<>();
+    for (int child = 0; child < 4; child++) {
+      spread.add(blind.select(req(child, null, tokens(4160, 0)), Set.of()).worker().id());
+    }
+    assertTrue(spread.size() > 1, "blind routing spreads the siblings: " + spread);
+  }
+
+  @Test
+  void predictionsExpire() {
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 5.0, "track_routed_blocks", false), "a", "b");
+    int[] prompt = tokens(512, 0);
+    r.select(req(1, null, prompt), Set.of()).release(Outcome.FAILURE);
+    assertEquals(128, r.select(req(2, null, prompt), Set.of()).matchedBlocks());
+    clock.advance(java.time.Duration.ofSeconds(6));
+    assertEquals(0, r.select(req(3, null, prompt), Set.of()).matchedBlocks());
+  }
+
+  @Test
+  void kvEventsDriveTheCost() {
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
+    int[] prompt = tokens(1025, 0);
+    long[] keys = new BlockHasher(HashAlgorithm.V1_BLOCK_KEY, 4).keys(prompt, null);
+    r.onKvEvents("b", List.of(new dev.affinity.executor.KvEvent(1, dev.affinity.executor.KvEventType.STORED, 0, 0,
+        false, 0, keys, null, 0, 0)));
+    Selection s = r.select(req(1, "new-key", prompt), Set.of());
+    assertEquals("b", s.worker().id(), "the cached prefix makes b far cheaper");
+    assertEquals(256, s.matchedBlocks());
+  }
+
+  @Test
+  void twoIndependentRoutersAgreeOnNewKeys() {
+    AffinityRouter one = router(Map.of(), "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7");
+    AffinityRouter two = router(Map.of(), "w7", "w6", "w5", "w4", "w3", "w2", "w1", "w0");  // other order
+    Map<String, Integer> spread = new HashMap<>();
+    for (int i = 0; i < 200; i++) {
+      String key = "session-" + i;
+      Selection a = one.select(req(i, key), Set.of());
+      Selection b = two.select(req(i, key), Set.of());
+      assertEquals(a.worker().id(), b.worker().id(), key);
+      a.release(Outcome.FAILURE);
+      b.release(Outcome.FAILURE);
+      spread.merge(a.worker().id(), 1, Integer::sum);
+    }
+    assertEquals(8, spread.size(), "rendezvous spreads keys over every worker: " + spread);
+  }
+
+  @Test
+  void ranksAreChosenWhenVisible() {
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of(), context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    Set<String> seen = new HashSet<>();
+    List<Selection> live = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      Selection s = r.select(req(i, null, tokens(128, i * 1000)), Set.of());
+      assertTrue(s.rank() == 0 || s.rank() == 1);
+      seen.add(s.candidate().toString());
+      live.add(s);
+    }
+    assertEquals(4, seen.size(), "four requests spread over the four (worker, rank) pairs: " + seen);
+  }
+
+  @Test
+  void generationVariantBalancesSlotsAndPinsOnlyWithScopeBoth() {
+    for (SubagentScope scope : SubagentScope.values()) {
+      AffinityRouter r = (AffinityRouter) create("affinity", Map.of(), context(Fleet.GENERATION, scope, clock));
+      r.addWorker(worker("a"));
+      r.addWorker(worker("b"));
+      List<String> picks = new ArrayList<>();
+      List<Selection> live = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        Selection s = r.select(RoutingRequest.builder(i, Fleet.GENERATION).routingKey("parent").tokens(tokens(100, 0))
+            .maxNewTokens(100).build(), Set.of());
+        picks.add(s.worker().id());
+        live.add(s);
+      }
+      long onA = picks.stream().filter("a"::equals).count();
+      if (scope == SubagentScope.CONTEXT) {
+        assertEquals(3, onA, "siblings spread over decode slots: " + picks);
+      } else {
+        assertTrue(onA >= 4 || onA <= 2, "scope both keeps siblings together within the bound: " + picks);
+      }
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package dev.affinity.routing;
+
+import static dev.affinity.routing.RouterTestSupport.context;
+import static dev.affinity.routing.RouterTestSupport.req;
+import static dev.affinity.routing.RouterTestSupport.worker;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.mockito.Mockito.when;
+
+import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.RouterTestSupport.FakeClock;
+import dev.affinity.worker.Worker;
+import java.time.Duration;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class SelectionLifecycleTest {
+  final FakeClock clock = new FakeClock();
+  final RoundRobinRouter router = new RoundRobinRouter(context(Fleet.CONTEXT, clock));
+
+  @Test
+  void everySelectionIsReleasedExactlyOnce() {
+    router.addWorker(worker("a"));
+    Selection s = router.select(req(1, null), Set.of());
+    assertEquals(1, router.stats().outstandingSelections());
+    assertTrue(s.release(Outcome.SUCCESS));
+    assertFalse(s.release(Outcome.FAILURE), "a second release is a no-op");
+    assertEquals(0, router.stats().outstandingSelections());
+    assertEquals(1, router.stats().doubleReleases());
+  }
+
+  @Test
+  void selectionsNeverReleasedExpireAfterTheTtlAndAreCounted() {
+    router.addWorker(worker("a"));
+    Selection forgotten = router.select(req(1, null), Set.of());
+    clock.advance(Duration.ofSeconds(179));
+    router.select(req(2, null), Set.of()).release(Outcome.SUCCESS);
+    assertEquals(1, router.stats().outstandingSelections(), "not yet expired");
+    clock.advance(Duration.ofSeconds(2));
+    router.select(req(3, null), Set.of()).release(Outcome.SUCCESS);
+    assertEquals(0, router.stats().outstandingSelections());
+    assertEquals(1, router.stats().expiredSelections());
+    assertFalse(forgotten.release(Outcome.SUCCESS), "releasing an expired selection does nothing");
+  }
+
+  @Test
+  void noWorkerLeftIsAClearError() {
+    Worker a = worker("a");
+    Worker b = worker("b");
+    router.addWorker(a);
+    router.addWorker(b);
+    when(b.isAlive()).thenReturn(false);
+    NoWorkerAvailableException e = assertThrows(NoWorkerAvailableException.class, () -> router.select(req(1, null), Set.of("a")));
+    assertTrue(e.getMessage().contains("no context worker available"), e.getMessage());
+    assertEquals("a", router.select(req(2, null), Set.of()).worker().id());
+  }
+
+  @Test
+  void workersComeAndGoAtRunTime() {
+    router.addWorker(worker("a"));
+    router.addWorker(worker("a"));  // idempotent
+    assertEquals(1, router.workers().size());
+    router.addWorker(worker("b"));
+    Selection s = router.select(req(1, null), Set.of());
+    router.removeWorker(s.worker().id());
+    assertEquals(1, router.workers().size());
+    assertTrue(s.release(Outcome.SUCCESS), "a selection of a removed worker still releases");
+    for (int i = 0; i < 4; i++) {
+      assertEquals(router.workers().get(0).id(), router.select(req(2 + i, null), Set.of()).worker().id());
+    }
+  }
+}
