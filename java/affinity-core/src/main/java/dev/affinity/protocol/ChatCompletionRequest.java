@@ -1,0 +1,433 @@
+package dev.affinity.protocol;
+
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonAnySetter;
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * A {@code POST /v1/chat/completions} body. Models what the frontend reads or rewrites; every other
+ * field a client sent ({@code documents}, {@code reasoning_effort}, {@code thinking},
+ * {@code frequency_penalty}, future fields) is kept in {@link #extra()} and forwarded unchanged.
+ * Immutable; derive the forwarded copies with the {@code with...} methods or {@link #toBuilder()}.
+ *
+ * <p>{@code model} and a non-empty {@code messages} are required; each message needs a {@code role}.
+ * {@code priority} must lie in [0, 1]. {@code tools}, {@code tool_choice}, {@code response_format} and
+ * {@code chat_template_kwargs} are opaque JSON (shape-checked, returned as deep copies; an explicit null
+ * is kept). {@code max_tokens} and {@code max_completion_tokens} are kept as sent; see
+ * {@link #effectiveMaxTokens()}. An explicit JSON null on a modelled scalar field is read as "absent".
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record ChatCompletionRequest(
+    @JsonProperty("model") String model,
+    @JsonProperty("messages") List<ChatMessage> messages,
+    @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
+    @JsonProperty("prompt_token_ids_b64") String promptTokenIdsB64,
+    @JsonProperty("max_tokens") Integer maxTokens,
+    @JsonProperty("max_completion_tokens") Integer maxCompletionTokens,
+    @JsonProperty("temperature") Double temperature,
+    @JsonProperty("top_p") Double topP,
+    @JsonProperty("top_k") Integer topK,
+    @JsonProperty("n") Integer n,
+    @JsonProperty("seed") Long seed,
+    @JsonProperty("stop") StringOrList stop,
+    @JsonProperty("stream") Boolean stream,
+    @JsonProperty("stream_options") StreamOptions streamOptions,
+    @JsonProperty("logprobs") Boolean logprobs,
+    @JsonProperty("top_logprobs") Integer topLogprobs,
+    @JsonProperty("echo") Boolean echo,
+    @JsonProperty("tools") JsonNode tools,
+    @JsonProperty("tool_choice") JsonNode toolChoice,
+    @JsonProperty("response_format") JsonNode responseFormat,
+    @JsonProperty("user") String user,
+    @JsonProperty("priority") Double priority,
+    @JsonProperty("ignore_eos") Boolean ignoreEos,
+    @JsonProperty("chat_template") String chatTemplate,
+    @JsonProperty("chat_template_kwargs") JsonNode chatTemplateKwargs,
+    @JsonProperty("add_generation_prompt") Boolean addGenerationPrompt,
+    @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
+    @JsonProperty("cache_salt") String cacheSalt,
+    @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
+    @JsonProperty("conversation_params") ConversationParams conversationParams,
+    @JsonAnySetter Map<String, JsonNode> extra) {
+
+  static final Set<String> FIELDS = Set.of(
+      "model", "messages", "prompt_token_ids", "prompt_token_ids_b64", "max_tokens", "max_completion_tokens",
+      "temperature", "top_p", "top_k", "n", "seed", "stop", "stream", "stream_options", "logprobs",
+      "top_logprobs", "echo", "tools", "tool_choice", "response_format", "user", "priority", "ignore_eos",
+      "chat_template", "chat_template_kwargs", "add_generation_prompt", "add_special_tokens", "cache_salt",
+      "disaggregated_params", "conversation_params");
+
+  /**
+   * @throws ProtocolException naming the field when a required field is missing or a value is invalid
+   */
+  public ChatCompletionRequest {
+    Json.required(model, "model");
+    Json.required(messages, "messages");
+    messages = Json.list(messages, "messages");
+    if (messages.isEmpty()) {
+      throw ProtocolException.invalidField("messages", "must contain at least one message");
+    }
+    Json.finite(temperature, "temperature");
+    Json.finite(topP, "top_p");
+    Json.unitInterval(priority, "priority");
+    tools = Json.opaque(tools, "tools", "an array", JsonNodeType.ARRAY);
+    toolChoice = Json.opaque(toolChoice, "tool_choice", "a string or an object", JsonNodeType.STRING,
+        JsonNodeType.OBJECT);
+    responseFormat = Json.opaque(responseFormat, "response_format", "an object", JsonNodeType.OBJECT);
+    chatTemplateKwargs = Json.opaque(chatTemplateKwargs, "chat_template_kwargs", "an object",
+        JsonNodeType.OBJECT);
+    extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
+  }
+
+  public static Builder builder(String model, List<ChatMessage> messages) {
+    return new Builder().model(model).messages(messages);
+  }
+
+  public Builder toBuilder() {
+    return new Builder(this);
+  }
+
+  /** Whether the client asked for a streamed (SSE) answer. */
+  @JsonIgnore
+  public boolean isStreaming() {
+    return Boolean.TRUE.equals(stream);
+  }
+
+  /**
+   * The generation budget the worker will apply: {@code max_tokens} when sent (upstream reads it as the
+   * validation alias of {@code max_completion_tokens}, and the alias wins), else
+   * {@code max_completion_tokens}.
+   */
+  public Optional<Integer> effectiveMaxTokens() {
+    return Optional.ofNullable(maxTokens != null ? maxTokens : maxCompletionTokens);
+  }
+
+  /** The text of each message's content ({@link ChatMessage#contentText()}), in order. */
+  public List<String> messageTexts() {
+    return messages.stream().map(ChatMessage::contentText).toList();
+  }
+
+  /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
+  public Optional<String> conversationId() {
+    if (conversationParams != null) {
+      return Optional.of(conversationParams.conversationId());
+    }
+    return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
+  }
+
+  /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
+  public ChatCompletionRequest withoutStreaming() {
+    return toBuilder().stream(false).streamOptions(null).build();
+  }
+
+  public ChatCompletionRequest withStream(Boolean newStream, StreamOptions newStreamOptions) {
+    return toBuilder().stream(newStream).streamOptions(newStreamOptions).build();
+  }
+
+  /** A copy with these params (null removes them). */
+  public ChatCompletionRequest withDisaggregatedParams(DisaggregatedParams params) {
+    return toBuilder().disaggregatedParams(params).build();
+  }
+
+  /** A copy with these params (null removes them). */
+  public ChatCompletionRequest withConversationParams(ConversationParams params) {
+    return toBuilder().conversationParams(params).build();
+  }
+
+  /** A copy carrying the context leg's prompt token ids (messages are kept). */
+  public ChatCompletionRequest withPromptTokenIds(TokenIds ids) {
+    return toBuilder().promptTokenIds(ids).build();
+  }
+
+  /** A copy carrying the context leg's base64 int32 prompt ids, relayed verbatim. */
+  public ChatCompletionRequest withPromptTokenIdsB64(String b64) {
+    return toBuilder().promptTokenIdsB64(b64).build();
+  }
+
+  /** A copy with other messages (e.g. only the last one, for {@code gen_strip_message_history}). */
+  public ChatCompletionRequest withMessages(List<ChatMessage> newMessages) {
+    return toBuilder().messages(newMessages).build();
+  }
+
+  @Override
+  public JsonNode tools() {
+    return Json.copy(tools);
+  }
+
+  @Override
+  public JsonNode toolChoice() {
+    return Json.copy(toolChoice);
+  }
+
+  @Override
+  public JsonNode responseFormat() {
+    return Json.copy(responseFormat);
+  }
+
+  @Override
+  public JsonNode chatTemplateKwargs() {
+    return Json.copy(chatTemplateKwargs);
+  }
+
+  /** Unmodelled fields, as a deep copy. */
+  @JsonIgnore
+  @Override
+  public Map<String, JsonNode> extra() {
+    return Json.copyExtra(extra);
+  }
+
+  @JsonAnyGetter
+  Map<String, JsonNode> extraForJson() {
+    return extra;
+  }
+
+  /** Mutable builder; {@link #build()} validates and freezes. */
+  public static final class Builder {
+    private String model;
+    private List<ChatMessage> messages;
+    private TokenIds promptTokenIds;
+    private String promptTokenIdsB64;
+    private Integer maxTokens;
+    private Integer maxCompletionTokens;
+    private Double temperature;
+    private Double topP;
+    private Integer topK;
+    private Integer n;
+    private Long seed;
+    private StringOrList stop;
+    private Boolean stream;
+    private StreamOptions streamOptions;
+    private Boolean logprobs;
+    private Integer topLogprobs;
+    private Boolean echo;
+    private JsonNode tools;
+    private JsonNode toolChoice;
+    private JsonNode responseFormat;
+    private String user;
+    private Double priority;
+    private Boolean ignoreEos;
+    private String chatTemplate;
+    private JsonNode chatTemplateKwargs;
+    private Boolean addGenerationPrompt;
+    private Boolean addSpecialTokens;
+    private String cacheSalt;
+    private DisaggregatedParams disaggregatedParams;
+    private ConversationParams conversationParams;
+    private final Map<String, JsonNode> extra = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    private Builder(ChatCompletionRequest r) {
+      model = r.model;
+      messages = r.messages;
+      promptTokenIds = r.promptTokenIds;
+      promptTokenIdsB64 = r.promptTokenIdsB64;
+      maxTokens = r.maxTokens;
+      maxCompletionTokens = r.maxCompletionTokens;
+      temperature = r.temperature;
+      topP = r.topP;
+      topK = r.topK;
+      n = r.n;
+      seed = r.seed;
+      stop = r.stop;
+      stream = r.stream;
+      streamOptions = r.streamOptions;
+      logprobs = r.logprobs;
+      topLogprobs = r.topLogprobs;
+      echo = r.echo;
+      tools = r.tools;
+      toolChoice = r.toolChoice;
+      responseFormat = r.responseFormat;
+      user = r.user;
+      priority = r.priority;
+      ignoreEos = r.ignoreEos;
+      chatTemplate = r.chatTemplate;
+      chatTemplateKwargs = r.chatTemplateKwargs;
+      addGenerationPrompt = r.addGenerationPrompt;
+      addSpecialTokens = r.addSpecialTokens;
+      cacheSalt = r.cacheSalt;
+      disaggregatedParams = r.disaggregatedParams;
+      conversationParams = r.conversationParams;
+      extra.putAll(r.extra);
+    }
+
+    public Builder model(String v) {
+      model = v;
+      return this;
+    }
+
+    public Builder messages(List<ChatMessage> v) {
+      messages = v;
+      return this;
+    }
+
+    public Builder promptTokenIds(TokenIds v) {
+      promptTokenIds = v;
+      return this;
+    }
+
+    public Builder promptTokenIdsB64(String v) {
+      promptTokenIdsB64 = v;
+      return this;
+    }
+
+    public Builder maxTokens(Integer v) {
+      maxTokens = v;
+      return this;
+    }
+
+    public Builder maxCompletionTokens(Integer v) {
+      maxCompletionTokens = v;
+      return this;
+    }
+
+    public Builder temperature(Double v) {
+      temperature = v;
+      return this;
+    }
+
+    public Builder topP(Double v) {
+      topP = v;
+      return this;
+    }
+
+    public Builder topK(Integer v) {
+      topK = v;
+      return this;
+    }
+
+    public Builder n(Integer v) {
+      n = v;
+      return this;
+    }
+
+    public Builder seed(Long v) {
+      seed = v;
+      return this;
+    }
+
+    public Builder stop(StringOrList v) {
+      stop = v;
+      return this;
+    }
+
+    public Builder stream(Boolean v) {
+      stream = v;
+      return this;
+    }
+
+    public Builder streamOptions(StreamOptions v) {
+      streamOptions = v;
+      return this;
+    }
+
+    public Builder logprobs(Boolean v) {
+      logprobs = v;
+      return this;
+    }
+
+    public Builder topLogprobs(Integer v) {
+      topLogprobs = v;
+      return this;
+    }
+
+    public Builder echo(Boolean v) {
+      echo = v;
+      return this;
+    }
+
+    public Builder tools(JsonNode v) {
+      tools = v;
+      return this;
+    }
+
+    public Builder toolChoice(JsonNode v) {
+      toolChoice = v;
+      return this;
+    }
+
+    public Builder responseFormat(JsonNode v) {
+      responseFormat = v;
+      return this;
+    }
+
+    public Builder user(String v) {
+      user = v;
+      return this;
+    }
+
+    public Builder priority(Double v) {
+      priority = v;
+      return this;
+    }
+
+    public Builder ignoreEos(Boolean v) {
+      ignoreEos = v;
+      return this;
+    }
+
+    public Builder chatTemplate(String v) {
+      chatTemplate = v;
+      return this;
+    }
+
+    public Builder chatTemplateKwargs(JsonNode v) {
+      chatTemplateKwargs = v;
+      return this;
+    }
+
+    public Builder addGenerationPrompt(Boolean v) {
+      addGenerationPrompt = v;
+      return this;
+    }
+
+    public Builder addSpecialTokens(Boolean v) {
+      addSpecialTokens = v;
+      return this;
+    }
+
+    public Builder cacheSalt(String v) {
+      cacheSalt = v;
+      return this;
+    }
+
+    public Builder disaggregatedParams(DisaggregatedParams v) {
+      disaggregatedParams = v;
+      return this;
+    }
+
+    public Builder conversationParams(ConversationParams v) {
+      conversationParams = v;
+      return this;
+    }
+
+    /** Sets an unmodelled field; a modelled name is rejected at {@link #build()}. */
+    public Builder putExtra(String name, JsonNode value) {
+      extra.put(Objects.requireNonNull(name, "name"), value);
+      return this;
+    }
+
+    public Builder removeExtra(String name) {
+      extra.remove(name);
+      return this;
+    }
+
+    public ChatCompletionRequest build() {
+      return new ChatCompletionRequest(model, messages, promptTokenIds, promptTokenIdsB64, maxTokens,
+          maxCompletionTokens, temperature, topP, topK, n, seed, stop, stream, streamOptions, logprobs,
+          topLogprobs, echo, tools, toolChoice, responseFormat, user, priority, ignoreEos, chatTemplate,
+          chatTemplateKwargs, addGenerationPrompt, addSpecialTokens, cacheSalt, disaggregatedParams,
+          conversationParams, extra);
+    }
+  }
+}

@@ -1,0 +1,70 @@
+package dev.affinity.protocol;
+
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonAnySetter;
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One {@code choices[i]} of a completion response or stream chunk. {@code disaggregated_params} is set
+ * on a context worker's response; strip it before answering a client
+ * ({@link CompletionResponse#withoutDisaggregatedParams()}).
+ *
+ * @param logprobs opaque ({@code text_offset}, {@code token_logprobs}, ...)
+ * @param finishReason always written, as {@code null} while unfinished (OpenAI's schema has it on every choice)
+ * @param stopReason opaque: the stop string or token id
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record CompletionChoice(
+    @JsonProperty("index") Integer index,
+    @JsonProperty("text") String text,
+    @JsonProperty("token_ids") TokenIds tokenIds,
+    @JsonProperty("logprobs") JsonNode logprobs,
+    @JsonProperty("finish_reason") @JsonInclude(JsonInclude.Include.ALWAYS) String finishReason,
+    @JsonProperty("stop_reason") JsonNode stopReason,
+    @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
+    @JsonAnySetter Map<String, JsonNode> extra) {
+
+  static final Set<String> FIELDS = Set.of(
+      "index", "text", "token_ids", "logprobs", "finish_reason", "stop_reason", "disaggregated_params");
+
+  public CompletionChoice {
+    logprobs = Json.opaque(logprobs, "logprobs", "an object", JsonNodeType.OBJECT);
+    stopReason = Json.opaque(stopReason, "stop_reason", "a string or an integer", JsonNodeType.STRING,
+        JsonNodeType.NUMBER);
+    extra = Json.freezeExtra(extra, FIELDS);
+  }
+
+  /** This choice without {@code disaggregated_params}. */
+  public CompletionChoice withoutDisaggregatedParams() {
+    return disaggregatedParams == null ? this
+        : new CompletionChoice(index, text, tokenIds, logprobs, finishReason, stopReason, null, extra);
+  }
+
+  @Override
+  public JsonNode logprobs() {
+    return Json.copy(logprobs);
+  }
+
+  @Override
+  public JsonNode stopReason() {
+    return Json.copy(stopReason);
+  }
+
+  /** Unmodelled fields, as a deep copy. */
+  @JsonIgnore
+  @Override
+  public Map<String, JsonNode> extra() {
+    return Json.copyExtra(extra);
+  }
+
+  @JsonAnyGetter
+  Map<String, JsonNode> extraForJson() {
+    return extra;
+  }
+}

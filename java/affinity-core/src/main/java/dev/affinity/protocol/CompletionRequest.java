@@ -1,0 +1,312 @@
+package dev.affinity.protocol;
+
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonAnySetter;
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeType;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * A {@code POST /v1/completions} body. Models what the frontend reads or rewrites; every other field a
+ * client sent (sampling knobs such as {@code frequency_penalty}, {@code min_tokens}, {@code lora_request},
+ * future fields) is kept in {@link #extra()} and forwarded unchanged. Immutable; derive the forwarded
+ * copies with the {@code with...} methods or {@link #toBuilder()}.
+ *
+ * <p>{@code model} and {@code prompt} are required. {@code priority} must lie in [0, 1]. An explicit JSON
+ * null on a modelled scalar field is read as "absent" (upstream treats both as unset) and is not
+ * written back; nulls in unmodelled fields and in opaque values are kept.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record CompletionRequest(
+    @JsonProperty("model") String model,
+    @JsonProperty("prompt") Prompt prompt,
+    @JsonProperty("max_tokens") Integer maxTokens,
+    @JsonProperty("temperature") Double temperature,
+    @JsonProperty("top_p") Double topP,
+    @JsonProperty("top_k") Integer topK,
+    @JsonProperty("n") Integer n,
+    @JsonProperty("seed") Long seed,
+    @JsonProperty("stop") StringOrList stop,
+    @JsonProperty("stream") Boolean stream,
+    @JsonProperty("stream_options") StreamOptions streamOptions,
+    @JsonProperty("logprobs") Integer logprobs,
+    @JsonProperty("echo") Boolean echo,
+    @JsonProperty("response_format") JsonNode responseFormat,
+    @JsonProperty("user") String user,
+    @JsonProperty("priority") Double priority,
+    @JsonProperty("ignore_eos") Boolean ignoreEos,
+    @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
+    @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
+    @JsonProperty("conversation_params") ConversationParams conversationParams,
+    @JsonAnySetter Map<String, JsonNode> extra) {
+
+  static final Set<String> FIELDS = Set.of(
+      "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "n", "seed", "stop", "stream",
+      "stream_options", "logprobs", "echo", "response_format", "user", "priority", "ignore_eos",
+      "add_special_tokens", "disaggregated_params", "conversation_params");
+
+  /**
+   * @throws ProtocolException naming the field when a required field is missing or a value is invalid
+   */
+  public CompletionRequest {
+    Json.required(model, "model");
+    Json.required(prompt, "prompt");
+    Json.finite(temperature, "temperature");
+    Json.finite(topP, "top_p");
+    Json.unitInterval(priority, "priority");
+    responseFormat = Json.opaque(responseFormat, "response_format", "an object", JsonNodeType.OBJECT);
+    extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
+  }
+
+  public static Builder builder(String model, Prompt prompt) {
+    return new Builder().model(model).prompt(prompt);
+  }
+
+  public Builder toBuilder() {
+    return new Builder(this);
+  }
+
+  /** Whether the client asked for a streamed (SSE) answer. */
+  @JsonIgnore
+  public boolean isStreaming() {
+    return Boolean.TRUE.equals(stream);
+  }
+
+  /** The prompt text, when the prompt is a string. */
+  public Optional<String> promptText() {
+    return prompt instanceof Prompt.Text t ? Optional.of(t.text()) : Optional.empty();
+  }
+
+  /** The prompt token ids, when the prompt is pre-tokenized. */
+  public Optional<TokenIds> promptTokenIds() {
+    return prompt instanceof Prompt.Tokens t ? Optional.of(t.ids()) : Optional.empty();
+  }
+
+  /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
+  public Optional<String> conversationId() {
+    if (conversationParams != null) {
+      return Optional.of(conversationParams.conversationId());
+    }
+    return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
+  }
+
+  /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
+  public CompletionRequest withoutStreaming() {
+    return toBuilder().stream(false).streamOptions(null).build();
+  }
+
+  public CompletionRequest withStream(Boolean newStream, StreamOptions newStreamOptions) {
+    return toBuilder().stream(newStream).streamOptions(newStreamOptions).build();
+  }
+
+  /** A copy with these params (null removes them). */
+  public CompletionRequest withDisaggregatedParams(DisaggregatedParams params) {
+    return toBuilder().disaggregatedParams(params).build();
+  }
+
+  /** A copy with these params (null removes them). */
+  public CompletionRequest withConversationParams(ConversationParams params) {
+    return toBuilder().conversationParams(params).build();
+  }
+
+  /** A copy whose prompt is {@code ids} (the generation leg gets the context leg's prompt token ids). */
+  public CompletionRequest withPromptTokenIds(TokenIds ids) {
+    return toBuilder().prompt(Prompt.tokens(ids)).build();
+  }
+
+  public CompletionRequest withMaxTokens(Integer newMaxTokens) {
+    return toBuilder().maxTokens(newMaxTokens).build();
+  }
+
+  @Override
+  public JsonNode responseFormat() {
+    return Json.copy(responseFormat);
+  }
+
+  /** Unmodelled fields, as a deep copy. */
+  @JsonIgnore
+  @Override
+  public Map<String, JsonNode> extra() {
+    return Json.copyExtra(extra);
+  }
+
+  @JsonAnyGetter
+  Map<String, JsonNode> extraForJson() {
+    return extra;
+  }
+
+  /** Mutable builder; {@link #build()} validates and freezes. */
+  public static final class Builder {
+    private String model;
+    private Prompt prompt;
+    private Integer maxTokens;
+    private Double temperature;
+    private Double topP;
+    private Integer topK;
+    private Integer n;
+    private Long seed;
+    private StringOrList stop;
+    private Boolean stream;
+    private StreamOptions streamOptions;
+    private Integer logprobs;
+    private Boolean echo;
+    private JsonNode responseFormat;
+    private String user;
+    private Double priority;
+    private Boolean ignoreEos;
+    private Boolean addSpecialTokens;
+    private DisaggregatedParams disaggregatedParams;
+    private ConversationParams conversationParams;
+    private final Map<String, JsonNode> extra = new LinkedHashMap<>();
+
+    private Builder() {}
+
+    private Builder(CompletionRequest r) {
+      model = r.model;
+      prompt = r.prompt;
+      maxTokens = r.maxTokens;
+      temperature = r.temperature;
+      topP = r.topP;
+      topK = r.topK;
+      n = r.n;
+      seed = r.seed;
+      stop = r.stop;
+      stream = r.stream;
+      streamOptions = r.streamOptions;
+      logprobs = r.logprobs;
+      echo = r.echo;
+      responseFormat = r.responseFormat;
+      user = r.user;
+      priority = r.priority;
+      ignoreEos = r.ignoreEos;
+      addSpecialTokens = r.addSpecialTokens;
+      disaggregatedParams = r.disaggregatedParams;
+      conversationParams = r.conversationParams;
+      extra.putAll(r.extra);
+    }
+
+    public Builder model(String v) {
+      model = v;
+      return this;
+    }
+
+    public Builder prompt(Prompt v) {
+      prompt = v;
+      return this;
+    }
+
+    public Builder maxTokens(Integer v) {
+      maxTokens = v;
+      return this;
+    }
+
+    public Builder temperature(Double v) {
+      temperature = v;
+      return this;
+    }
+
+    public Builder topP(Double v) {
+      topP = v;
+      return this;
+    }
+
+    public Builder topK(Integer v) {
+      topK = v;
+      return this;
+    }
+
+    public Builder n(Integer v) {
+      n = v;
+      return this;
+    }
+
+    public Builder seed(Long v) {
+      seed = v;
+      return this;
+    }
+
+    public Builder stop(StringOrList v) {
+      stop = v;
+      return this;
+    }
+
+    public Builder stream(Boolean v) {
+      stream = v;
+      return this;
+    }
+
+    public Builder streamOptions(StreamOptions v) {
+      streamOptions = v;
+      return this;
+    }
+
+    public Builder logprobs(Integer v) {
+      logprobs = v;
+      return this;
+    }
+
+    public Builder echo(Boolean v) {
+      echo = v;
+      return this;
+    }
+
+    public Builder responseFormat(JsonNode v) {
+      responseFormat = v;
+      return this;
+    }
+
+    public Builder user(String v) {
+      user = v;
+      return this;
+    }
+
+    public Builder priority(Double v) {
+      priority = v;
+      return this;
+    }
+
+    public Builder ignoreEos(Boolean v) {
+      ignoreEos = v;
+      return this;
+    }
+
+    public Builder addSpecialTokens(Boolean v) {
+      addSpecialTokens = v;
+      return this;
+    }
+
+    public Builder disaggregatedParams(DisaggregatedParams v) {
+      disaggregatedParams = v;
+      return this;
+    }
+
+    public Builder conversationParams(ConversationParams v) {
+      conversationParams = v;
+      return this;
+    }
+
+    /** Sets an unmodelled field; a modelled name is rejected at {@link #build()}. */
+    public Builder putExtra(String name, JsonNode value) {
+      extra.put(Objects.requireNonNull(name, "name"), value);
+      return this;
+    }
+
+    public Builder removeExtra(String name) {
+      extra.remove(name);
+      return this;
+    }
+
+    public CompletionRequest build() {
+      return new CompletionRequest(model, prompt, maxTokens, temperature, topP, topK, n, seed, stop, stream,
+          streamOptions, logprobs, echo, responseFormat, user, priority, ignoreEos, addSpecialTokens,
+          disaggregatedParams, conversationParams, extra);
+    }
+  }
+}

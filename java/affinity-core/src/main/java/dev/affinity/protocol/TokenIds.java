@@ -1,0 +1,163 @@
+package dev.affinity.protocol;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import java.io.IOException;
+import java.util.AbstractList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.RandomAccess;
+import java.util.stream.IntStream;
+
+/**
+ * An immutable sequence of token ids; on the wire a flat JSON array of 32-bit integers. Used for
+ * {@code prompt} (completions), {@code prompt_token_ids}, {@code first_gen_tokens}, {@code draft_tokens}
+ * and {@code token_ids}.
+ */
+@JsonSerialize(using = TokenIds.Serializer.class)
+@JsonDeserialize(using = TokenIds.Deserializer.class)
+public final class TokenIds {
+
+  private static final TokenIds EMPTY = new TokenIds(new int[0]);
+
+  private final int[] ids;
+
+  private TokenIds(int[] ids) {
+    this.ids = ids;
+  }
+
+  /** A copy of {@code ids}. */
+  public static TokenIds of(int... ids) {
+    Objects.requireNonNull(ids, "ids");
+    return ids.length == 0 ? EMPTY : new TokenIds(ids.clone());
+  }
+
+  /** A copy of {@code ids}; no element may be null. */
+  public static TokenIds copyOf(List<Integer> ids) {
+    int[] array = new int[ids.size()];
+    for (int i = 0; i < array.length; i++) {
+      array[i] = Objects.requireNonNull(ids.get(i), "token id");
+    }
+    return array.length == 0 ? EMPTY : new TokenIds(array);
+  }
+
+  public int size() {
+    return ids.length;
+  }
+
+  public boolean isEmpty() {
+    return ids.length == 0;
+  }
+
+  public int get(int index) {
+    return ids[index];
+  }
+
+  /** A fresh copy of the ids. */
+  public int[] toArray() {
+    return ids.clone();
+  }
+
+  public IntStream stream() {
+    return Arrays.stream(ids);
+  }
+
+  /** An unmodifiable view. */
+  public List<Integer> asList() {
+    return new ListView(ids);
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof TokenIds t && Arrays.equals(t.ids, ids);
+  }
+
+  @Override
+  public int hashCode() {
+    return Arrays.hashCode(ids);
+  }
+
+  @Override
+  public String toString() {
+    if (ids.length <= 16) {
+      return Arrays.toString(ids);
+    }
+    return Arrays.toString(Arrays.copyOf(ids, 16)).replace("]", ", ... (" + ids.length + " ids)]");
+  }
+
+  /**
+   * Reads a flat array of ints; the parser stands on the array's first token. Errors name the element
+   * ({@code [3]}) relative to the array.
+   */
+  static TokenIds read(JsonParser p) throws IOException {
+    if (p.currentToken() != JsonToken.START_ARRAY) {
+      throw ProtocolException.invalidField("",
+          "expected an array of integer token ids but got " + Json.describe(p.currentToken()));
+    }
+    return readElements(p, p.nextToken(), 0, new int[16]);
+  }
+
+  /**
+   * Reads the rest of an array whose {@code count} first elements are already in {@code buffer} and
+   * whose next token is {@code token}.
+   */
+  static TokenIds readElements(JsonParser p, JsonToken token, int count, int[] buffer) throws IOException {
+    int n = count;
+    int[] buf = buffer;
+    for (JsonToken t = token; t != JsonToken.END_ARRAY; t = p.nextToken()) {
+      if (t != JsonToken.VALUE_NUMBER_INT) {
+        throw ProtocolException.invalidField("[" + n + "]",
+            "expected an integer token id but got " + Json.describe(t));
+      }
+      if (p.getNumberType() != JsonParser.NumberType.INT) {
+        throw ProtocolException.invalidField("[" + n + "]",
+            "token id " + p.getText() + " is out of range (must fit in 32 bits)");
+      }
+      if (n == buf.length) {
+        buf = Arrays.copyOf(buf, buf.length * 2);
+      }
+      buf[n++] = p.getIntValue();
+    }
+    return n == 0 ? EMPTY : new TokenIds(n == buf.length ? buf : Arrays.copyOf(buf, n));
+  }
+
+  static final class Deserializer extends JsonDeserializer<TokenIds> {
+    @Override
+    public TokenIds deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+      return read(p);
+    }
+  }
+
+  static final class Serializer extends JsonSerializer<TokenIds> {
+    @Override
+    public void serialize(TokenIds value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+      gen.writeArray(value.ids, 0, value.ids.length);
+    }
+  }
+
+  private static final class ListView extends AbstractList<Integer> implements RandomAccess {
+    private final int[] ids;
+
+    ListView(int[] ids) {
+      this.ids = ids;
+    }
+
+    @Override
+    public Integer get(int index) {
+      return ids[index];
+    }
+
+    @Override
+    public int size() {
+      return ids.length;
+    }
+  }
+}
