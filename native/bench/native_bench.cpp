@@ -1,14 +1,15 @@
 // native_bench: the work of the JNI round-trip benchmark (java/affinity-bench JniRoundTripBenchmark)
 // in C++ without JNI, plus the virtual-time throughput of the sim executor.
 //
-//   affinity_native_bench [roundTripIterations] [throughputRequests]
+//   affinity_native_bench [roundTripIterations] [throughputRequests] [repetitions]
 //
 // (a) enqueue + advance + awaitResponses round trip of one request on a virtual-clock executor
 //     whose timing model costs nothing, unbatched and in batches of 64 (ns per request);
 // (b) a realistic workload in virtual time on one core: 2 ranks, llama3-70b-h100-tp8, 2k-token
 //     prompts sharing 1,792-token prefixes, 128 output tokens, open-loop arrivals, driven by
 //     nextIterationEndUs / advanceTo: simulated requests and tokens per wall second.
-// Output: one "name value unit" line per figure.
+// Each figure is the median of `repetitions` (default 5) measurements. Output: one
+// "name value unit" line per figure.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -38,8 +39,15 @@ const char* kZeroCost = R"({"clock": {"mode": "virtual"}, "num_ranks": 1, "token
              "decode_base_us": 0, "decode_us_per_seq": 0, "decode_us_per_kv_token": 0}})";
 constexpr int kBatch = 64;
 constexpr int kPromptTokens = 128;
+constexpr int32_t kWorkloadPrompt = 2048;  // throughput workload: prompt tokens per request
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 /// The benchmark's drain loop: advance to the next iteration end, collect responses, until
 /// `expected` final responses arrived.
@@ -54,7 +62,7 @@ int drain(affinity::Executor& e, affinity::ResponseBatch& out, int expected) {
   return finals;
 }
 
-void roundTrip(int64_t iterations) {
+void roundTrip(int64_t iterations, int reps) {
   ExecPtr e(affinity::createExecutor("sim", kZeroCost));
   std::vector<int32_t> prompt(kPromptTokens);
   for (int i = 0; i < kPromptTokens; ++i) prompt[static_cast<size_t>(i)] = 1 + i;
@@ -85,24 +93,31 @@ void roundTrip(int64_t iterations) {
     }
   };
 
-  unbatched(std::max<int64_t>(1, iterations / 10));  // warm-up
-  auto t0 = Clock::now();
-  unbatched(iterations);
-  const double unbatchedNs = secondsSince(t0) * 1e9 / static_cast<double>(iterations);
-
   const int64_t batches = std::max<int64_t>(1, iterations / kBatch);
+  unbatched(std::max<int64_t>(1, iterations / 10));  // warm-up
   batched(std::max<int64_t>(1, batches / 10));
-  t0 = Clock::now();
-  batched(batches);
-  const double batchedNs = secondsSince(t0) * 1e9 / static_cast<double>(batches * kBatch);
-
-  std::printf("roundtrip_unbatched %.1f ns/request\n", unbatchedNs);
-  std::printf("roundtrip_batched64 %.1f ns/request\n", batchedNs);
+  std::vector<double> unbatchedNs, batchedNs;
+  for (int rep = 0; rep < reps; ++rep) {
+    auto t0 = Clock::now();
+    unbatched(iterations);
+    unbatchedNs.push_back(secondsSince(t0) * 1e9 / static_cast<double>(iterations));
+    t0 = Clock::now();
+    batched(batches);
+    batchedNs.push_back(secondsSince(t0) * 1e9 / static_cast<double>(batches * kBatch));
+  }
+  std::printf("roundtrip_unbatched %.1f ns/request\n", median(unbatchedNs));
+  std::printf("roundtrip_batched64 %.1f ns/request\n", median(batchedNs));
   if (sink == 42) std::printf("# %lld\n", static_cast<long long>(sink));  // keep the work observable
 }
 
-void throughput(int32_t numRequests) {
-  constexpr int32_t kPrompt = 2048, kShared = 1792, kOutput = 128, kPrefixes = 32;
+struct ThroughputRun {
+  double wall = 0;
+  int64_t finals = 0, tokens = 0, reused = 0, firstTokenSum = 0, iterations = 0, virtualUs = 0;
+};
+
+/// One run of the workload on a fresh executor.
+ThroughputRun simulate(int32_t numRequests) {
+  constexpr int32_t kPrompt = kWorkloadPrompt, kShared = 1792, kOutput = 128, kPrefixes = 32;
   // Per request ~9 ms of prefill (256 new tokens) + 128 decode steps of ~6.5 ms shared by up to 64
   // sequences: a rank sustains ~45 requests/s, so 60/s on two ranks is about 65% load.
   constexpr double kArrivalsPerS = 60.0;
@@ -138,7 +153,11 @@ void throughput(int32_t numRequests) {
   }
 
   affinity::ResponseBatch out;
-  int64_t finals = 0, tokens = 0, reused = 0, firstTokenSum = 0;
+  ThroughputRun run;
+  int64_t& finals = run.finals;
+  int64_t& tokens = run.tokens;
+  int64_t& reused = run.reused;
+  int64_t& firstTokenSum = run.firstTokenSum;
   size_t next = 0;
   const auto t0 = Clock::now();
   while (finals < numRequests) {
@@ -163,21 +182,32 @@ void throughput(int32_t numRequests) {
       }
     }
   }
-  const double wall = secondsSince(t0);
+  run.wall = secondsSince(t0);
   affinity::IterationStats st;
   e->getIterationStats(st);
-  const double simS = static_cast<double>(e->nowUs()) / 1e6;
+  run.iterations = st.iterations;
+  run.virtualUs = e->nowUs();
+  return run;
+}
+
+void throughput(int32_t numRequests, int reps) {
+  constexpr int32_t kPrompt = kWorkloadPrompt;
+  std::vector<ThroughputRun> runs;
+  for (int rep = 0; rep < reps; ++rep) runs.push_back(simulate(numRequests));
+  std::sort(runs.begin(), runs.end(), [](const ThroughputRun& a, const ThroughputRun& b) { return a.wall < b.wall; });
+  const ThroughputRun& r = runs[runs.size() / 2];  // the median run (all runs simulate the same)
+  const double wall = r.wall, simS = static_cast<double>(r.virtualUs) / 1e6;
+  const double finals = static_cast<double>(r.finals);
   std::printf("throughput_wall %.3f s\n", wall);
-  std::printf("throughput_requests %.0f requests/wall_s\n", static_cast<double>(finals) / wall);
-  std::printf("throughput_generated_tokens %.0f tokens/wall_s\n", static_cast<double>(tokens) / wall);
-  std::printf("throughput_prompt_tokens %.0f tokens/wall_s\n",
-              static_cast<double>(finals) * kPrompt / wall);
-  std::printf("throughput_iterations %.0f iterations/wall_s\n", static_cast<double>(st.iterations) / wall);
+  std::printf("throughput_requests %.0f requests/wall_s\n", finals / wall);
+  std::printf("throughput_generated_tokens %.0f tokens/wall_s\n", static_cast<double>(r.tokens) / wall);
+  std::printf("throughput_prompt_tokens %.0f tokens/wall_s\n", finals * kPrompt / wall);
+  std::printf("throughput_iterations %.0f iterations/wall_s\n", static_cast<double>(r.iterations) / wall);
+  std::printf("sim_requests %.0f requests\n", finals);
   std::printf("sim_virtual_time %.3f s\n", simS);
   std::printf("sim_speedup %.1f virtual_s/wall_s\n", simS / wall);
-  std::printf("sim_reused_prompt_fraction %.3f ratio\n",
-              static_cast<double>(reused) / (static_cast<double>(finals) * kPrompt));
-  std::printf("sim_mean_ttft %.1f ms\n", static_cast<double>(firstTokenSum) / static_cast<double>(finals) / 1e3);
+  std::printf("sim_reused_prompt_fraction %.3f ratio\n", static_cast<double>(r.reused) / (finals * kPrompt));
+  std::printf("sim_mean_ttft %.1f ms\n", static_cast<double>(r.firstTokenSum) / finals / 1e3);
 }
 
 }  // namespace
@@ -185,12 +215,14 @@ void throughput(int32_t numRequests) {
 int main(int argc, char** argv) {
   const int64_t iterations = argc > 1 ? std::atoll(argv[1]) : 200000;
   const int64_t requests = argc > 2 ? std::atoll(argv[2]) : 2000;
-  if (iterations <= 0 || requests <= 0 || requests > INT32_MAX) {
-    std::fprintf(stderr, "usage: %s [roundTripIterations > 0] [throughputRequests > 0]\n", argv[0]);
+  const int64_t reps = argc > 3 ? std::atoll(argv[3]) : 5;
+  if (iterations <= 0 || requests <= 0 || requests > INT32_MAX || reps <= 0 || reps > 1000) {
+    std::fprintf(stderr, "usage: %s [roundTripIterations > 0] [throughputRequests > 0] [repetitions 1..1000]\n",
+                 argv[0]);
     return 2;
   }
   std::printf("# %s, backends: %s\n", affinity::nativeVersion().c_str(), affinity::availableBackends().c_str());
-  roundTrip(iterations);
-  throughput(static_cast<int32_t>(requests));
+  roundTrip(iterations, static_cast<int>(reps));
+  throughput(static_cast<int32_t>(requests), static_cast<int>(reps));
   return 0;
 }

@@ -167,6 +167,9 @@ TEST(out_of_range_values_are_named) {
   CHECK_THROWS(parseSimConfig(R"({"timing":{"transfer_bandwidth_bytes_per_s":0}})"), "'timing.transfer_bandwidth_bytes_per_s'");
   CHECK_THROWS(parseSimConfig(R"({"clock":{"time_scale":0}})"), "'clock.time_scale'");
   CHECK_THROWS(parseSimConfig(R"({"context_hold_timeout_ms":-1})"), "'context_hold_timeout_ms'");
+  CHECK_THROWS(parseSimConfig(R"({"context_hold_timeout_ms":1e16})"), "'context_hold_timeout_ms': expected a number <= 1e12");
+  CHECK_EQ(parseSimConfig(R"({"context_hold_timeout_ms":1e12})").contextHoldTimeoutUs, 1'000'000'000'000'000);
+  CHECK_THROWS(parseSimConfig(R"({"kv_blocks_per_rank":2147483648})"), "'kv_blocks_per_rank'");  // block ids are int32
   CHECK_THROWS(parseSimConfig(R"({"kv_events":{"max_buffered":0}})"), "'kv_events.max_buffered'");
   // Virtual mode does not wait, so a zero time scale is fine there.
   CHECK(parseSimConfig(R"({"clock":{"mode":"virtual","time_scale":0}})").virtualClock);

@@ -323,3 +323,85 @@ TEST(context_conversation_blocks_are_retained_after_the_pull) {
   CHECK_EQ(runCtx(*a, next).metrics.reusedTokens, 40);
   runAll(*b);
 }
+
+TEST(per_conversation_handoff_on_one_executor_keeps_the_prefix) {
+  // Context and generation on the same executor: the generation request's prompt blocks duplicate
+  // the context request's (registered first). The conversation's record must retain the blocks that
+  // hold the content, so that the next turn reuses the prompt.
+  for (const char* policy : {"all_reusable", "per_conversation"}) {
+    auto a = make(std::string(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"block_reuse":{"policy":")") +
+                  policy + "\"}}");
+    const auto prompt = seqTokens(1, 41);
+    RequestSpec s = ctxSpec(prompt, 4, 1, 1);
+    setConv(s, "conv");
+    const Response c = runCtx(*a, s);
+    RequestSpec g = genSpec(prompt, 4, c, 1);
+    setConv(g, "conv");
+    const int64_t gi = a->enqueue(g);
+    const Response gr = finalOf(runAll(*a), gi);
+    CHECK_EQ(gr.finishReason, fin(FinishReason::kLength));
+    RequestSpec next = spec(concat(concat(prompt, gr.tokens), seqTokens(900, 10)), 4, 2);
+    setConv(next, "conv");
+    const int64_t ni = a->enqueue(next);
+    CHECK_EQ(finalOf(runAll(*a), ni).metrics.reusedTokens, 40);  // (41 + 4 - 1) / 8 = 5 blocks
+  }
+}
+
+TEST(context_on_a_hinted_rank_reports_that_rank) {
+  auto a = make(kCtxCfg);
+  const auto prompt = seqTokens(1, 50);
+  RequestSpec s = ctxSpec(prompt, 4, 1, 1);
+  s.setAdpRankHint(1, false);
+  const Response c = runCtx(*a, s);
+  CHECK_EQ(c.metrics.rank, 1);
+  CHECK_EQ(c.ctxDpRank, 1);
+  CHECK(contains(c.opaqueState, " 1 50"));  // "... <reqId> <rank> <promptLen>"
+  CHECK_EQ(kvStats(*a, 1).usedNumBlocks, 7);  // held on rank 1: (50 + 1) tokens / 8
+  CHECK_EQ(kvStats(*a, 0).usedNumBlocks, 0);
+}
+
+TEST(generation_output_starts_with_the_given_first_tokens) {
+  // The generation request has its own client id and seed (its own token stream); its output still
+  // starts with the token the context phase produced.
+  auto a = make(kCtxCfg);
+  auto b = make(kGenCfg);
+  const auto prompt = seqTokens(1, 64);
+  const Response c = runCtx(*a, ctxSpec(prompt, 5, 1, 1));
+  RequestSpec g = genSpec(prompt, 5, c, 2);
+  g.setClientRequestId(1000);
+  const int64_t gi = b->enqueue(g);
+  const Response r = finalOf(runAll(*b), gi);
+  CHECK_EQ(r.tokens.size(), 5u);
+  CHECK_EQ(r.tokens[0], c.firstGenTokens[0]);
+  CHECK_EQ(r.clientRequestId, 1000);
+  // Several first tokens (e.g. speculative drafts) are all kept, in order.
+  auto a2 = make(kCtxCfg);
+  const Response c2 = runCtx(*a2, ctxSpec(prompt, 5, 1, 1));
+  RequestSpec g2 = genSpec(prompt, 5, c2, 1);
+  const int32_t firsts[] = {c2.firstGenTokens[0], 4242, 4343};
+  g2.setContextPhase(c2.ctxRequestId, c2.ctxDpRank, firsts, 3, c2.opaqueState.data(),
+                     static_cast<int32_t>(c2.opaqueState.size()));
+  const int64_t gi2 = b->enqueue(g2);
+  const Response r2 = finalOf(runAll(*b), gi2);
+  CHECK_EQ(r2.tokens.size(), 5u);
+  CHECK((std::vector<int32_t>(r2.tokens.begin(), r2.tokens.begin() + 3) == std::vector<int32_t>{firsts[0], 4242, 4343}));
+}
+
+TEST(transfer_delays_the_first_decode_step_exactly) {
+  // Alone on B (llama preset): an empty step until the transfer lands, then one decode step.
+  auto a = make(kCtxCfg);
+  auto b = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8})");
+  const auto prompt = seqTokens(1, 1000);
+  const Response c = runCtx(*a, ctxSpec(prompt, 2, 1, 1));
+  const int64_t gi = b->enqueue(genSpec(prompt, 2, c, 1));
+  const sim::TimingModel m(sim::timingPreset("llama3-70b-h100-tp8"));
+  const auto transfer = static_cast<int64_t>(std::ceil(m.transferUs(1000)));
+  CHECK_EQ(transfer, static_cast<int64_t>(std::ceil(1000 + 1000 * 327680.0 / 50e9 * 1e6)));
+  CHECK_EQ(b->nextIterationEndUs(), transfer);  // nothing to compute before the KV lands
+  const Response r = finalOf(runAll(*b), gi);
+  CHECK_EQ(r.metrics.scheduledUs, 0);
+  CHECK_EQ(r.metrics.transferUs, transfer);
+  // The first decode step feeds the first generated token: it reads 1001 tokens of KV.
+  CHECK_EQ(r.metrics.firstTokenUs, transfer + static_cast<int64_t>(std::ceil(m.iterationUs(m.decodeUs(1, 1001)))));
+  CHECK_EQ(r.metrics.finishUs, r.metrics.firstTokenUs);  // 2 tokens: the given one + one step
+}

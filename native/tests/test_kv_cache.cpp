@@ -445,8 +445,8 @@ TEST(retain_then_unretain_drops_unreferenced_blocks) {
   const auto ha = chain(a);
   Sequence sa = put(r, a, 4);  // 3 registered + 1 reserve
   r.take();
-  const std::vector<int32_t> ids = sa.blocks;
-  r.kv.retain(ids);  // the unregistered reserve block is skipped
+  const auto ids = r.kv.retain(sa.blocks);  // the unregistered reserve block is skipped
+  CHECK_EQ(ids.size(), 3u);
   auto ev = r.take();
   CHECK_EQ(ev.size(), 3u);
   for (const auto& e : ev) {
@@ -485,13 +485,13 @@ TEST(unretain_of_referenced_blocks_restores_priority) {
   const auto ha = chain(a);
   Sequence sa = put(r, a, 2);
   r.take();
-  r.kv.retain(sa.blocks);
-  r.kv.retain(sa.blocks);  // a second retain: no new event (count 2)
+  const auto h1 = r.kv.retain(sa.blocks);
+  const auto h2 = r.kv.retain(sa.blocks);  // a second retain: no new event (count 2)
   auto ev = r.take();
   CHECK_EQ(ev.size(), 2u);
-  r.kv.unretain(sa.blocks);  // count 1: nothing
+  r.kv.unretain(h1);  // count 1: nothing
   CHECK(r.take().empty());
-  r.kv.unretain(sa.blocks);  // count 0 while referenced: priority back to default
+  r.kv.unretain(h2);  // count 0 while referenced: priority back to default
   ev = r.take();
   CHECK_EQ(ev.size(), 2u);
   for (const auto& e : ev) {
@@ -510,8 +510,7 @@ TEST(retained_block_shared_by_a_live_sequence_survives_unretain_until_release) {
   const auto a = toks(0, 8);
   const auto ha = chain(a);
   Sequence sa = put(r, a, 2);
-  r.kv.retain(sa.blocks);
-  const std::vector<int32_t> ids = sa.blocks;
+  const auto ids = r.kv.retain(sa.blocks);
   r.kv.release(sa, false);
   Sequence sb = put(r, a, 2);  // next turn reuses the retained blocks
   CHECK_EQ(sb.reusedBlocks, 2);
@@ -547,4 +546,40 @@ TEST(stats_counters_track_every_operation) {
   CHECK_EQ(s.evictedBlocks, 0);
   r.checkBalance();
   (void)s3;
+}
+
+TEST(stale_retention_handles_are_ignored_after_eviction) {
+  // A retained block evicted under pressure and registered again for another sequence: the old
+  // handle must not release the new owner's retention.
+  Rig r(4);
+  const auto a = toks(0, 8), b = toks(100, 16);
+  const auto ha = chain(a), hb = chain(b);
+  Sequence sa = put(r, a, 2);
+  const auto oldHandles = r.kv.retain(sa.blocks);
+  r.kv.release(sa, false);  // retained: cached
+  Sequence sb = put(r, b, 4);  // 2 free + evicts both of a's blocks
+  CHECK_EQ(r.stats().evictedBlocks, 2);
+  const auto newHandles = r.kv.retain(sb.blocks);
+  CHECK_EQ(newHandles.size(), 4u);
+  r.kv.release(sb, false);
+  r.take();
+  r.kv.unretain(oldHandles);  // the ids now belong to b's registrations
+  CHECK(r.take().empty());
+  CHECK_EQ(r.stats().cachedNumBlocks, 4);
+  CHECK_EQ(r.kv.matchPrefix(hb, 10), 4);
+  r.kv.unretain(newHandles);
+  CHECK((hashesOfRemoved(r.take()) == std::vector<uint64_t>{hb[3], hb[2], hb[1], hb[0]}));
+  (void)ha;
+}
+
+TEST(registered_block_lookup) {
+  Rig r(8);
+  const auto a = toks(0, 8);
+  const auto ha = chain(a);
+  CHECK_EQ(r.kv.registeredBlock(ha[0]), -1);
+  Sequence sa = put(r, a, 3);
+  CHECK_EQ(r.kv.registeredBlock(ha[0]), sa.blocks[0]);
+  CHECK_EQ(r.kv.registeredBlock(ha[1]), sa.blocks[1]);
+  r.kv.release(sa, false);
+  CHECK_EQ(r.kv.registeredBlock(ha[0]), -1);
 }

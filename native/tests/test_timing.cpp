@@ -201,3 +201,39 @@ TEST(executor_timing_override_and_other_preset) {
   runIdle(*e);
   CHECK_EQ(finalOf(take(*e), id).metrics.finishUs, ceilUs(m.prefillChunkUs(0, 1024)));
 }
+
+TEST(executor_iterations_follow_exact_integer_costs) {
+  // Round costs make every term visible: overhead 100, prefill 1/token, decode 1000 + 10/seq +
+  // 1 per KV token read (prompt and output so far).
+  auto e = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"timing":{"iteration_overhead_us":100,
+      "prefill_us_per_token":1,"prefill_us_per_token_sq":0,"decode_base_us":1000,"decode_us_per_seq":10,
+      "decode_us_per_kv_token":1}})");
+  const int64_t a = e->enqueue(spec(seqTokens(1, 100), 3));
+  const int64_t b = e->enqueue(spec(seqTokens(1000, 100), 3));
+  std::vector<int64_t> durations;
+  while (step(*e)) {
+    IterationStats st;
+    e->getIterationStats(st);
+    durations.push_back(st.lastIterationDurationUs);
+  }
+  // prefill 2 x 100; decode 2 seqs reading 101 + 101, then 102 + 102 tokens.
+  CHECK((durations == std::vector<int64_t>{300, 100 + 1000 + 20 + 202, 100 + 1000 + 20 + 204}));
+  const auto rs = take(*e);
+  CHECK_EQ(finalOf(rs, a).metrics.firstTokenUs, 300);
+  CHECK_EQ(finalOf(rs, a).metrics.finishUs, 300 + 1322 + 1324);
+  CHECK_EQ(finalOf(rs, b).metrics.finishUs, 300 + 1322 + 1324);
+  IterationStats st;
+  e->getIterationStats(st);
+  CHECK_EQ(st.busyUs, 300 + 1322 + 1324);
+  CHECK_EQ(st.iterations, 3);
+  CHECK_EQ(st.totalGeneratedTokens, 6);
+  CHECK_EQ(st.totalPromptTokens, 200);
+
+  // A cached prefix is not computed again: 40 of 41 tokens reused -> prefill of 1 token.
+  const int64_t c = e->enqueue(spec(concat(seqTokens(1, 40), {7}), 1));
+  const int64_t t = e->nowUs();
+  runIdle(*e);
+  const Response rc = finalOf(take(*e), c);
+  CHECK_EQ(rc.metrics.reusedTokens, 40);
+  CHECK_EQ(rc.metrics.finishUs - t, 100 + 1);
+}

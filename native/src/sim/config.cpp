@@ -264,6 +264,9 @@ SimConfig parseSimConfig(const std::string& text) {
     }
     double holdMs = static_cast<double>(c.contextHoldTimeoutUs) / 1000.0;
     r.number("context_hold_timeout_ms", holdMs, 0);
+    if (holdMs > 1e12) {  // microseconds must fit int64 with room for the clock
+      fail("context_hold_timeout_ms", "expected a number <= 1e12 (about 31 years), found " + std::to_string(holdMs));
+    }
     c.contextHoldTimeoutUs = static_cast<int64_t>(holdMs * 1000.0);
     if (const json* ev = r.find("kv_events")) {
       ObjectReader e(*ev, "kv_events");

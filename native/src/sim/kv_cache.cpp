@@ -124,6 +124,7 @@ void KvCacheManager::store(Sequence& seq, const std::vector<uint64_t>& hashes,
     b.parentHash = i > 0 ? hashes[static_cast<size_t>(i - 1)] : 0;
     b.depth = i;
     b.registered = true;
+    b.registration = ++registrations_;
     byHash_[h] = id;
     if (!any) {
       e.hasParent = b.hasParent;
@@ -184,10 +185,18 @@ void KvCacheManager::release(Sequence& seq, bool keep) {
   seq.allocated = false;
 }
 
-void KvCacheManager::retain(const std::vector<int32_t>& ids) {
+int32_t KvCacheManager::registeredBlock(uint64_t hash) const {
+  const auto it = byHash_.find(hash);
+  return it == byHash_.end() ? -1 : it->second;
+}
+
+std::vector<RetainedBlock> KvCacheManager::retain(const std::vector<int32_t>& ids) {
+  std::vector<RetainedBlock> handles;
+  handles.reserve(ids.size());
   for (const int32_t id : ids) {
     Block& b = blocks_[static_cast<size_t>(id)];
     if (!b.registered) continue;
+    handles.push_back({id, b.registration});
     if (b.retainCount++ == 0) {
       const bool inSet = b.refCount == 0;
       if (inSet) evictable_.erase(evictKey(id));
@@ -196,13 +205,15 @@ void KvCacheManager::retain(const std::vector<int32_t>& ids) {
       emitUpdated(id);
     }
   }
+  return handles;
 }
 
-void KvCacheManager::unretain(const std::vector<int32_t>& ids) {
+void KvCacheManager::unretain(const std::vector<RetainedBlock>& handles) {
   std::vector<uint64_t> removed;
-  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
-    const int32_t id = *it;
+  for (auto it = handles.rbegin(); it != handles.rend(); ++it) {
+    const int32_t id = it->id;
     Block& b = blocks_[static_cast<size_t>(id)];
+    if (!b.registered || b.registration != it->registration) continue;  // evicted since
     if (b.retainCount == 0 || --b.retainCount > 0) continue;
     if (b.refCount > 0) {
       b.priority = kDefaultPriority;

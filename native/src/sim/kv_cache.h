@@ -19,6 +19,14 @@ namespace affinity::sim {
 constexpr int32_t kDefaultPriority = 35;
 constexpr int32_t kRetainedPriority = 90;
 
+/// A retention handle: a block and the registration it had when retained. A block evicted and
+/// registered again (for any content) is a new registration, so the stale handles of an older turn
+/// cannot release the retention of whichever turn holds the block now.
+struct RetainedBlock {
+  int32_t id = -1;
+  uint64_t registration = 0;
+};
+
 /// Blocks held by one request on one rank.
 struct Sequence {
   std::vector<int32_t> blocks;  ///< block ids in token order; reserved blocks included
@@ -61,9 +69,14 @@ class KvCacheManager {
   /// or a conversation retains them; otherwise they are freed (with a "removed" event).
   void release(Sequence& seq, bool keep);
 
-  /// Per-conversation retention: raises / restores the priority of the given blocks.
-  void retain(const std::vector<int32_t>& blockIds);
-  void unretain(const std::vector<int32_t>& blockIds);
+  /// The block registered under hash, or -1.
+  int32_t registeredBlock(uint64_t hash) const;
+
+  /// Per-conversation retention: retain raises the priority of the given registered blocks
+  /// (unregistered ones are skipped) and returns handles; unretain restores the priority and drops
+  /// blocks no longer referenced. Handles whose block was evicted since are ignored.
+  std::vector<RetainedBlock> retain(const std::vector<int32_t>& blockIds);
+  void unretain(const std::vector<RetainedBlock>& blocks);
 
   /// Stats (usage counters are cumulative).
   void fillStats(KvCacheStats& out) const;
@@ -80,6 +93,7 @@ class KvCacheManager {
     int32_t depth = 0;
     int32_t priority = kDefaultPriority;
     uint64_t lastUsed = 0;
+    uint64_t registration = 0;  ///< unique per registration (0: never registered)
   };
   using EvictKey = std::tuple<int32_t, uint64_t, int32_t, int32_t>;  // priority, tick, -depth, id
 
@@ -99,6 +113,7 @@ class KvCacheManager {
   std::set<EvictKey> evictable_;
   std::unordered_map<uint64_t, int32_t> byHash_;
   uint64_t tick_ = 0;
+  uint64_t registrations_ = 0;
   int64_t used_ = 0;
   int64_t allocTotal_ = 0, allocNew_ = 0, reused_ = 0, missed_ = 0, evicted_ = 0;
 };

@@ -27,7 +27,7 @@ uint64_t newUid() {
   return splitmix64(r ^ (counter.fetch_add(1) + 1)) | 1;  // never 0
 }
 
-int32_t blocksFor(int64_t tokens, int32_t tpb) { return static_cast<int32_t>((tokens + tpb - 1) / tpb); }
+int64_t blocksFor(int64_t tokens, int32_t tpb) { return (tokens + tpb - 1) / tpb; }
 
 }  // namespace
 
@@ -429,7 +429,7 @@ void SimExecutor::admitLocked(int32_t rank, int64_t now) {
     Req& r = reqs_.at(queue[i]);
     const int32_t tpb = cfg_.tokensPerBlock;
     const int64_t reserve = r.type == RequestType::kContextOnly ? 1 : r.spec.maxNewTokens;
-    const int32_t total = blocksFor(r.promptLen + reserve, tpb);
+    const auto total = static_cast<int32_t>(blocksFor(r.promptLen + reserve, tpb));  // validated: fits a rank
     bool ok;
     if (r.type == RequestType::kGenerationOnly) {
       ok = cache.allocate(r.seq, {}, 0, total);
@@ -652,9 +652,17 @@ void SimExecutor::releaseLocked(Req& r) {
 void SimExecutor::recordTurnLocked(Req& r) {
   if (!r.conversationTurn || r.rank < 0 || !r.seq.allocated) return;
   // per_conversation: this turn's stored blocks become the conversation's record; turns older than
-  // max_num_turns are released, dropping blocks the next turn no longer needs.
-  TurnRecord rec{r.rank, std::vector<int32_t>(r.seq.blocks.begin(), r.seq.blocks.begin() + r.seq.storedBlocks)};
-  caches_[static_cast<size_t>(r.rank)]->retain(rec.blocks);
+  // max_num_turns are released, dropping blocks the next turn no longer needs. A block is looked up
+  // by hash: where another sequence registered the same content first (e.g. the context request
+  // that a generation_only request pulled from on this executor), that block holds the content.
+  KvCacheManager& cache = *caches_[static_cast<size_t>(r.rank)];
+  std::vector<int32_t> ids;
+  const size_t n = std::min(static_cast<size_t>(r.seq.storedBlocks), r.hashes.size());
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t id = cache.registeredBlock(r.hashes[i]);
+    if (id >= 0) ids.push_back(id);
+  }
+  TurnRecord rec{r.rank, cache.retain(ids)};
   auto& turns = records_[r.spec.conversationId];
   turns.push_back(std::move(rec));
   while (static_cast<int32_t>(turns.size()) > cfg_.maxNumTurns) {

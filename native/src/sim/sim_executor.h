@@ -144,7 +144,7 @@ class SimExecutor final : public Executor {
   std::unordered_map<std::string, int64_t> liveTurn_;
   struct TurnRecord {
     int32_t rank;
-    std::vector<int32_t> blocks;
+    std::vector<RetainedBlock> blocks;
   };
   std::unordered_map<std::string, std::deque<TurnRecord>> records_;
 
