@@ -88,25 +88,25 @@ std::optional<SimExecutor::OpaqueState> SimExecutor::decodeOpaqueState(const std
 // Enqueue
 
 std::string SimExecutor::validateLocked(const RequestSpec& s) const {
-  std::ostringstream err;
+  auto msg = [](const auto&... parts) {
+    std::ostringstream o;
+    (o << ... << parts);
+    return o.str();
+  };
   if (s.inputTokens.empty()) return "input_token_ids is empty";
   if (s.maxNewTokens <= 0) {
-    err << "max_new_tokens must be > 0, got " << s.maxNewTokens;
-    return err.str();
+    return msg("max_new_tokens must be > 0, got ", s.maxNewTokens);
   }
   if (s.requestType < 0 || s.requestType > 2) {
-    err << "request_type " << s.requestType << " is not one of 0 (context_and_generation), 1 (context_only), 2 (generation_only)";
-    return err.str();
+    return msg("request_type ", s.requestType, " is not one of 0 (context_and_generation), 1 (context_only), 2 (generation_only)");
   }
   for (size_t i = 0; i < s.inputTokens.size(); ++i) {
     if (s.inputTokens[i] < 0) {
-      err << "token id " << s.inputTokens[i] << " at position " << i << " is negative";
-      return err.str();
+      return msg("token id ", s.inputTokens[i], " at position ", i, " is negative");
     }
   }
   if (s.adpRankHint < -1 || s.adpRankHint >= cfg_.numRanks) {
-    err << "attention_dp_rank " << s.adpRankHint << " is out of range [0, " << cfg_.numRanks << ")";
-    return err.str();
+    return msg("attention_dp_rank ", s.adpRankHint, " is out of range [0, ", cfg_.numRanks, ")");
   }
   const auto type = static_cast<RequestType>(s.requestType);
   if (type == RequestType::kGenerationOnly && !s.hasContextPhase) {
@@ -116,15 +116,10 @@ std::string SimExecutor::validateLocked(const RequestSpec& s) const {
   const int64_t reserve = type == RequestType::kContextOnly ? 1 : s.maxNewTokens;
   const int64_t need = blocksFor(promptLen + reserve, cfg_.tokensPerBlock);
   if (need > cfg_.kvBlocksPerRank) {
-    err << "prompt of " << promptLen << " tokens plus " << reserve << " new tokens needs " << need
-        << " KV blocks but a rank holds only " << cfg_.kvBlocksPerRank << " (" << cfg_.tokensPerBlock
-        << " tokens per block)";
-    return err.str();
+    return msg("prompt of ", promptLen, " tokens plus ", reserve, " new tokens needs ", need, " KV blocks but a rank holds only ", cfg_.kvBlocksPerRank, " (", cfg_.tokensPerBlock, " tokens per block)");
   }
   if (!cfg_.enableChunkedPrefill && type != RequestType::kGenerationOnly && promptLen > cfg_.maxNumTokens) {
-    err << "prompt of " << promptLen << " tokens exceeds max_num_tokens " << cfg_.maxNumTokens
-        << " and chunked prefill is disabled";
-    return err.str();
+    return msg("prompt of ", promptLen, " tokens exceeds max_num_tokens ", cfg_.maxNumTokens, " and chunked prefill is disabled");
   }
   return {};
 }
@@ -354,6 +349,7 @@ void SimExecutor::driverLoop() {
 // Scheduling
 
 void SimExecutor::extendHashes(Req& r, int32_t computedTokens) const {
+  if (!cfg_.enableBlockReuse) return;  // nothing is matched or stored: no block keys needed
   const int32_t tpb = cfg_.tokensPerBlock;
   while ((static_cast<int64_t>(r.hashes.size()) + 1) * tpb <= computedTokens) {
     const size_t start = r.hashes.size() * static_cast<size_t>(tpb);
