@@ -64,6 +64,11 @@ public final class PrefixIndex {
     return locations.get(location);
   }
 
+  /** Number of location ids handed out so far (ids are 0 .. count - 1). */
+  public synchronized int locationCount() {
+    return locations.size();
+  }
+
   /** Number of (block, location) entries. */
   public long size() {
     return entries.get();
@@ -74,17 +79,19 @@ public final class PrefixIndex {
     return holders.size();
   }
 
-  /** Records that the location holds these blocks (most recently used last). */
+  /** Records that the location holds these blocks (block {@code from} ends up the most recently used). */
   public void store(int location, long[] keys, int from, int to) {
     LocationState st = state(location);
     synchronized (st) {
       // Every change of this location's bit happens under its lock, so the LRU and the holder
       // sets never disagree.
-      for (int i = from; i < to; i++) {
+      // Deepest block first, so that a chain's prefix is its most recently used part and the LRU
+      // drops suffixes before prefixes (as a KV cache evicts).
+      for (int i = to - 1; i >= from; i--) {
         Long k = keys[i];
         if (st.lru.put(k, Boolean.TRUE) == null) {
           entries.incrementAndGet();
-          holders.compute(k, (key, set) -> withBit(set, location));
+          holders.compute(k, (key, set) -> Bits.with(set, location));
         }
       }
       long over = st.lru.size() - maxBlocksPerLocation;
@@ -93,7 +100,7 @@ public final class PrefixIndex {
         Long k = it.next();
         it.remove();
         entries.decrementAndGet();
-        holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+        holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
       }
     }
   }
@@ -109,7 +116,7 @@ public final class PrefixIndex {
       for (long k : keys) {
         if (st.lru.remove(k) != null) {
           entries.decrementAndGet();
-          holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+          holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
         }
       }
     }
@@ -121,7 +128,7 @@ public final class PrefixIndex {
     synchronized (st) {
       for (Long k : st.lru.keySet()) {
         entries.decrementAndGet();
-        holders.computeIfPresent(k, (key, set) -> withoutBit(set, location));
+        holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
       }
       st.lru.clear();
     }
@@ -144,7 +151,7 @@ public final class PrefixIndex {
   public void touch(int location, long[] keys, int count) {
     LocationState st = state(location);
     synchronized (st) {
-      for (int i = 0; i < count && i < keys.length; i++) {
+      for (int i = Math.min(count, keys.length) - 1; i >= 0; i--) {
         st.lru.get(keys[i]);
       }
     }
@@ -205,27 +212,5 @@ public final class PrefixIndex {
       out[i] = d < 0 ? keys.length : d;
     }
     return out;
-  }
-
-  private static long[] withBit(long[] set, int bit) {
-    int word = bit >>> 6;
-    long[] out = set == null ? new long[word + 1] : Arrays.copyOf(set, Math.max(set.length, word + 1));
-    out[word] |= 1L << bit;
-    return out;
-  }
-
-  private static long[] withoutBit(long[] set, int bit) {
-    int word = bit >>> 6;
-    if (word >= set.length || (set[word] & (1L << bit)) == 0) {
-      return set;
-    }
-    long[] out = set.clone();
-    out[word] &= ~(1L << bit);
-    for (long w : out) {
-      if (w != 0) {
-        return out;
-      }
-    }
-    return null;  // no location holds the block any more: drop the key
   }
 }

@@ -35,7 +35,8 @@ public abstract class AbstractRouter implements Router {
   protected final Object lock = new Object();
   private final Map<String, Worker> workers = new LinkedHashMap<>();
   private volatile List<Worker> workerSnapshot = List.of();
-  private final Map<String, Load> loads = new HashMap<>();
+  private final Map<String, Load> workerLoads = new HashMap<>();
+  private Load[] locationLoads = new Load[64];
   private final ConcurrentHashMap<Long, Selection> outstanding = new ConcurrentHashMap<>();
   private final AtomicLong nextSelectionId = new AtomicLong(1);
   private final AtomicLong expired = new AtomicLong();
@@ -171,8 +172,10 @@ public abstract class AbstractRouter implements Router {
   @Override
   public final void removeWorker(String workerId) {
     synchronized (lock) {
-      if (workers.remove(workerId) != null) {
+      Worker removed = workers.remove(workerId);
+      if (removed != null) {
         workerSnapshot = List.copyOf(workers.values());
+        candidateSets.remove(removed);
         onWorkerRemoved(workerId);
       }
     }
@@ -205,13 +208,12 @@ public abstract class AbstractRouter implements Router {
   // -------------------------------------------------------------------------------------------
   // Helpers for subclasses (call under lock)
 
-  private static String key(String worker, int rank) {
-    return rank < 0 ? worker : worker + "#" + rank;
-  }
-
   private void addLoad(Candidate c, RoutingRequest r, int sign) {
-    for (String k : c.rank() < 0 ? List.of(c.workerId()) : List.of(c.workerId(), key(c.workerId(), c.rank()))) {
-      Load l = loads.computeIfAbsent(k, x -> new Load());
+    Load w = load(c.workerId());
+    w.requests += sign;
+    w.tokens += sign * (long) r.numTokens();
+    if (c.rank() >= 0) {
+      Load l = load(c);
       l.requests += sign;
       l.tokens += sign * (long) r.numTokens();
     }
@@ -219,30 +221,67 @@ public abstract class AbstractRouter implements Router {
 
   /** Load of a whole worker. */
   protected final Load load(String workerId) {
-    return loads.computeIfAbsent(workerId, x -> new Load());
+    return workerLoads.computeIfAbsent(workerId, x -> new Load());
   }
 
-  /** Load of one rank of a worker (the worker's load when rank is -1). */
-  protected final Load load(String workerId, int rank) {
-    return loads.computeIfAbsent(key(workerId, rank), x -> new Load());
+  /** Load of one candidate: a rank of a worker, or the whole worker when ranks are not visible. */
+  protected final Load load(Candidate c) {
+    if (c.rank() < 0) {
+      return load(c.workerId());
+    }
+    int loc = locationOf(c);
+    if (loc >= locationLoads.length) {
+      locationLoads = java.util.Arrays.copyOf(locationLoads, Math.max(loc + 1, locationLoads.length * 2));
+    }
+    Load l = locationLoads[loc];
+    if (l == null) {
+      l = new Load();
+      locationLoads[loc] = l;
+    }
+    return l;
+  }
+
+  /** A worker's candidates and their prefix-index locations, cached per worker and its info. */
+  private record CandidateSet(WorkerInfo info, List<Candidate> candidates, int[] locations) {}
+
+  private final ConcurrentHashMap<Worker, CandidateSet> candidateSets = new ConcurrentHashMap<>();
+
+  private CandidateSet candidateSet(Worker w) {
+    WorkerInfo info = w.info();
+    CandidateSet set = candidateSets.get(w);
+    if (set == null || !set.info().equals(info)) {
+      List<Candidate> cands = new ArrayList<>();
+      if (!info.ranksVisible()) {
+        cands.add(new Candidate(w, -1));
+      } else {
+        for (int r = 0; r < info.numRanks(); r++) {
+          cands.add(new Candidate(w, r));
+        }
+      }
+      int[] locs = new int[cands.size()];
+      for (int i = 0; i < locs.length; i++) {
+        locs[i] = index.location(w.id(), cands.get(i).rank());
+      }
+      set = new CandidateSet(info, List.copyOf(cands), locs);
+      candidateSets.put(w, set);
+    }
+    return set;
   }
 
   /** The candidates of a worker: one per visible rank, or the worker itself (rank -1). */
-  protected static List<Candidate> candidatesOf(Worker w) {
-    WorkerInfo info = w.info();
-    if (!info.ranksVisible()) {
-      return List.of(new Candidate(w, -1));
-    }
-    List<Candidate> out = new ArrayList<>(info.numRanks());
-    for (int r = 0; r < info.numRanks(); r++) {
-      out.add(new Candidate(w, r));
-    }
-    return out;
+  protected final List<Candidate> candidatesOf(Worker w) {
+    return candidateSet(w).candidates();
+  }
+
+  /** Prefix-index locations of a worker's candidates, in the order of {@link #candidatesOf}. */
+  final int[] locationsOf(Worker w) {
+    return candidateSet(w).locations();
   }
 
   /** The prefix-index location of a candidate. */
   protected final int locationOf(Candidate c) {
-    return index.location(c.workerId(), c.rank());
+    CandidateSet set = candidateSet(c.worker());
+    return set.locations()[Math.max(0, c.rank())];
   }
 
   /** The least loaded rank of a worker (requests, then tokens, then lowest rank); -1 if not visible. */
@@ -253,8 +292,8 @@ public abstract class AbstractRouter implements Router {
         best = c;
         continue;
       }
-      Load a = load(c.workerId(), c.rank());
-      Load b = load(best.workerId(), best.rank());
+      Load a = load(c);
+      Load b = load(best);
       if (a.requests < b.requests || (a.requests == b.requests && a.tokens < b.tokens)) {
         best = c;
       }

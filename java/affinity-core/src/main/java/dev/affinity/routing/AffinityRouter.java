@@ -2,14 +2,13 @@ package dev.affinity.routing;
 
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.Fleet;
-import dev.affinity.kv.PrefixIndex;
+import dev.affinity.kv.RoutedPrefixes;
 import dev.affinity.worker.Worker;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * {@code affinity}: Affinity's own policy, cost-based at the level of (worker, attention-DP rank).
@@ -42,13 +41,10 @@ public final class AffinityRouter extends AbstractRouter {
   private final double slotWeight;
   private final double kvWeight;
   private final LruMap<String, Candidate> pins;
-  private final PrefixIndex predicted;
-  private final ConcurrentLinkedQueue<Prediction> predictions = new ConcurrentLinkedQueue<>();
+  private final RoutedPrefixes routed;
   private final Map<Long, Double> workBySelection = new HashMap<>();
 
-  private record Prediction(long expiresNanos, int location, long[] keys) {}
-
-  private record Prepared(PrefixMatches events, PrefixMatches routed) {}
+  private record Prepared(PrefixMatches events, int[] routed) {}
 
   public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
       double loadEpsilon,
@@ -65,7 +61,7 @@ public final class AffinityRouter extends AbstractRouter {
     this.slotWeight = slotWeight;
     this.kvWeight = kvWeight;
     this.pins = new LruMap<>(maxKeys);
-    this.predicted = new PrefixIndex(1 << 18);
+    this.routed = new RoutedPrefixes(8, (long) (predictTtlSeconds * 1e9));
   }
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
@@ -97,16 +93,23 @@ public final class AffinityRouter extends AbstractRouter {
 
   @Override
   protected Object prepare(RoutingRequest request, List<Worker> candidates) {
-    long now = context.nanoClock().getAsLong();
-    for (Prediction p = predictions.peek(); p != null && now - p.expiresNanos() > 0; p = predictions.peek()) {
-      if (predictions.remove(p)) {
-        predicted.remove(p.location(), p.keys());
-      }
-    }
     if (context.fleet() == Fleet.GENERATION) {
       return null;
     }
-    return new Prepared(PrefixMatches.lookup(index, request, candidates), PrefixMatches.lookup(predicted, request, candidates));
+    routed.expire(context.nanoClock().getAsLong());
+    PrefixMatches events = PrefixMatches.lookup(this, index, request, candidates);
+    int[] predictedDepths = new int[0];
+    if (request.hasTokens() && predictTtlNanos > 0 && !candidates.isEmpty()) {
+      // the prediction is kept in the first candidate's hashing (one per fleet in practice)
+      var info = candidates.get(0).info();
+      long[] keys = request.blockKeys(info.hashAlgorithm(), info.tokensPerBlock());
+      predictedDepths = routed.depths(keys, fullBlocks(request, info.tokensPerBlock()), index.locationCount());
+    }
+    return new Prepared(events, predictedDepths);
+  }
+
+  private static int fullBlocks(RoutingRequest r, int tokensPerBlock) {
+    return Math.max(0, r.numTokens() - 1) / tokensPerBlock;
   }
 
   /** Prefill work of n new tokens after a prefix of p (token-equivalents). */
@@ -126,7 +129,7 @@ public final class AffinityRouter extends AbstractRouter {
     long totalRequests = 0;
     long totalTokens = 0;
     for (Candidate c : cands) {
-      Load l = load(c.workerId(), c.rank());
+      Load l = load(c);
       totalRequests += l.requests;
       totalTokens += l.tokens;
     }
@@ -134,14 +137,15 @@ public final class AffinityRouter extends AbstractRouter {
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
-      Load l = load(c.workerId(), c.rank());
+      Load l = load(c);
       if (gen) {
         double slots = (l.requests + 1.0) / c.worker().info().maxBatchSize();
         double kv = (l.tokens + n + request.maxNewTokens()) / meanTokens;
         cost[i] = slotWeight * slots + kvWeight * kv;
       } else {
         Prepared p = (Prepared) prepared;
-        matched[i] = Math.max(p.events().blocks(c), p.routed().blocks(c));
+        int loc = locationOf(c);
+        matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
         cost[i] = work(prefix, n - prefix) + l.work;
       }
@@ -151,7 +155,7 @@ public final class AffinityRouter extends AbstractRouter {
     List<Integer> eligible = new ArrayList<>();
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
-      if (load(c.workerId(), c.rank()).requests + 1 <= cap) {
+      if (load(c).requests + 1 <= cap) {
         eligible.add(i);
       }
     }
@@ -254,21 +258,18 @@ public final class AffinityRouter extends AbstractRouter {
     long n = r.numTokens();
     long prefix = Math.min(s.matchedTokens(), Math.max(0, n - 1));
     double w = work(prefix, n - prefix);
-    load(s.candidate().workerId(), s.candidate().rank()).work += w;
+    load(s.candidate()).work += w;
     workBySelection.put(s.id(), w);
-    long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), s.worker().info().tokensPerBlock());
-    if (keys.length > 0 && predictTtlNanos > 0) {
-      int loc = predicted.location(s.candidate().workerId(), s.candidate().rank());
-      predicted.store(loc, keys);
-      predictions.add(new Prediction(context.nanoClock().getAsLong() + predictTtlNanos, loc, keys));
-    }
+    int tpb = s.worker().info().tokensPerBlock();
+    long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
+    routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
   }
 
   @Override
   protected void onReleased(Selection s, Outcome outcome) {
     Double w = workBySelection.remove(s.id());
     if (w != null) {
-      load(s.candidate().workerId(), s.candidate().rank()).work -= w;
+      load(s.candidate()).work -= w;
     }
     if (outcome == Outcome.SUCCESS && trackRoutedBlocks && context.fleet() == Fleet.CONTEXT) {
       backfill(s);
@@ -278,6 +279,5 @@ public final class AffinityRouter extends AbstractRouter {
   @Override
   protected void onWorkerRemoved(String workerId) {
     pins.values().removeIf(c -> c.workerId().equals(workerId));
-    predicted.clearWorker(workerId);
   }
 }

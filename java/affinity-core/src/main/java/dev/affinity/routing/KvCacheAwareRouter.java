@@ -53,7 +53,7 @@ public final class KvCacheAwareRouter extends AbstractRouter {
 
   @Override
   protected Object prepare(RoutingRequest request, List<Worker> candidates) {
-    return PrefixMatches.lookup(index, request, candidates);
+    return PrefixMatches.lookup(this, index, request, candidates);
   }
 
   @Override
@@ -84,7 +84,7 @@ public final class KvCacheAwareRouter extends AbstractRouter {
       double best = Double.NEGATIVE_INFINITY;
       List<Worker> tied = new ArrayList<>();
       for (Worker w : eligible) {
-        double score = matches.bestOf(w) - loadWeight * load(w.id()).requests;
+        double score = bestOf(w, matches) - loadWeight * load(w.id()).requests;
         if (score > best) {
           best = score;
           tied.clear();
@@ -94,14 +94,23 @@ public final class KvCacheAwareRouter extends AbstractRouter {
         }
       }
       pick = pickTied(tied);
-      reason = matches.bestOf(pick) > 0 ? DecisionReason.PREFIX : DecisionReason.LOAD;
+      reason = bestOf(pick, matches) > 0 ? DecisionReason.PREFIX : DecisionReason.LOAD;
     }
     if (contentKey != null) {
       contentPins.put(contentKey, pick.id());
     }
     Candidate rank = bestRank(pick, matches);
-    int matched = matches.blocks(rank);
+    int matched = matches.blocks(locationOf(rank));
     return new Choice(rank, matched, matched * pick.info().tokensPerBlock(), reason);
+  }
+
+  /** The best match among a worker's candidates. */
+  private int bestOf(Worker w, PrefixMatches matches) {
+    int best = 0;
+    for (int loc : locationsOf(w)) {
+      best = Math.max(best, matches.blocks(loc));
+    }
+    return best;
   }
 
   /** The rank with the longest match, then the least loaded. */
@@ -112,10 +121,10 @@ public final class KvCacheAwareRouter extends AbstractRouter {
         best = c;
         continue;
       }
-      int mc = matches.blocks(c);
-      int mb = matches.blocks(best);
-      Load lc = load(c.workerId(), c.rank());
-      Load lb = load(best.workerId(), best.rank());
+      int mc = matches.blocks(locationOf(c));
+      int mb = matches.blocks(locationOf(best));
+      Load lc = load(c);
+      Load lb = load(best);
       long vc = useTokens ? lc.tokens : lc.requests;
       long vb = useTokens ? lb.tokens : lb.requests;
       if (mc > mb || (mc == mb && vc < vb)) {

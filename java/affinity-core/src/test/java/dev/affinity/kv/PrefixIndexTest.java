@@ -41,14 +41,17 @@ class PrefixIndexTest {
   }
 
   @Test
-  void eachLocationIsBoundedByLru() {
+  void eachLocationIsBoundedByLruDroppingSuffixesFirst() {
     PrefixIndex idx = new PrefixIndex(8);
     int a = idx.location("a", -1);
     idx.store(a, keys(8, 0));
-    idx.touch(a, keys(2, 0), 2);  // blocks 0 and 1 are now the most recent
-    idx.store(a, keys(4, 100));
+    idx.store(a, keys(4, 100));  // 4 more: the deepest 4 blocks of the first chain go
     assertEquals(8, idx.size(a));
-    assertArrayEquals(new int[] {2}, idx.matchDepths(keys(8, 0), new int[] {a}), "2..5 went, 0 and 1 stayed");
+    assertArrayEquals(new int[] {4}, idx.matchDepths(keys(8, 0), new int[] {a}), "the prefix 0..3 stays");
+    assertArrayEquals(new int[] {4}, idx.matchDepths(keys(4, 100), new int[] {a}));
+    idx.touch(a, keys(2, 0), 2);  // the first chain's blocks 0 and 1 are now the most recent
+    idx.store(a, keys(4, 200));
+    assertArrayEquals(new int[] {2}, idx.matchDepths(keys(8, 0), new int[] {a}), "0 and 1 survive, 2 and 3 went");
     assertEquals(8, idx.size());
   }
 

@@ -156,7 +156,7 @@ class AffinityRouterTest {
     AffinityRouter r = router(Map.of("predict_ttl_seconds", 5.0, "track_routed_blocks", false), "a", "b");
     int[] prompt = tokens(512, 0);
     r.select(req(1, null, prompt), Set.of()).release(Outcome.FAILURE);
-    assertEquals(128, r.select(req(2, null, prompt), Set.of()).matchedBlocks());
+    assertEquals(127, r.select(req(2, null, prompt), Set.of()).matchedBlocks(), "511 usable tokens = 127 full blocks");
     clock.advance(java.time.Duration.ofSeconds(6));
     assertEquals(0, r.select(req(3, null, prompt), Set.of()).matchedBlocks());
   }

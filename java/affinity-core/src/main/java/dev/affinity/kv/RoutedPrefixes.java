@@ -1,0 +1,94 @@
+package dev.affinity.kv;
+
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * Predict-on-route: which locations were recently sent which prompt prefixes, before any KV event
+ * can say so. Block keys are chained (a key identifies its whole prefix), so it is enough to remember
+ * every {@code stride}-th key of a routed prompt, plus its last full block: a request whose key at
+ * position i is held by a location shares at least i + 1 blocks with it. Entries expire after a TTL.
+ * Thread-safe.
+ */
+public final class RoutedPrefixes {
+  private final int stride;
+  private final long ttlNanos;
+  private final ConcurrentHashMap<Long, long[]> holders = new ConcurrentHashMap<>();
+  private final ConcurrentLinkedQueue<Entry> expiries = new ConcurrentLinkedQueue<>();
+
+  private record Entry(long expiresNanos, int location, long[] keys) {}
+
+  public RoutedPrefixes(int stride, long ttlNanos) {
+    if (stride <= 0) {
+      throw new IllegalArgumentException("stride must be > 0, got " + stride);
+    }
+    this.stride = stride;
+    this.ttlNanos = ttlNanos;
+  }
+
+  private boolean sampled(int i, int n) {
+    return (i + 1) % stride == 0 || i == n - 1;
+  }
+
+  /** Remembers that the request's first {@code fullBlocks} blocks were routed to the location. */
+  public void record(int location, long[] keys, int fullBlocks, long nowNanos) {
+    if (ttlNanos <= 0 || fullBlocks <= 0) {
+      return;
+    }
+    int n = Math.min(fullBlocks, keys.length);
+    long[] kept = new long[n / stride + 1];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+      if (sampled(i, n)) {
+        kept[k++] = keys[i];
+        holders.compute(keys[i], (key, set) -> Bits.with(set, location));
+      }
+    }
+    expiries.add(new Entry(nowNanos + ttlNanos, location, Arrays.copyOf(kept, k)));
+  }
+
+  /** Drops expired entries. */
+  public void expire(long nowNanos) {
+    for (Entry e = expiries.peek(); e != null && nowNanos - e.expiresNanos() > 0; e = expiries.peek()) {
+      if (expiries.remove(e)) {
+        int location = e.location();
+        for (long key : e.keys()) {
+          holders.computeIfPresent(key, (k, set) -> Bits.without(set, location));
+        }
+      }
+    }
+  }
+
+  /**
+   * Predicted matched blocks per location id (the array is indexed by location; 0 where nothing is
+   * predicted). Stops at the first sampled position nobody holds: no deeper key can be held then.
+   */
+  public int[] depths(long[] keys, int fullBlocks, int locationCount) {
+    int[] out = new int[locationCount];
+    int n = Math.min(fullBlocks, keys.length);
+    for (int i = 0; i < n; i++) {
+      if (!sampled(i, n)) {
+        continue;
+      }
+      long[] set = holders.get(keys[i]);
+      if (set == null) {
+        break;
+      }
+      for (int w = 0; w < set.length; w++) {
+        for (long bits = set[w]; bits != 0; bits &= bits - 1) {
+          int loc = (w << 6) + Long.numberOfTrailingZeros(bits);
+          if (loc < out.length) {
+            out[loc] = i + 1;
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Keys currently remembered. */
+  public int size() {
+    return holders.size();
+  }
+}
