@@ -58,7 +58,7 @@ public record ChatCompletionRequest(
     @JsonProperty("cache_salt") String cacheSalt,
     @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
     @JsonProperty("conversation_params") ConversationParams conversationParams,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiRequest {
 
   static final Set<String> FIELDS = Set.of(
       "model", "messages", "prompt_token_ids", "prompt_token_ids_b64", "max_tokens", "max_completion_tokens",

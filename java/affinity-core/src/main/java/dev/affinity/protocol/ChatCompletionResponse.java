@@ -26,7 +26,7 @@ public record ChatCompletionResponse(
     @JsonProperty("usage") UsageInfo usage,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
     @JsonProperty("prompt_token_ids_b64") String promptTokenIdsB64,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiResponse {
 
   static final Set<String> FIELDS = Set.of(
       "id", "object", "created", "model", "choices", "usage", "prompt_token_ids", "prompt_token_ids_b64");

@@ -19,7 +19,7 @@ public record ChatCompletionStreamResponse(
     @JsonProperty("model") String model,
     @JsonProperty("choices") List<ChatStreamChoice> choices,
     @JsonProperty("usage") UsageInfo usage,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiStreamChunk {
 
   static final Set<String> FIELDS = Set.of("id", "object", "created", "model", "choices", "usage");
 

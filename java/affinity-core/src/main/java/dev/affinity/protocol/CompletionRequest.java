@@ -45,7 +45,7 @@ public record CompletionRequest(
     @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
     @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
     @JsonProperty("conversation_params") ConversationParams conversationParams,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiRequest {
 
   static final Set<String> FIELDS = Set.of(
       "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "n", "seed", "stop", "stream",

@@ -24,7 +24,7 @@ public record CompletionResponse(
     @JsonProperty("choices") List<CompletionChoice> choices,
     @JsonProperty("usage") UsageInfo usage,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiResponse {
 
   static final Set<String> FIELDS =
       Set.of("id", "object", "created", "model", "choices", "usage", "prompt_token_ids");

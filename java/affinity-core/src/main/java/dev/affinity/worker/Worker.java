@@ -1,11 +1,15 @@
 package dev.affinity.worker;
 
+import dev.affinity.executor.KvEvent;
+import java.util.List;
+import java.util.function.Consumer;
+
 /**
- * A worker (one context or generation instance) as routing sees it. Implementations: in-process
- * native workers, trtllm-serve workers over HTTP, Affinity worker processes. Identity is the
- * {@link #id()}: routers and prefix indexes key their state by it.
+ * A worker: one context or generation instance. Three kinds implement it: in-process native
+ * workers, stock trtllm-serve workers over HTTP, and Affinity worker processes over the same wire
+ * contract. Identity is the {@link #id()}: routers and prefix indexes key their state by it.
  */
-public interface Worker {
+public interface Worker extends AutoCloseable {
   /** Stable id: "host:port" for remote workers, a name for in-process ones. */
   String id();
 
@@ -13,4 +17,14 @@ public interface Worker {
 
   /** False once the worker is known to be dead; routers then skip it and re-pin its keys. */
   boolean isAlive();
+
+  /** Sends one leg of a request; the listener receives the result. Never throws for request errors. */
+  WorkerCall send(WorkerRequest request, WorkerListener listener);
+
+  /** Where the worker delivers its KV-cache events (its own stream or a poller); default: it has none. */
+  default void onKvEvents(Consumer<List<KvEvent>> sink) {}
+
+  /** Frees the worker's resources (executor, connections). */
+  @Override
+  default void close() {}
 }

@@ -35,6 +35,12 @@ final class RouterTestSupport {
     public boolean isAlive() {
       return true;
     }
+
+    @Override
+    public dev.affinity.worker.WorkerCall send(dev.affinity.worker.WorkerRequest request,
+        dev.affinity.worker.WorkerListener listener) {
+      throw new UnsupportedOperationException("routing-only test worker");
+    }
   }
 
   static Worker plainWorker(String id, int tokensPerBlock, boolean ranksVisible, int ranks, int maxBatch) {

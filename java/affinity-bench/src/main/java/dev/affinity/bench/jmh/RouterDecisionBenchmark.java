@@ -60,6 +60,12 @@ public class RouterDecisionBenchmark {
     public boolean isAlive() {
       return true;
     }
+
+    @Override
+    public dev.affinity.worker.WorkerCall send(dev.affinity.worker.WorkerRequest request,
+        dev.affinity.worker.WorkerListener listener) {
+      throw new UnsupportedOperationException("routing-only benchmark worker");
+    }
   }
 
   @Setup(Level.Trial)

@@ -1,0 +1,34 @@
+package dev.affinity.disagg;
+
+import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+
+/**
+ * Where orchestration delivers one client's answer: the HTTP frontend (Netty) or the fleet
+ * simulator. Exactly one of {@link #respond}, {@link #fail} or a stream ({@link #streamStart}, chunks,
+ * then {@link #streamEnd} or {@link #abort}) happens per request. Implementations must be safe to
+ * call from any thread, one call at a time per request.
+ */
+public interface ClientSink {
+  /** A whole (non-streamed) response, HTTP 200. */
+  void respond(OpenAiResponse response, RouteInfo route);
+
+  /** Opens the SSE stream (HTTP 200, text/event-stream), before the first chunk. */
+  void streamStart(RouteInfo route);
+
+  /** One {@code data: {...}} event. */
+  void streamChunk(OpenAiStreamChunk chunk);
+
+  /** {@code data: [DONE]} and the end of the response. */
+  void streamEnd(RouteInfo route);
+
+  /** An error before anything was sent: the status and an OpenAI-style JSON body. */
+  void fail(int status, ErrorResponse error, RouteInfo route);
+
+  /** An error after the stream started: the connection is closed without {@code [DONE]}. */
+  void abort(String reason, RouteInfo route);
+
+  /** Runs {@code callback} once if the client goes away before the answer is complete. */
+  void onDisconnect(Runnable callback);
+}

@@ -1,0 +1,44 @@
+package dev.affinity.protocol;
+
+import java.util.Optional;
+
+/** A completion or chat-completion request: what orchestration and workers handle alike. */
+public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionRequest {
+  String model();
+
+  Long seed();
+
+  StreamOptions streamOptions();
+
+  boolean isStreaming();
+
+  DisaggregatedParams disaggregatedParams();
+
+  ConversationParams conversationParams();
+
+  OpenAiRequest withoutStreaming();
+
+  OpenAiRequest withDisaggregatedParams(DisaggregatedParams params);
+
+  OpenAiRequest withConversationParams(ConversationParams params);
+
+  /** Completions: replaces the prompt; chat: sets {@code prompt_token_ids}. */
+  OpenAiRequest withPromptTokenIds(TokenIds ids);
+
+  /** The endpoint path the request goes to. */
+  default String path() {
+    return this instanceof ChatCompletionRequest ? "/v1/chat/completions" : "/v1/completions";
+  }
+
+  default boolean isChat() {
+    return this instanceof ChatCompletionRequest;
+  }
+
+  /** The requested output limit ({@code max_tokens}, for chat also {@code max_completion_tokens}). */
+  default Optional<Integer> maxOutputTokens() {
+    if (this instanceof ChatCompletionRequest c) {
+      return c.effectiveMaxTokens();
+    }
+    return Optional.ofNullable(((CompletionRequest) this).maxTokens());
+  }
+}

@@ -1,0 +1,46 @@
+package dev.affinity.worker;
+
+import java.util.Objects;
+
+/**
+ * Why a worker call failed.
+ *
+ * @param status the HTTP status the worker answered with, or 0
+ * @param afterFirstByte whether part of a streamed answer had already been delivered (never retried)
+ */
+public record WorkerFailure(Kind kind, int status, String message, boolean afterFirstByte) {
+
+  public enum Kind {
+    /** could not connect */
+    CONNECT,
+    /** connection reset or closed mid-way */
+    RESET,
+    /** the leg's timeout passed */
+    TIMEOUT,
+    /** the worker answered 4xx: the request is bad, retrying elsewhere will not help */
+    CLIENT_ERROR,
+    /** the worker answered 5xx */
+    SERVER_ERROR,
+    /** the worker's answer could not be understood */
+    PROTOCOL,
+    /** the executor reported an error for the request */
+    WORKER_ERROR,
+    /** the call was cancelled (client gone, request timeout) */
+    CANCELLED
+  }
+
+  public WorkerFailure {
+    Objects.requireNonNull(kind, "kind");
+    message = message == null ? "" : message;
+  }
+
+  /** Connection errors and 5xx are retried on another worker, never 4xx and never after the first streamed byte. */
+  public boolean retryable() {
+    return !afterFirstByte && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR);
+  }
+
+  @Override
+  public String toString() {
+    return kind + (status > 0 ? " " + status : "") + ": " + message + (afterFirstByte ? " (after the first byte)" : "");
+  }
+}

@@ -1,0 +1,37 @@
+package dev.affinity.worker;
+
+import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.OpenAiRequest;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * One leg of a client request, as sent to one worker.
+ *
+ * @param requestId the disaggregated request id (snowflake), which the worker uses as its engine
+ *     request id; re-issued on every retry
+ * @param body the request ready to forward: {@code disaggregated_params} (request type, ids, context
+ *     phase params) and {@code conversation_params} (the own conversation id) already set
+ * @param affinityId the server-private sub-agent affinity id, or null. In-process workers hand it to
+ *     the executor; HTTP workers send it only signed ({@code x-trtllm-subagent-affinity-id} + HMAC)
+ * @param rankHint the attention-DP rank the router chose, or -1 when the worker decides
+ * @param timeout the leg's budget; the worker fails the call with {@link WorkerFailure.Kind#TIMEOUT}
+ */
+public record WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout) {
+
+  public WorkerRequest {
+    Objects.requireNonNull(body, "body");
+    Objects.requireNonNull(timeout, "timeout");
+  }
+
+  /** The leg: {@code disaggregated_params.request_type}, or context_and_generation without params. */
+  public DisaggRequestType leg() {
+    return body.disaggregatedParams() == null || body.disaggregatedParams().requestType() == null
+        ? DisaggRequestType.CONTEXT_AND_GENERATION
+        : body.disaggregatedParams().requestType();
+  }
+
+  public boolean streaming() {
+    return body.isStreaming();
+  }
+}
