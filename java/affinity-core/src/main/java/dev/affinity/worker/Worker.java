@@ -21,6 +21,13 @@ public interface Worker extends AutoCloseable {
   /** Sends one leg of a request; the listener receives the result. Never throws for request errors. */
   WorkerCall send(WorkerRequest request, WorkerListener listener);
 
+  /**
+   * Frees the KV cache a finished context-only leg still holds, when its generation leg will never
+   * come (the generation failed, or the client left between the legs). Default: nothing to free
+   * (a trtllm-serve worker frees it on its own timeout).
+   */
+  default void releaseContext(dev.affinity.protocol.DisaggregatedParams contextParams) {}
+
   /** Where the worker delivers its KV-cache events (its own stream or a poller); default: it has none. */
   default void onKvEvents(Consumer<List<KvEvent>> sink) {}
 

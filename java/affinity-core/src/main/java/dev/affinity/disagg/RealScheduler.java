@@ -1,0 +1,27 @@
+package dev.affinity.disagg;
+
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/** A {@link Scheduler} on one daemon thread of wall-clock time. */
+public final class RealScheduler implements Scheduler, AutoCloseable {
+  private final ScheduledExecutorService exec = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "affinity-scheduler");
+    t.setDaemon(true);
+    return t;
+  });
+
+  @Override
+  public Runnable schedule(Runnable task, Duration delay) {
+    ScheduledFuture<?> f = exec.schedule(task, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
+    return () -> f.cancel(false);
+  }
+
+  @Override
+  public void close() {
+    exec.shutdownNow();
+  }
+}
