@@ -383,9 +383,9 @@ public final class DisaggService implements CompletionHandler {
         if (failure.retryable() && !afterBytes && retries < settings.maxRetries()) {
           retries++;
           (fleet == Fleet.CONTEXT ? ctxExcluded : genExcluded).add(sel.worker().id());
-          releaseHeldContext();
-          cancelCalls();
           requestId = ids.next();  // re-issued so that the worker never sees the id twice
+          releaseHeldContext();
+          cancelCalls();  // the other leg of the failed attempt (generation-first); it is now stale
           route = new RouteInfo(requestId, null, -1, null, -1, resolution.conversationId(), resolution.affinityId(), -1, retries);
           releaseReserved();
           if (settings.conditional()) {
@@ -516,6 +516,7 @@ public final class DisaggService implements CompletionHandler {
 
     private void finishWithError(int status, String message) {
       finish();
+      releaseHeldContext();  // a context whose generation will not come
       if (streamStarted) {
         sink.abort(message, route);
       } else {
@@ -563,9 +564,8 @@ public final class DisaggService implements CompletionHandler {
         if (done) {
           return;
         }
-        cancelCalls();
-        releaseHeldContext();
         finishWithError(504, "request timed out after " + settings.requestTimeout().toMillis() + " ms");
+        cancelCalls();
       }
     }
 

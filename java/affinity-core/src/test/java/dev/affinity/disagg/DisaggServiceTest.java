@@ -1,0 +1,390 @@
+package dev.affinity.disagg;
+
+import static dev.affinity.disagg.DisaggFakes.context;
+import static dev.affinity.disagg.DisaggFakes.failing;
+import static dev.affinity.disagg.DisaggFakes.generation;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.affinity.config.AffinitySettings;
+import dev.affinity.config.ScheduleStyle;
+import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.disagg.DisaggFakes.RecordingSink;
+import dev.affinity.disagg.DisaggFakes.ScriptedWorker;
+import dev.affinity.executor.KvEvent;
+import dev.affinity.protocol.CompletionRequest;
+import dev.affinity.protocol.CompletionResponse;
+import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.routing.Router;
+import dev.affinity.routing.RouterContext;
+import dev.affinity.routing.RouterFactory;
+import dev.affinity.routing.RouterStats;
+import dev.affinity.routing.RoutingRequest;
+import dev.affinity.routing.Selection;
+import dev.affinity.worker.Worker;
+import dev.affinity.worker.WorkerFailure;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class DisaggServiceTest {
+  static final ProtocolCodec CODEC = new ProtocolCodec();
+  static final String PARENT = "X-Dynamo-Parent-Session-ID";
+
+  /** Records the routing keys a router receives. */
+  static final class RecordingRouter implements Router {
+    final Router delegate;
+    final List<String> keys = new CopyOnWriteArrayList<>();
+
+    RecordingRouter(Router delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public String type() {
+      return delegate.type();
+    }
+
+    @Override
+    public Selection select(RoutingRequest request, Set<String> excludedWorkerIds) {
+      keys.add(request.routingKey());
+      return delegate.select(request, excludedWorkerIds);
+    }
+
+    @Override
+    public void addWorker(Worker worker) {
+      delegate.addWorker(worker);
+    }
+
+    @Override
+    public void removeWorker(String workerId) {
+      delegate.removeWorker(workerId);
+    }
+
+    @Override
+    public List<Worker> workers() {
+      return delegate.workers();
+    }
+
+    @Override
+    public void onKvEvents(String workerId, List<KvEvent> events) {
+      delegate.onKvEvents(workerId, events);
+    }
+
+    @Override
+    public RouterStats stats() {
+      return delegate.stats();
+    }
+  }
+
+  /** A scheduler whose tasks run only when the test says so. */
+  static final class ManualScheduler implements Scheduler {
+    final List<Runnable> tasks = new ArrayList<>();
+
+    @Override
+    public Runnable schedule(Runnable task, Duration delay) {
+      tasks.add(task);
+      return () -> tasks.remove(task);
+    }
+
+    void fireAll() {
+      new ArrayList<>(tasks).forEach(Runnable::run);
+    }
+  }
+
+  final ManualScheduler scheduler = new ManualScheduler();
+  final AtomicLong clock = new AtomicLong(1_000);
+  RecordingRouter ctxRouter;
+  RecordingRouter genRouter;
+  DisaggService service;
+
+  private DisaggService service(ScheduleStyle style, SubagentScope scope, int maxRetries, List<? extends Worker> ctx,
+      List<? extends Worker> gen) {
+    ctxRouter = new RecordingRouter(new RouterFactory().create(new dev.affinity.config.RouterConfig("conversation",
+        dev.affinity.config.Location.unknown("t"), Map.of(), Map.of()), "context_servers", RouterContext.of(Fleet.CONTEXT)));
+    genRouter = new RecordingRouter(new RouterFactory().create(new dev.affinity.config.RouterConfig("load_balancing",
+        dev.affinity.config.Location.unknown("t"), Map.of(), Map.of()), "generation_servers", RouterContext.of(Fleet.GENERATION)));
+    ctx.forEach(ctxRouter::addWorker);
+    gen.forEach(genRouter::addWorker);
+    ConversationResolver resolver = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
+        Optional.of(PARENT), scope));
+    service = new DisaggService(new DisaggSettings(style, scope, maxRetries, Duration.ofSeconds(30), -1), ctxRouter, genRouter,
+        resolver, new ClientRequestGuard(false), new RequestIds(1, 0, clock::get), scheduler, PromptTokenizer.NONE);
+    return service;
+  }
+
+  static OpenAiRequest completion(boolean stream) {
+    return CODEC.parseCompletionRequest(("{\"model\": \"m\", \"prompt\": \"hello world\", \"max_tokens\": 5, \"stream\": " + stream
+        + ", \"temperature\": 0.5, \"my_field\": {\"kept\": true}}").getBytes(StandardCharsets.UTF_8));
+  }
+
+  static HeaderSource headers(String... kv) {
+    Map<String, String> m = new java.util.HashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return HeaderSource.of(m);
+  }
+
+  private void assertAllReleased() {
+    assertEquals(0, ctxRouter.stats().outstandingSelections(), "context selections released");
+    assertEquals(0, genRouter.stats().outstandingSelections(), "generation selections released");
+    assertEquals(0, ctxRouter.stats().doubleReleases() + genRouter.stats().doubleReleases());
+  }
+
+  @Test
+  void contextFirstCarriesTheContextParamsIntoTheGenerationLeg() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers("x-session-id", "conv-1"), sink);
+
+    assertEquals(List.of("respond"), sink.events);
+    CompletionResponse r = (CompletionResponse) sink.response;
+    assertEquals("generated", r.choices().get(0).text());
+    assertNull(r.choices().get(0).disaggregatedParams(), "handoff state never reaches the client");
+    assertEquals(10, r.usage().promptTokens(), "usage from the context leg");
+    assertEquals(4, r.usage().cachedTokensOrZero());
+
+    OpenAiRequest ctxBody = c.received.get(0).body();
+    assertEquals(DisaggRequestType.CONTEXT_ONLY, ctxBody.disaggregatedParams().requestType());
+    assertEquals("conv-1", ctxBody.conversationParams().conversationId());
+    assertTrue(!ctxBody.isStreaming());
+    OpenAiRequest genBody = g.received.get(0).body();
+    DisaggregatedParams gp = genBody.disaggregatedParams();
+    assertEquals(DisaggRequestType.GENERATION_ONLY, gp.requestType());
+    assertEquals(777L, gp.ctxRequestId());
+    assertEquals("b3BhcXVl", gp.encodedOpaqueState());
+    assertEquals(1, gp.ctxDpRank());
+    assertEquals(10, gp.ctxUsage().promptTokens());
+    assertEquals(c.received.get(0).requestId(), gp.disaggRequestId());
+    assertEquals(10, ((CompletionRequest) genBody).promptTokenIds().orElseThrow().size(), "prompt token ids from the context");
+    assertTrue(CODEC.toJsonString(genBody).contains("\"my_field\":{\"kept\":true}"), "client fields forwarded");
+    assertEquals("ctx=ctx0; ctx_rank=1; gen=gen0; gen_rank=0; conversation=conv-1; reused=4", sink.route.toHeader());
+    assertTrue(sink.route.requestId() >= RequestIds.MIN_GLOBAL_ID);
+    assertAllReleased();
+  }
+
+  @Test
+  void streamingRelaysEveryChunkInOrderThenDone() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(4));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(true), headers(), sink);
+    assertEquals(List.of("start", "chunk", "chunk", "chunk", "chunk", "end"), sink.events);
+    assertEquals(List.of("t0", "t1", "t2", "t3"), sink.texts());
+    assertTrue(!c.received.get(0).body().isStreaming(), "the context leg never streams");
+    assertTrue(g.received.get(0).body().isStreaming());
+    assertAllReleased();
+  }
+
+  @Test
+  void aContextThatAlreadyFinishedIsReturnedAsIsAndStreamedWithItsTokens() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("stop"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(2));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink plain = new RecordingSink();
+    service.handle(completion(false), headers(), plain);
+    assertEquals(List.of("respond"), plain.events);
+    assertEquals("A", ((CompletionResponse) plain.response).choices().get(0).text());
+    RecordingSink streaming = new RecordingSink();
+    service.handle(completion(true), headers(), streaming);
+    assertEquals(List.of("start", "chunk", "end"), streaming.events);
+    assertEquals(List.of("A"), streaming.texts(), "its token is streamed, not a bare [DONE]");
+    assertEquals(0, g.received.size(), "no generation leg");
+    assertAllReleased();
+  }
+
+  /** Every schedule style x scope: the routing keys the two routers actually receive. */
+  @ParameterizedTest
+  @CsvSource({
+      "CONTEXT_FIRST, CONTEXT, parent, child",
+      "CONTEXT_FIRST, BOTH, parent, parent",
+      "GENERATION_FIRST, CONTEXT, parent, child",
+      "GENERATION_FIRST, BOTH, parent, parent"})
+  void affinityRulesHoldInEveryScheduleStyleAndScope(ScheduleStyle style, SubagentScope scope, String ctxKey, String genKey) {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(style, scope, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers("x-session-id", "child", PARENT, "parent"), sink);
+    assertEquals(List.of(ctxKey), ctxRouter.keys);
+    assertEquals(List.of(genKey), genRouter.keys);
+    assertEquals("parent", c.received.get(0).affinityId(), "the context leg carries the affinity id");
+    assertEquals(scope == SubagentScope.BOTH ? "parent" : null, g.received.get(0).affinityId());
+    assertEquals("child", c.received.get(0).body().conversationParams().conversationId(), "the own id is never rewritten");
+    // a main-agent request routes by its own id in every fleet
+    service.handle(completion(false), headers("x-session-id", "main"), new RecordingSink());
+    assertEquals("main", ctxRouter.keys.get(1));
+    assertEquals("main", genRouter.keys.get(1));
+    if (style == ScheduleStyle.GENERATION_FIRST) {
+      DisaggregatedParams gp = g.received.get(0).body().disaggregatedParams();
+      assertEquals(gp.disaggRequestId(), gp.ctxRequestId(), "generation-first names the context by the request id");
+    }
+    assertAllReleased();
+  }
+
+  @Test
+  void connectionErrorsAreRetriedOnAnotherWorkerWithANewRequestId() {
+    ScriptedWorker bad = new ScriptedWorker("ctxA", failing(WorkerFailure.Kind.CONNECT, 0));
+    ScriptedWorker good = new ScriptedWorker("ctxB", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(bad, good), List.of(g));
+    for (int i = 0; i < 4; i++) {
+      RecordingSink sink = new RecordingSink();
+      service.handle(completion(false), headers("x-session-id", "s" + i), sink);
+      assertEquals(List.of("respond"), sink.events, sink.events.toString());
+      assertEquals("ctxB", sink.route.ctxWorker());
+    }
+    assertTrue(bad.received.size() >= 1);
+    for (var r : bad.received) {
+      assertTrue(good.received.stream().noneMatch(x -> x.requestId() == r.requestId()), "the retry re-issued the id");
+    }
+    assertAllReleased();
+  }
+
+  @Test
+  void clientErrorsAreNotRetriedAndRetriesAreBounded() {
+    ScriptedWorker four = new ScriptedWorker("ctxA", failing(WorkerFailure.Kind.CLIENT_ERROR, 422));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 3, List.of(four), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers(), sink);
+    assertEquals(List.of("fail 422"), sink.events);
+    assertEquals(1, four.received.size(), "4xx is never retried");
+
+    ScriptedWorker a = new ScriptedWorker("ctxA", failing(WorkerFailure.Kind.SERVER_ERROR, 500));
+    ScriptedWorker b = new ScriptedWorker("ctxB", failing(WorkerFailure.Kind.SERVER_ERROR, 503));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(a, b), List.of(g));
+    RecordingSink sink2 = new RecordingSink();
+    service.handle(completion(false), headers(), sink2);
+    assertEquals(List.of("fail 502"), sink2.events);
+    assertEquals(2, a.received.size() + b.received.size(), "one try plus max_retries = 1");
+    assertTrue(sink2.error.error().message().contains("after 1 retry"), sink2.error.error().message());
+    assertAllReleased();
+  }
+
+  @Test
+  void nothingIsRetriedAfterTheFirstStreamedByte() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g1 = new ScriptedWorker("genA", (r, l) -> {
+      l.onChunk(DisaggFakes.chunk("x", null));
+      l.onError(new WorkerFailure(WorkerFailure.Kind.RESET, 0, "reset", true));
+    });
+    ScriptedWorker g2 = new ScriptedWorker("genB", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 3, List.of(c), List.of(g1, g2));
+    RecordingSink sink = new RecordingSink();
+    g2.alive = false;  // make sure the first pick is genA
+    service.handle(completion(true), headers(), sink);
+    assertEquals(List.of("start", "chunk", "abort"), sink.events);
+    assertEquals(0, g2.received.size());
+    assertAllReleased();
+  }
+
+  @Test
+  void aFailedGenerationFreesTheHeldContextAndRetriesFromTheContextLeg() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g1 = new ScriptedWorker("genA", failing(WorkerFailure.Kind.CONNECT, 0));
+    ScriptedWorker g2 = new ScriptedWorker("genB", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g1, g2));
+    g2.alive = false;
+    RecordingSink first = new RecordingSink();
+    service.handle(completion(false), headers(), first);
+    assertEquals(List.of("fail 503"), first.events, "the retry finds no other generation worker");
+    assertEquals(2, c.released.size(), "each context whose generation failed was released");
+    g2.alive = true;
+    RecordingSink second = new RecordingSink();
+    service.handle(completion(false), headers(), second);
+    assertEquals(List.of("respond"), second.events);
+    assertEquals("genB", second.route.genWorker());
+    assertAllReleased();
+  }
+
+  @Test
+  void aTimeoutCancelsTheCallAndReleasesEverything() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", (r, l) -> { });  // never answers
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers(), sink);
+    assertEquals(List.of(), sink.events);
+    scheduler.fireAll();
+    assertEquals(List.of("fail 504"), sink.events);
+    assertEquals(1, c.cancelled.size());
+    assertAllReleased();
+  }
+
+  @Test
+  void aClientThatDisconnectsBetweenTheLegsFreesTheContext() {
+    List<Runnable> pendingGen = new ArrayList<>();
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> pendingGen.add(() -> { }));  // never answers
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(true), headers(), sink);
+    sink.disconnect.run();
+    assertEquals(1, g.cancelled.size(), "the generation call is cancelled");
+    assertEquals(1, c.released.size(), "the context KV is released");
+    assertEquals(List.of(), sink.events, "nothing is written to a gone client");
+    assertAllReleased();
+  }
+
+  @Test
+  void clientInternalFieldsAndBadHeadersAreRejected() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    OpenAiRequest withParams = CODEC.parseCompletionRequest(("{\"model\": \"m\", \"prompt\": \"x\", \"disaggregated_params\":"
+        + " {\"request_type\": \"generation_only\"}}").getBytes(StandardCharsets.UTF_8));
+    RecordingSink a = new RecordingSink();
+    service.handle(withParams, headers(), a);
+    assertEquals(List.of("fail 400"), a.events);
+    assertEquals("disaggregated_params", a.error.error().param());
+    RecordingSink b = new RecordingSink();
+    service.handle(completion(false), headers("x-session-id", "x".repeat(300)), b);
+    assertEquals(List.of("fail 400"), b.events);
+    assertEquals("x-session-id", b.error.error().param());
+    assertEquals(0, c.received.size(), "no bad request reaches a worker");
+    assertAllReleased();
+  }
+
+  @Test
+  void noWorkerIsA503() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    c.alive = false;
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of());
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers(), sink);
+    assertEquals(List.of("fail 503"), sink.events);
+  }
+
+  @Test
+  void requestIdsAreSnowflakesAboveTheLocalRange() {
+    RequestIds ids = new RequestIds(17, 3, () -> 123_456L);
+    long a = ids.next();
+    long b = ids.next();
+    assertNotEquals(a, b);
+    assertTrue(a >= RequestIds.MIN_GLOBAL_ID && b >= RequestIds.MIN_GLOBAL_ID);
+  }
+}
