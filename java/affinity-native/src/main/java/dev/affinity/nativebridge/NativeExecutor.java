@@ -50,6 +50,8 @@ public final class NativeExecutor implements Executor {
   private final int tokensPerBlock;
   private final ClockMode clockMode;
   private final Object usage = new Object();
+  /** Reusable native buffers, so that a hot enqueue / await allocates nothing native; freed by close(). */
+  private final java.util.concurrent.ConcurrentLinkedQueue<Scratch> scratch = new java.util.concurrent.ConcurrentLinkedQueue<>();
   private int inFlight;
   private boolean closing;
   private boolean closed;
@@ -87,6 +89,33 @@ public final class NativeExecutor implements Executor {
 
   public String backend() {
     return backend;
+  }
+
+  /** One thread's native buffers for a call: a request spec, a token buffer, a response batch. */
+  private static final class Scratch {
+    final RequestSpecPeer spec = new RequestSpecPeer();
+    final ResponseBatchPeer responses = new ResponseBatchPeer();
+    IntPointer tokens = new IntPointer(256);
+
+    IntPointer tokens(int[] values) {
+      if (tokens.capacity() < values.length) {
+        tokens.close();
+        tokens = new IntPointer(Math.max(values.length, tokens.capacity() * 2));
+      }
+      tokens.position(0).put(values, 0, values.length);
+      return tokens;
+    }
+
+    void free() {
+      spec.close();
+      responses.close();
+      tokens.close();
+    }
+  }
+
+  private Scratch takeScratch() {
+    Scratch s = scratch.poll();
+    return s != null ? s : new Scratch();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -136,9 +165,13 @@ public final class NativeExecutor implements Executor {
   public long enqueue(ExecutorRequest request) {
     Objects.requireNonNull(request, "request");
     return call(() -> {
-      try (RequestSpecPeer spec = new RequestSpecPeer(); IntPointer tokens = new IntPointer(request.inputTokens())) {
-        fill(spec, request, tokens);
-        return peer.enqueue(spec);
+      Scratch sc = takeScratch();
+      try {
+        sc.spec.reset();
+        fill(sc.spec, request, sc.tokens(request.inputTokens()));
+        return peer.enqueue(sc.spec);
+      } finally {
+        scratch.offer(sc);
       }
     });
   }
@@ -220,9 +253,13 @@ public final class NativeExecutor implements Executor {
     }
     long timeoutUs = timeout == null || timeout.isNegative() ? -1 : saturatedMicros(timeout);
     return call(() -> {
-      try (ResponseBatchPeer batch = new ResponseBatchPeer()) {
-        int n = peer.awaitResponses(batch, max, timeoutUs);
-        return n == 0 ? List.of() : decode(batch, n);
+      Scratch sc = takeScratch();
+      try {
+        int n = peer.awaitResponses(sc.responses, max, timeoutUs);
+        return n == 0 ? List.<ExecutorResponse>of() : decode(sc.responses, n);
+      } finally {
+        sc.responses.clear();
+        scratch.offer(sc);
       }
     });
   }
@@ -462,6 +499,9 @@ public final class NativeExecutor implements Executor {
     }
     AffinityNative.destroyExecutor(peer);
     peer.setNull();
+    for (Scratch sc = scratch.poll(); sc != null; sc = scratch.poll()) {
+      sc.free();
+    }
     synchronized (usage) {
       closed = true;
       usage.notifyAll();
