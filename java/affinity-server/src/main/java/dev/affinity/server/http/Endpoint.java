@@ -1,0 +1,52 @@
+package dev.affinity.server.http;
+
+import io.netty.handler.codec.http.HttpMethod;
+import java.util.HashMap;
+import java.util.Map;
+
+/** The frontend's routes: path, the one method each accepts, and whether API keys guard it. */
+enum Endpoint {
+  COMPLETIONS("/v1/completions", HttpMethod.POST, true),
+  CHAT_COMPLETIONS("/v1/chat/completions", HttpMethod.POST, true),
+  MODELS("/v1/models", HttpMethod.GET, true),
+  HEALTH("/health", HttpMethod.GET, false),
+  CLUSTER_INFO("/cluster_info", HttpMethod.GET, true),
+  VERSION("/version", HttpMethod.GET, false),
+  METRICS("/metrics", HttpMethod.GET, false),
+  PROMETHEUS_METRICS("/prometheus/metrics", HttpMethod.GET, false);
+
+  /** The metric tag of a path that matches no endpoint (keeps tag values bounded). */
+  static final String OTHER_TAG = "other";
+
+  private static final Map<String, Endpoint> BY_PATH = new HashMap<>();
+
+  static {
+    for (Endpoint e : values()) {
+      BY_PATH.put(e.path, e);
+    }
+  }
+
+  final String path;
+  final HttpMethod method;
+  final boolean authenticated;
+
+  Endpoint(String path, HttpMethod method, boolean authenticated) {
+    this.path = path;
+    this.method = method;
+    this.authenticated = authenticated;
+  }
+
+  /** The endpoint at {@code path} (exact match, no trailing slash), or null. */
+  static Endpoint of(String path) {
+    return BY_PATH.get(path);
+  }
+
+  boolean isCompletion() {
+    return this == COMPLETIONS || this == CHAT_COMPLETIONS;
+  }
+
+  /** The metric tag for a request to {@code endpoint} (null for an unknown path). */
+  static String tag(Endpoint endpoint) {
+    return endpoint == null ? OTHER_TAG : endpoint.path;
+  }
+}

@@ -1,0 +1,31 @@
+package dev.affinity.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.disagg.CompletionHandler;
+import java.util.List;
+
+/**
+ * What the HTTP frontend serves: the orchestration behind {@code /v1/completions} and
+ * {@code /v1/chat/completions}, and the state the informational endpoints report. Every method may be
+ * called from any Netty event-loop thread and must not block.
+ */
+public interface FrontendBackend {
+
+  /**
+   * Serves parsed, validated completion requests. {@link CompletionHandler#handle} is called on the
+   * connection's event loop: it must return quickly and answer through the sink later, from any thread.
+   */
+  CompletionHandler handler();
+
+  /**
+   * Model names the backend serves (added to {@link FrontendOptions#models()}); a request naming any
+   * other model gets 404. When both lists are empty every model name is accepted.
+   */
+  List<String> models();
+
+  /** Whether the cluster can take requests: {@code /health} is 200 when true, else 503. */
+  boolean ready();
+
+  /** The body of {@code GET /cluster_info}. */
+  JsonNode clusterInfo();
+}

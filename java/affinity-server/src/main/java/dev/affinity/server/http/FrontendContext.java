@@ -1,0 +1,85 @@
+package dev.affinity.server.http;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.protocol.ProtocolCodec;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.channel.group.ChannelGroup;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** What every connection of one {@link FrontendServer} shares. Thread-safe. */
+final class FrontendContext {
+  /** Routing-header checks never use the synthesized id; a constant avoids SecureRandom per request. */
+  private static final UUID CHECK_ONLY = new UUID(0, 0);
+
+  final FrontendOptions options;
+  final FrontendBackend backend;
+  final PrometheusMeterRegistry registry;
+  final ProtocolCodec codec = new ProtocolCodec();
+  final FrontendMetrics metrics;
+  final ApiKeys apiKeys;
+  final ClientRequestGuard guard;
+  final ConversationResolver routingCheck;
+  final ChannelGroup channels;
+  final long startedEpochSeconds = System.currentTimeMillis() / 1000;
+  private final AtomicLong localIds = new AtomicLong();
+
+  FrontendContext(FrontendOptions options, FrontendBackend backend, PrometheusMeterRegistry registry,
+      ChannelGroup channels) {
+    this.options = options;
+    this.backend = backend;
+    this.registry = registry;
+    this.metrics = new FrontendMetrics(registry);
+    this.apiKeys = new ApiKeys(options.apiKeys());
+    this.guard = new ClientRequestGuard(options.allowClientDisaggregatedParams());
+    this.routingCheck = new ConversationResolver(options.routing(), () -> CHECK_ONLY);
+    this.channels = channels;
+  }
+
+  /** The frontend's own id for the next request (1, 2, ...; below the orchestration's 2^40 range). */
+  long nextLocalId() {
+    return localIds.incrementAndGet();
+  }
+
+  /** The configured models followed by the backend's, without repeats. */
+  List<String> servedModels() {
+    Set<String> all = new LinkedHashSet<>(options.models());
+    List<String> dynamic = backend.models();
+    if (dynamic != null) {
+      all.addAll(dynamic);
+    }
+    return new ArrayList<>(all);
+  }
+
+  /** Whether a request may name {@code model}: any model when no model is known at all. */
+  boolean serves(String model) {
+    if (options.models().contains(model)) {
+      return true;
+    }
+    List<String> dynamic = backend.models();
+    boolean noneKnown = options.models().isEmpty() && (dynamic == null || dynamic.isEmpty());
+    return noneKnown || (dynamic != null && dynamic.contains(model));
+  }
+
+  /** {@code GET /v1/models}, OpenAI's list shape. */
+  record ModelList(@JsonProperty("object") String object, @JsonProperty("data") List<ModelCard> data) {}
+
+  record ModelCard(@JsonProperty("id") String id, @JsonProperty("object") String object,
+      @JsonProperty("created") long created, @JsonProperty("owned_by") String ownedBy) {}
+
+  /** {@code GET /version}. */
+  record VersionBody(@JsonProperty("version") String version) {}
+
+  ModelList modelList() {
+    List<ModelCard> cards = servedModels().stream()
+        .map(m -> new ModelCard(m, "model", startedEpochSeconds, "affinity"))
+        .toList();
+    return new ModelList("list", cards);
+  }
+}

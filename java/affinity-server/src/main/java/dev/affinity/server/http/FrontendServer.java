@@ -1,0 +1,153 @@
+package dev.affinity.server.http;
+
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The OpenAI-compatible HTTP/1.1 frontend (Netty, NIO transport). Endpoints, statuses and headers are
+ * described in docs/frontend.md. Start it with {@link #start}; {@link #close} stops accepting, closes
+ * every connection (in-flight requests see a disconnect) and closes the access log.
+ */
+public final class FrontendServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(FrontendServer.class);
+
+  /** The content type of {@code /metrics}: Prometheus text exposition format 0.0.4. */
+  static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
+  static final int MAX_INITIAL_LINE = 8 * 1024;
+  static final int MAX_HEADER_SIZE = 32 * 1024;
+  static final int MAX_CHUNK_SIZE = 64 * 1024;
+
+  private final FrontendContext context;
+  private final EventLoopGroup acceptor;
+  private final EventLoopGroup workers;
+  private final Channel serverChannel;
+  private final InetSocketAddress address;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  private FrontendServer(FrontendContext context, EventLoopGroup acceptor, EventLoopGroup workers, Channel serverChannel) {
+    this.context = context;
+    this.acceptor = acceptor;
+    this.workers = workers;
+    this.serverChannel = serverChannel;
+    this.address = (InetSocketAddress) serverChannel.localAddress();
+  }
+
+  /**
+   * Binds {@code options.host():options.port()} and starts serving.
+   *
+   * @throws IOException when the address cannot be bound
+   */
+  public static FrontendServer start(FrontendOptions options, FrontendBackend backend,
+      PrometheusMeterRegistry registry) throws IOException {
+    Objects.requireNonNull(options, "options");
+    Objects.requireNonNull(backend, "backend");
+    Objects.requireNonNull(registry, "registry");
+    EventLoopGroup acceptor = new MultiThreadIoEventLoopGroup(1,
+        new DefaultThreadFactory("affinity-http-accept", true), NioIoHandler.newFactory());
+    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(options.ioThreads(),
+        new DefaultThreadFactory("affinity-http-io", true), NioIoHandler.newFactory());
+    FrontendContext context = new FrontendContext(options, backend, registry,
+        new DefaultChannelGroup("affinity-frontend", GlobalEventExecutor.INSTANCE));
+    ServerBootstrap bootstrap = new ServerBootstrap()
+        .group(acceptor, workers)
+        .channel(NioServerSocketChannel.class)
+        .option(ChannelOption.SO_BACKLOG, 1024)
+        .option(ChannelOption.SO_REUSEADDR, true)
+        .childOption(ChannelOption.TCP_NODELAY, true)
+        .childOption(ChannelOption.SO_KEEPALIVE, true)
+        .childHandler(new ChannelInitializer<SocketChannel>() {
+          @Override
+          protected void initChannel(SocketChannel ch) {
+            context.channels.add(ch);
+            HttpConnection connection = new HttpConnection(context);
+            ChannelPipeline p = ch.pipeline();
+            p.addLast("read-watch", connection.readWatcher());
+            if (!options.keepAliveTimeout().isZero()) {
+              p.addLast("keep-alive-idle",
+                  new IdleStateHandler(0, 0, options.keepAliveTimeout().toNanos(), TimeUnit.NANOSECONDS));
+            }
+            p.addLast("http", new HttpServerCodec(new HttpDecoderConfig()
+                .setMaxInitialLineLength(MAX_INITIAL_LINE)
+                .setMaxHeaderSize(MAX_HEADER_SIZE)
+                .setMaxChunkSize(MAX_CHUNK_SIZE)));
+            p.addLast("frontend", connection);
+          }
+        });
+    ChannelFuture bound = bootstrap.bind(options.host(), options.port()).awaitUninterruptibly();
+    if (!bound.isSuccess()) {
+      acceptor.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      throw new IOException("cannot bind the frontend to " + options.host() + ":" + options.port() + ": "
+          + bound.cause().getMessage(), bound.cause());
+    }
+    FrontendServer server = new FrontendServer(context, acceptor, workers, bound.channel());
+    LOG.info("frontend listening on {}:{}", server.address.getHostString(), server.port());
+    return server;
+  }
+
+  /** The bound port (the chosen one when the options asked for port 0). */
+  public int port() {
+    return address.getPort();
+  }
+
+  /** The bound address. */
+  public InetSocketAddress address() {
+    return address;
+  }
+
+  public FrontendOptions options() {
+    return context.options;
+  }
+
+  /** The registry {@code /metrics} exposes; the orchestration adds its meters here. */
+  public PrometheusMeterRegistry registry() {
+    return context.registry;
+  }
+
+  /** Requests read and not yet answered. */
+  public int inFlight() {
+    return context.metrics.inFlight();
+  }
+
+  /** Blocks until the server is closed. */
+  public void awaitClose() throws InterruptedException {
+    serverChannel.closeFuture().sync();
+  }
+
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    serverChannel.close().awaitUninterruptibly();
+    context.channels.close().awaitUninterruptibly();
+    acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    context.options.accessLog().close();
+    LOG.info("frontend on port {} closed", port());
+  }
+}

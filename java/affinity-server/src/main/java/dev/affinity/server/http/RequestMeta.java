@@ -1,0 +1,40 @@
+package dev.affinity.server.http;
+
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpVersion;
+
+/**
+ * What the frontend knows of a request once its headers are read.
+ *
+ * @param localId the frontend's own id (the orchestration's id replaces it when it assigns one)
+ * @param method the method as sent, {@code "-"} when the request line never arrived
+ * @param path the path without the query
+ * @param endpoint the matched endpoint, or null
+ * @param version the HTTP version to answer with
+ * @param headers the request headers (empty when the head never arrived)
+ * @param keepAlive whether the connection may serve another request afterwards
+ * @param remote the client's address
+ * @param wallMillis when the request's head was read, epoch milliseconds
+ */
+record RequestMeta(
+    long localId,
+    String method,
+    String path,
+    Endpoint endpoint,
+    HttpVersion version,
+    HttpHeaders headers,
+    boolean keepAlive,
+    String remote,
+    long wallMillis) {
+
+  /** Longest path kept for logs and error messages. */
+  static final int MAX_LOGGED_PATH = 256;
+
+  static String loggablePath(String path) {
+    return path.length() <= MAX_LOGGED_PATH ? path : path.substring(0, MAX_LOGGED_PATH) + "...";
+  }
+
+  String endpointTag() {
+    return Endpoint.tag(endpoint);
+  }
+}

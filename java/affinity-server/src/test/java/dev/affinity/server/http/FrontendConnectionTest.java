@@ -1,0 +1,397 @@
+package dev.affinity.server.http;
+
+import static dev.affinity.server.http.Fixtures.COMPLETION;
+import static dev.affinity.server.http.Fixtures.ROUTE;
+import static dev.affinity.server.http.Fixtures.STREAMING_COMPLETION;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.affinity.disagg.ClientSink;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Connection-level behaviour over raw sockets: timeouts for slow clients, client disconnects, aborts,
+ * pipelining, keep-alive, HTTP/1.0 and {@code Expect: 100-continue}. Waits are bounded by latches and
+ * socket timeouts as safety nets; no assertion depends on timing.
+ */
+class FrontendConnectionTest {
+  private static final int SAFETY_MS = 10_000;
+
+  private final TestBackend backend = new TestBackend();
+  private final RecordingAccessLog accessLog = new RecordingAccessLog();
+  private FrontendServer server;
+
+  @AfterEach
+  void stop() {
+    if (server != null) {
+      server.close();
+    }
+  }
+
+  private FrontendServer start(FrontendOptions options) throws IOException {
+    server = FrontendServer.start(options, backend, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
+    return server;
+  }
+
+  private FrontendOptions options() {
+    return FrontendOptions.defaults().withModels(List.of("test-model")).withAccessLog(accessLog).withIoThreads(1);
+  }
+
+  private Socket connect() throws IOException {
+    Socket s = new Socket();
+    s.connect(new InetSocketAddress("127.0.0.1", server.port()), SAFETY_MS);
+    s.setSoTimeout(SAFETY_MS);
+    return s;
+  }
+
+  private static void send(Socket s, String text) throws IOException {
+    s.getOutputStream().write(text.getBytes(StandardCharsets.UTF_8));
+    s.getOutputStream().flush();
+  }
+
+  private static String post(String path, String body, String... extraHeaderLines) {
+    StringBuilder sb = new StringBuilder("POST ").append(path).append(" HTTP/1.1\r\nHost: test\r\n")
+        .append("Content-Type: application/json\r\nContent-Length: ")
+        .append(body.getBytes(StandardCharsets.UTF_8).length).append("\r\n");
+    for (String h : extraHeaderLines) {
+      sb.append(h).append("\r\n");
+    }
+    return sb.append("\r\n").append(body).toString();
+  }
+
+  /** Everything the server sends until it closes its side. */
+  private static String readToEnd(Socket s) throws IOException {
+    return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+  }
+
+  /** Reads until {@code marker} has arrived; returns what was read. */
+  private static String readUntil(Socket s, String marker) throws IOException {
+    InputStream in = s.getInputStream();
+    ByteArrayOutputStream seen = new ByteArrayOutputStream();
+    byte[] buf = new byte[4096];
+    while (!seen.toString(StandardCharsets.UTF_8).contains(marker)) {
+      int n = in.read(buf);
+      if (n < 0) {
+        throw new AssertionError("connection closed before " + marker + "; got: " + seen);
+      }
+      seen.write(buf, 0, n);
+    }
+    return seen.toString(StandardCharsets.UTF_8);
+  }
+
+  private static void await(CountDownLatch latch, String what) throws InterruptedException {
+    assertTrue(latch.await(SAFETY_MS, TimeUnit.MILLISECONDS), what);
+  }
+
+  // ---- slow and stalled clients ----
+
+  @Test
+  void stalledBodyGets408AndTheConnectionIsClosed() throws Exception {
+    start(options().withRequestReadTimeout(Duration.ofMillis(200)));
+    try (Socket s = connect()) {
+      send(s, "POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+          + "Content-Length: 100\r\n\r\n{\"model\":\"test-");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 408 Request Timeout\r\n"), response);
+      assertTrue(response.contains("\"type\":\"timeout_error\""), response);
+      assertTrue(response.contains("request not received within 200 ms"), response);
+      assertTrue(response.toLowerCase().contains("connection: close"), response);
+    }
+    assertEquals(0, backend.calls.get());
+    assertEquals(408, accessLog.last().status());
+    assertEquals("/v1/completions", accessLog.last().path());
+  }
+
+  @Test
+  void stalledHeadersGet408() throws Exception {
+    start(options().withRequestReadTimeout(Duration.ofMillis(200)));
+    try (Socket s = connect()) {
+      send(s, "GET /health HTTP/1.1\r\nHost: te");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 408 "), response);
+    }
+  }
+
+  @Test
+  void tricklingClientGets408() throws Exception {
+    start(options().withRequestReadTimeout(Duration.ofMillis(300)));
+    try (Socket s = connect()) {
+      send(s, "POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Length: 1000\r\n\r\n");
+      s.setSoTimeout(20);
+      InputStream in = s.getInputStream();
+      String response = null;
+      // one byte at a time, never idle long, never done: the whole-request deadline still fires
+      for (int i = 0; i < 900 && response == null; i++) {
+        send(s, "a");
+        try {
+          int b = in.read();
+          s.setSoTimeout(SAFETY_MS);
+          response = b < 0 ? "" : (char) b + new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (java.net.SocketTimeoutException e) {
+          // nothing yet
+        } catch (java.net.SocketException e) {
+          break;
+        }
+      }
+      assertTrue(response != null && response.startsWith("HTTP/1.1 408 "), String.valueOf(response));
+    }
+  }
+
+  @Test
+  void idleKeepAliveConnectionIsClosedQuietly() throws Exception {
+    start(options().withKeepAliveTimeout(Duration.ofMillis(100)));
+    try (Socket s = connect()) {
+      send(s, "GET /health HTTP/1.1\r\nHost: test\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
+      assertFalse(response.contains("408"), "an idle connection is closed without a response");
+    }
+  }
+
+  // ---- client disconnects ----
+
+  @Test
+  void disconnectMidStreamRunsTheCallbackExactlyOnce() throws Exception {
+    start(options());
+    AtomicInteger callbacks = new AtomicInteger();
+    CountDownLatch disconnected = new CountDownLatch(1);
+    AtomicReference<ClientSink> sinkRef = new AtomicReference<>();
+    backend.handler = (request, headers, sink) -> {
+      sinkRef.set(sink);
+      sink.onDisconnect(() -> {
+        callbacks.incrementAndGet();
+        disconnected.countDown();
+      });
+      sink.streamStart(ROUTE);
+      sink.streamChunk(Fixtures.chunk(0));
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", STREAMING_COMPLETION));
+      String seen = readUntil(s, "data: {");
+      assertTrue(seen.startsWith("HTTP/1.1 200 OK"), seen);
+    }
+    await(disconnected, "onDisconnect ran");
+    // the orchestration may still be answering: ignored, and no second callback
+    ClientSink sink = sinkRef.get();
+    sink.streamChunk(Fixtures.chunk(1));
+    sink.streamEnd(ROUTE);
+    sink.onDisconnect(callbacks::incrementAndGet); // registered after the disconnect: runs once, now
+    server.close(); // drains the event loops: every queued sink call has run
+    assertEquals(2, callbacks.get());
+    List<AccessRecord> records = accessLog.forPath("/v1/completions");
+    assertEquals(1, records.size(), records.toString());
+    assertEquals(AccessRecord.CLIENT_DISCONNECT, records.get(0).outcome());
+    assertEquals(200, records.get(0).status());
+  }
+
+  @Test
+  void disconnectWhileWaitingRunsTheCallback() throws Exception {
+    start(options());
+    CountDownLatch handled = new CountDownLatch(1);
+    CountDownLatch disconnected = new CountDownLatch(1);
+    AtomicInteger callbacks = new AtomicInteger();
+    backend.handler = (request, headers, sink) -> {
+      sink.onDisconnect(() -> {
+        callbacks.incrementAndGet();
+        disconnected.countDown();
+      });
+      handled.countDown();
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", COMPLETION));
+      await(handled, "the handler was called");
+    }
+    await(disconnected, "onDisconnect ran");
+    server.close();
+    assertEquals(1, callbacks.get());
+    assertEquals(499, accessLog.last().status());
+    assertEquals(AccessRecord.CLIENT_DISCONNECT, accessLog.last().outcome());
+  }
+
+  @Test
+  void callbackDoesNotRunAfterACompleteAnswer() throws Exception {
+    start(options());
+    AtomicInteger callbacks = new AtomicInteger();
+    backend.handler = (request, headers, sink) -> {
+      sink.onDisconnect(callbacks::incrementAndGet);
+      sink.respond(Fixtures.completionResponse("x"), ROUTE);
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", COMPLETION, "Connection: close"));
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK"), response);
+    }
+    server.close();
+    assertEquals(0, callbacks.get());
+  }
+
+  @Test
+  void abortMidStreamClosesWithoutDone() throws Exception {
+    start(options());
+    backend.handler = (request, headers, sink) -> {
+      sink.streamStart(ROUTE);
+      sink.streamChunk(Fixtures.chunk(0));
+      sink.abort("generation worker gen-1 failed", ROUTE);
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", STREAMING_COMPLETION));
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK"), response);
+      assertTrue(response.toLowerCase().contains("transfer-encoding: chunked"), response);
+      assertTrue(response.contains("data: {"), response);
+      assertFalse(response.contains("[DONE]"), response);
+      assertFalse(response.endsWith("0\r\n\r\n"), "no terminating chunk: the client sees a broken stream");
+    }
+    AccessRecord a = accessLog.last();
+    assertEquals(AccessRecord.ABORTED, a.outcome());
+    assertEquals("generation worker gen-1 failed", a.error());
+  }
+
+  @Test
+  void failAfterStreamStartAborts() throws Exception {
+    start(options());
+    backend.handler = (request, headers, sink) -> {
+      sink.streamStart(ROUTE);
+      sink.fail(502, dev.affinity.protocol.ErrorResponse.of(502, "late failure", null), ROUTE);
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", STREAMING_COMPLETION));
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK"), response);
+      assertFalse(response.contains("[DONE]"), response);
+    }
+    assertEquals(AccessRecord.ABORTED, accessLog.last().outcome());
+  }
+
+  // ---- HTTP/1.1 details ----
+
+  @Test
+  void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+    start(options().withVersion("v-pipe"));
+    CountDownLatch release = new CountDownLatch(1);
+    backend.handler = (request, headers, sink) -> new Thread(() -> {
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      sink.respond(Fixtures.completionResponse("first"), ROUTE);
+    }).start();
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", COMPLETION) + "GET /version HTTP/1.1\r\nHost: test\r\n\r\n"
+          + "GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+      release.countDown();
+      String all = readToEnd(s);
+      int first = all.indexOf("\"text\":\"first\"");
+      int second = all.indexOf("{\"version\":\"v-pipe\"}");
+      int third = all.lastIndexOf("HTTP/1.1 200 OK");
+      assertTrue(first > 0 && second > first && third > second, all);
+      assertEquals(3, all.split("HTTP/1.1 200 OK", -1).length - 1, all);
+    }
+  }
+
+  @Test
+  void http10StreamEndsByClosing() throws Exception {
+    start(options());
+    backend.handler = (request, headers, sink) -> {
+      sink.streamStart(ROUTE);
+      sink.streamChunk(Fixtures.chunk(0));
+      sink.streamEnd(ROUTE);
+    };
+    try (Socket s = connect()) {
+      String request = post("/v1/completions", STREAMING_COMPLETION).replace("HTTP/1.1", "HTTP/1.0");
+      send(s, request);
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.0 200 OK"), response);
+      assertFalse(response.toLowerCase().contains("transfer-encoding"), response);
+      assertTrue(response.endsWith("data: [DONE]\n\n"), response);
+    }
+  }
+
+  @Test
+  void expectContinueIsHonoured() throws Exception {
+    start(options());
+    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("x"), ROUTE);
+    try (Socket s = connect()) {
+      String full = post("/v1/completions", COMPLETION, "Expect: 100-continue", "Connection: close");
+      int split = full.indexOf("\r\n\r\n") + 4;
+      send(s, full.substring(0, split));
+      assertTrue(readUntil(s, "\r\n\r\n").startsWith("HTTP/1.1 100 Continue"));
+      send(s, full.substring(split));
+      assertTrue(readToEnd(s).startsWith("HTTP/1.1 200 OK"));
+    }
+  }
+
+  @Test
+  void expectContinueWithATooLargeBodyIs413BeforeTheBody() throws Exception {
+    start(options().withMaxRequestBodyBytes(100));
+    try (Socket s = connect()) {
+      send(s, "POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 413 "), response);
+      assertTrue(response.contains("request body is 5000 bytes; at most 100 bytes are allowed"), response);
+    }
+  }
+
+  @Test
+  void malformedRequestLineIs400() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "GARBAGE\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 400 "), response);
+      assertTrue(response.contains("\"error\""), response);
+    }
+  }
+
+  @Test
+  void oversizedHeadersAre431() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "GET /health HTTP/1.1\r\nHost: test\r\nX-Big: " + "b".repeat(40_000) + "\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 431 "), response);
+    }
+  }
+
+  @Test
+  void headIsRefusedWithoutABody() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "HEAD /health HTTP/1.1\r\nHost: test\r\n\r\nGET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 405 "), response);
+      assertTrue(response.toLowerCase().contains("allow: get"), response);
+      int second = response.indexOf("HTTP/1.1 200 OK");
+      assertTrue(second > 0, response);
+      assertFalse(response.substring(0, second).contains("\"error\""), "a HEAD answer has no body: " + response);
+    }
+  }
+
+  @Test
+  void requestIdHeaderOnEveryResponse() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "GET /nowhere HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 404 "), response);
+      assertTrue(response.toLowerCase().contains("x-request-id: "), response);
+    }
+  }
+}

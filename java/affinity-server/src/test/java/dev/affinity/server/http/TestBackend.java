@@ -1,0 +1,49 @@
+package dev.affinity.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpenAiRequest;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** A scriptable backend: the handler, model list, readiness and cluster info are set per test. */
+final class TestBackend implements FrontendBackend {
+  volatile CompletionHandler handler =
+      (request, headers, sink) -> sink.fail(500, ErrorResponse.of(500, "no handler set", null), null);
+  volatile List<String> models = List.of("test-model");
+  volatile boolean ready = true;
+  volatile JsonNode clusterInfo = new ObjectMapper().createObjectNode().put("is_ready", true)
+      .put("context_servers", 1).put("generation_servers", 2);
+
+  final AtomicInteger calls = new AtomicInteger();
+  volatile OpenAiRequest lastRequest;
+  volatile HeaderSource lastHeaders;
+
+  @Override
+  public CompletionHandler handler() {
+    return (request, headers, sink) -> {
+      calls.incrementAndGet();
+      lastRequest = request;
+      lastHeaders = headers;
+      handler.handle(request, headers, sink);
+    };
+  }
+
+  @Override
+  public List<String> models() {
+    return models;
+  }
+
+  @Override
+  public boolean ready() {
+    return ready;
+  }
+
+  @Override
+  public JsonNode clusterInfo() {
+    return clusterInfo;
+  }
+}
