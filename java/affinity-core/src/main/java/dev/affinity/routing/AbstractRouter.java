@@ -45,6 +45,7 @@ public abstract class AbstractRouter implements Router {
   private final KvEventApplier applier;
   private volatile long lastSweepNanos;
   private long rrCounter;
+  private long rankRrCounter;
 
   /** In-flight work at one candidate (or, keyed by worker id alone, at a whole worker). */
   protected static final class Load {
@@ -284,21 +285,22 @@ public abstract class AbstractRouter implements Router {
     return set.locations()[Math.max(0, c.rank())];
   }
 
-  /** The least loaded rank of a worker (requests, then tokens, then lowest rank); -1 if not visible. */
+  /** The least loaded rank of a worker (requests, then tokens; ties round-robin); rank -1 if not visible. */
   protected final Candidate leastLoadedRank(Worker w) {
-    Candidate best = null;
+    List<Candidate> tied = new ArrayList<>();
+    Load best = null;
     for (Candidate c : candidatesOf(w)) {
-      if (best == null) {
-        best = c;
-        continue;
-      }
-      Load a = load(c);
-      Load b = load(best);
-      if (a.requests < b.requests || (a.requests == b.requests && a.tokens < b.tokens)) {
-        best = c;
+      Load l = load(c);
+      if (best == null || l.requests < best.requests || (l.requests == best.requests && l.tokens < best.tokens)) {
+        best = l;
+        tied.clear();
+        tied.add(c);
+      } else if (l.requests == best.requests && l.tokens == best.tokens) {
+        tied.add(c);
       }
     }
-    return best;
+    // A counter of its own, so that rank ties do not disturb the worker round-robin.
+    return tied.size() == 1 ? tied.get(0) : tied.get((int) Math.floorMod(rankRrCounter++, (long) tied.size()));
   }
 
   /** Round-robin tie break among equally good options. */

@@ -1,0 +1,88 @@
+package dev.affinity.server.cli;
+
+import dev.affinity.config.ConfigException;
+import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.ConfigProblem;
+import dev.affinity.config.ConfigWarning;
+import dev.affinity.config.LoadedConfig;
+import dev.affinity.server.fleet.AffinityServer;
+import dev.affinity.server.http.FrontendOptions;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * Runs the frontend. Without {@code --config}: the embedded default (docs/examples/sim-workers.yaml):
+ * two context instances and one generation instance of the CPU executor, 2 attention-DP ranks each,
+ * in process; sub-agent affinity on (X-Dynamo-Parent-Session-ID, scope context); the route header on.
+ */
+@Command(
+    name = "serve",
+    mixinStandardHelpOptions = true,
+    description = "Run the OpenAI-compatible frontend (default: embedded CPU-executor workers on localhost:8000).")
+final class ServeCommand implements Callable<Integer> {
+  static final String DEFAULT_CONFIG = "/dev/affinity/server/sim-workers.yaml";
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--config", paramLabel = "FILE", description = "Disaggregated YAML (TensorRT-LLM format + affinity: block).")
+  Path config;
+
+  @Option(names = "--host", description = "Override the config's hostname.")
+  String host;
+
+  @Option(names = "--port", description = "Override the config's port (0 = any free port).")
+  Integer port;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    LoadedConfig loaded;
+    try {
+      loaded = config != null ? ConfigLoader.load(config) : ConfigLoader.parse(defaultConfig(), "embedded default (sim-workers.yaml)");
+    } catch (ConfigException e) {
+      e.problems().stream().map(ConfigProblem::format).forEach(err::println);
+      return 1;
+    }
+    loaded.warnings().stream().map(ConfigWarning::format).forEach(err::println);
+    FrontendOptions options = FrontendOptions.fromConfig(loaded.config(), AffinityServer.VERSION);
+    if (host != null) {
+      options = options.withHost(host);
+    }
+    if (port != null) {
+      options = options.withPort(port);
+    }
+    AffinityServer server = AffinityServer.start(loaded.config(), options);
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "affinity-shutdown"));
+    String url = "http://" + (options.host().equals("0.0.0.0") ? "localhost" : options.host()) + ":" + server.port();
+    String model = loaded.config().affinity().model();
+    out.println("Affinity " + AffinityServer.VERSION + " listening on " + url + " (" + server.workers().size() + " workers)");
+    out.println("Try:");
+    out.println("  curl -s " + url + "/v1/chat/completions -H 'Content-Type: application/json' -H 'X-Session-ID: agent-1' \\");
+    out.println("    -d '{\"model\": \"" + model + "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32}' -i");
+    out.println("  curl -sN " + url + "/v1/chat/completions -H 'Content-Type: application/json' -H 'X-Session-ID: sub-1' \\");
+    out.println("    -H 'X-Dynamo-Parent-Session-ID: agent-1' -d '{\"model\": \"" + model
+        + "\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32, \"stream\": true}'");
+    out.flush();
+    server.awaitClose();
+    return 0;
+  }
+
+  static String defaultConfig() throws IOException {
+    try (InputStream in = ServeCommand.class.getResourceAsStream(DEFAULT_CONFIG)) {
+      if (in == null) {
+        throw new IOException("the embedded default configuration is missing from the jar");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+}

@@ -1,0 +1,195 @@
+package dev.affinity.server.fleet;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.config.ServerSection;
+import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.disagg.DisaggService;
+import dev.affinity.disagg.DisaggSettings;
+import dev.affinity.disagg.PromptTokenizer;
+import dev.affinity.disagg.RealScheduler;
+import dev.affinity.disagg.RequestIds;
+import dev.affinity.kv.PrefixIndex;
+import dev.affinity.nativebridge.worker.BpeTokenCodec;
+import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.routing.Router;
+import dev.affinity.routing.RouterContext;
+import dev.affinity.routing.RouterFactory;
+import dev.affinity.routing.RouterStats;
+import dev.affinity.server.http.FrontendBackend;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.http.FrontendServer;
+import dev.affinity.worker.Worker;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The main job: a frontend over two fleets of workers, assembled from a configuration — workers
+ * (in-process or remote), one router per fleet fed by the workers' KV events, the disaggregated
+ * orchestration, and the Netty frontend.
+ */
+public final class AffinityServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(AffinityServer.class);
+  public static final String VERSION = "0.1.0";
+
+  private final DisaggConfig config;
+  private final List<Worker> workers = new ArrayList<>();
+  private final RealScheduler scheduler = new RealScheduler();
+  private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private Router ctxRouter;
+  private Router genRouter;
+  private DisaggService service;
+  private FrontendServer frontend;
+
+  private AffinityServer(DisaggConfig config) {
+    this.config = config;
+  }
+
+  /** Builds everything and starts listening; on failure, what was built is closed again. */
+  public static AffinityServer start(DisaggConfig config, FrontendOptions options) throws IOException {
+    AffinityServer s = new AffinityServer(config);
+    try {
+      s.build(options);
+      return s;
+    } catch (IOException | RuntimeException e) {
+      s.close();
+      throw e;
+    }
+  }
+
+  private void build(FrontendOptions options) throws IOException {
+    BpeTokenCodec codec = new BpeTokenCodec(config.affinity().tokenizer());
+    RouterFactory factory = new RouterFactory();
+    ctxRouter = router(factory, config.context(), Fleet.CONTEXT);
+    genRouter = router(factory, config.generation(), Fleet.GENERATION);
+    List<NativeWorker> natives = new ArrayList<>();
+    for (ServerSection section : List.of(config.context(), config.generation())) {
+      Router router = section == config.context() ? ctxRouter : genRouter;
+      List<Worker> fleet = new ArrayList<>();
+      if (section.isEmbedded()) {
+        List<NativeWorker> created = EmbeddedWorkers.create(section, codec, 128);
+        natives.addAll(created);
+        fleet.addAll(created);
+      } else {
+        fleet.addAll(RemoteWorkers.create(section, config));
+      }
+      for (Worker w : fleet) {
+        workers.add(w);
+        router.addWorker(w);
+        w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+      }
+    }
+    PromptTokenizer tokenizer = natives.isEmpty() ? PromptTokenizer.NONE : natives.get(0)::promptTokens;
+    service = new DisaggService(DisaggSettings.from(config), ctxRouter, genRouter,
+        new ConversationResolver(ConversationSettings.from(config)),
+        new ClientRequestGuard(config.affinity().allowClientDisaggregatedParams()),
+        new RequestIds(config.nodeId()), scheduler, tokenizer);
+    for (Router r : List.of(ctxRouter, genRouter)) {
+      String fleet = r == ctxRouter ? "context" : "generation";
+      for (var reason : dev.affinity.routing.DecisionReason.values()) {
+        Gauge.builder("affinity_router_decisions", r, x -> x.stats().decisions().getOrDefault(reason, 0L))
+            .tag("fleet", fleet).tag("reason", reason.label()).register(registry);
+      }
+      Gauge.builder("affinity_router_expired_selections", r, x -> x.stats().expiredSelections()).tag("fleet", fleet)
+          .register(registry);
+      Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
+          .register(registry);
+    }
+    for (NativeWorker w : natives) {
+      Gauge.builder("affinity_worker_prefix_hit_ratio", w, x -> x.executor().iterationStats().prefixHitRatio())
+          .tag("worker", w.id()).register(registry);
+    }
+    frontend = FrontendServer.start(options, new Backend(), registry);
+  }
+
+  private Router router(RouterFactory factory, ServerSection section, Fleet fleet) {
+    RouterContext ctx = new RouterContext(fleet, config.subagentScope(), System::nanoTime, new PrefixIndex(1 << 20),
+        RouterContext.DEFAULT_TTL, config.nodeId());
+    return factory.create(section.router(), section.name(), ctx);
+  }
+
+  /** What the frontend serves. */
+  private final class Backend implements FrontendBackend {
+    @Override
+    public CompletionHandler handler() {
+      return service;
+    }
+
+    @Override
+    public List<String> models() {
+      return List.of(config.affinity().model());
+    }
+
+    @Override
+    public boolean ready() {
+      return ctxRouter.workers().stream().anyMatch(Worker::isAlive) && genRouter.workers().stream().anyMatch(Worker::isAlive);
+    }
+
+    @Override
+    public JsonNode clusterInfo() {
+      ObjectNode root = JsonNodeFactory.instance.objectNode();
+      root.put("is_ready", ready());
+      for (Map.Entry<String, Router> e : Map.of("context_servers", ctxRouter, "generation_servers", genRouter).entrySet()) {
+        ObjectNode fleet = root.putObject(e.getKey());
+        RouterStats st = e.getValue().stats();
+        fleet.put("router", st.type());
+        var list = fleet.putArray("workers");
+        for (Worker w : e.getValue().workers()) {
+          list.addObject().put("id", w.id()).put("alive", w.isAlive()).put("ranks", w.info().numRanks())
+              .put("tokens_per_block", w.info().tokensPerBlock());
+        }
+      }
+      return root;
+    }
+  }
+
+  public int port() {
+    return frontend.port();
+  }
+
+  public FrontendServer frontend() {
+    return frontend;
+  }
+
+  public DisaggService service() {
+    return service;
+  }
+
+  public List<Worker> workers() {
+    return List.copyOf(workers);
+  }
+
+  /** Blocks until the frontend is closed. */
+  public void awaitClose() throws InterruptedException {
+    frontend.awaitClose();
+  }
+
+  @Override
+  public void close() {
+    if (frontend != null) {
+      frontend.close();
+    }
+    for (Worker w : workers) {
+      try {
+        w.close();
+      } catch (RuntimeException e) {
+        log.warn("closing worker {} failed", w.id(), e);
+      }
+    }
+    scheduler.close();
+    registry.close();
+  }
+}
