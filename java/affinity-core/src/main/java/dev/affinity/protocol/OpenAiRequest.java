@@ -1,5 +1,6 @@
 package dev.affinity.protocol;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import java.util.Optional;
 
 /** A completion or chat-completion request: what orchestration and workers handle alike. */
@@ -30,6 +31,8 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
     return this instanceof ChatCompletionRequest ? "/v1/chat/completions" : "/v1/completions";
   }
 
+  /** Not a wire field: Jackson would otherwise write it as {@code "chat"} (trtllm-serve forbids unknown fields). */
+  @JsonIgnore
   default boolean isChat() {
     return this instanceof ChatCompletionRequest;
   }
