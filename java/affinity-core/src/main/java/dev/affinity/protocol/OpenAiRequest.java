@@ -31,6 +31,7 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
     return this instanceof ChatCompletionRequest ? "/v1/chat/completions" : "/v1/completions";
   }
 
+  /** Not a wire field: Jackson would otherwise write it as {@code "chat"} (trtllm-serve forbids unknown fields). */
   @JsonIgnore
   default boolean isChat() {
     return this instanceof ChatCompletionRequest;

@@ -1,0 +1,184 @@
+package dev.affinity.server.worker;
+
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.WorkerCall;
+import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerListener;
+import dev.affinity.worker.WorkerReport;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.concurrent.Future;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One exchange with a worker and its listener. Every listener call happens under the call's lock, so
+ * calls are serialized; the first of {@link #complete}, {@link #fail} or {@link #cancel} ends the call,
+ * later ones do nothing: exactly one {@code onComplete}/{@code onError} per call. Ending with a failure
+ * aborts the exchange (its future, its body subscription and its timer).
+ */
+final class HttpCall implements WorkerCall {
+  private static final Logger LOG = LoggerFactory.getLogger(HttpCall.class);
+  private static final int RUNNING = 0;
+  private static final int COMPLETED = 1;
+  private static final int FAILED = 2;
+
+  private final String workerId;
+  private final WorkerListener listener;
+  private final Consumer<HttpCall> onEnd;
+  private final Object lock = new Object();
+  private volatile int state = RUNNING; // written under lock
+  private int delivered; // guarded by lock
+  private boolean inChunk; // guarded by lock
+  private WorkerFailure deferred; // guarded by lock
+  private volatile CompletableFuture<?> exchange;
+  private volatile Flow.Subscription body;
+  private volatile Future<?> timer;
+
+  HttpCall(String workerId, WorkerListener listener, Consumer<HttpCall> onEnd) {
+    this.workerId = workerId;
+    this.listener = listener;
+    this.onEnd = onEnd;
+  }
+
+  boolean isEnded() {
+    return state != RUNNING;
+  }
+
+  void attachExchange(CompletableFuture<?> future) {
+    exchange = future;
+    if (state == FAILED) {
+      future.cancel(true);
+    }
+  }
+
+  void attachBody(Flow.Subscription subscription) {
+    body = subscription;
+    if (state == FAILED) {
+      subscription.cancel();
+    }
+  }
+
+  void attachTimer(Future<?> t) {
+    timer = t;
+    if (state != RUNNING) {
+      t.cancel(false);
+    }
+  }
+
+  /**
+   * Delivers a streamed chunk in order; false when the call has ended (the chunk is dropped). A failure
+   * raised while the listener is inside {@code onChunk} (it cancels the call itself) is delivered when
+   * {@code onChunk} returns, so listener calls never nest.
+   */
+  boolean chunk(OpenAiStreamChunk chunk) {
+    RuntimeException thrown = null;
+    synchronized (lock) {
+      if (state != RUNNING) {
+        return false;
+      }
+      delivered++;
+      inChunk = true;
+      try {
+        listener.onChunk(chunk);
+      } catch (RuntimeException e) {
+        thrown = e;
+      } finally {
+        inChunk = false;
+      }
+      WorkerFailure pending = deferred;
+      if (pending != null) {
+        deferred = null;
+        notifyError(pending);
+        return false;
+      }
+    }
+    if (thrown != null) {
+      LOG.warn("worker {}: listener failed on a chunk; aborting the call", workerId, thrown);
+      fail(WorkerFailure.Kind.CANCELLED, 0, "listener failed on a chunk: " + thrown);
+      return false;
+    }
+    return true;
+  }
+
+  /** Ends the call successfully: {@code onResponse} (when non-null) then {@code onComplete}. */
+  void complete(OpenAiResponse response, WorkerReport report) {
+    synchronized (lock) {
+      if (state != RUNNING) {
+        return;
+      }
+      state = COMPLETED;
+      release(); // the worker no longer counts it once the listener hears the end
+      if (response != null) {
+        try {
+          listener.onResponse(response);
+        } catch (RuntimeException e) {
+          LOG.warn("worker {}: listener failed on the response", workerId, e);
+        }
+      }
+      try {
+        listener.onComplete(report);
+      } catch (RuntimeException e) {
+        LOG.warn("worker {}: listener failed on completion", workerId, e);
+      }
+    }
+  }
+
+  /** Ends the call with a failure ({@code afterFirstByte} when a chunk was delivered) and aborts the exchange. */
+  void fail(WorkerFailure.Kind kind, int status, String message) {
+    synchronized (lock) {
+      if (state != RUNNING) {
+        return;
+      }
+      state = FAILED;
+      release();
+      WorkerFailure failure = new WorkerFailure(kind, status, message, delivered > 0);
+      LOG.debug("worker {}: call failed: {}", workerId, failure);
+      if (inChunk) { // re-entered from onChunk on this thread (only it can hold the lock there)
+        deferred = failure;
+      } else {
+        notifyError(failure);
+      }
+    }
+    abort();
+  }
+
+  private void notifyError(WorkerFailure failure) {
+    try {
+      listener.onError(failure);
+    } catch (RuntimeException e) {
+      LOG.warn("worker {}: listener failed on error {}", workerId, failure, e);
+    }
+  }
+
+  void fail(WorkerFailure failure) {
+    fail(failure.kind(), failure.status(), failure.message());
+  }
+
+  /** Aborts the exchange and ends the call with CANCELLED, unless it has already ended. */
+  @Override
+  public void cancel() {
+    fail(WorkerFailure.Kind.CANCELLED, 0, "cancelled");
+  }
+
+  private void release() {
+    Future<?> t = timer;
+    if (t != null) {
+      t.cancel(false);
+    }
+    onEnd.accept(this);
+  }
+
+  private void abort() {
+    Flow.Subscription s = body;
+    if (s != null) {
+      s.cancel(); // HTTP/1.1: the client closes the connection
+    }
+    CompletableFuture<?> f = exchange;
+    if (f != null) {
+      f.cancel(true);
+    }
+  }
+}
