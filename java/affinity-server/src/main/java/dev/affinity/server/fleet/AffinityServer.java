@@ -48,6 +48,12 @@ public final class AffinityServer implements AutoCloseable {
   private final DisaggConfig config;
   private final List<Worker> workers = new ArrayList<>();
   private final RealScheduler scheduler = new RealScheduler();
+  private final java.util.concurrent.ScheduledExecutorService background =
+      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "affinity-workers");
+        t.setDaemon(true);
+        return t;
+      });
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private Router ctxRouter;
   private Router genRouter;
@@ -78,18 +84,20 @@ public final class AffinityServer implements AutoCloseable {
     List<NativeWorker> natives = new ArrayList<>();
     for (ServerSection section : List.of(config.context(), config.generation())) {
       Router router = section == config.context() ? ctxRouter : genRouter;
-      List<Worker> fleet = new ArrayList<>();
       if (section.isEmbedded()) {
         List<NativeWorker> created = EmbeddedWorkers.create(section, codec, 128);
         natives.addAll(created);
-        fleet.addAll(created);
+        for (Worker w : created) {
+          workers.add(w);
+          router.addWorker(w);
+          w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+        }
       } else {
-        fleet.addAll(RemoteWorkers.create(section, config));
-      }
-      for (Worker w : fleet) {
-        workers.add(w);
-        router.addWorker(w);
-        w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+        RemoteWorkers.connect(section, config, new dev.affinity.protocol.ProtocolCodec(), router, background, w -> {
+          synchronized (workers) {
+            workers.add(w);
+          }
+        });
       }
     }
     PromptTokenizer tokenizer = natives.isEmpty() ? PromptTokenizer.NONE : natives.get(0)::promptTokens;
@@ -169,7 +177,9 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   public List<Worker> workers() {
-    return List.copyOf(workers);
+    synchronized (workers) {
+      return List.copyOf(workers);
+    }
   }
 
   /** Blocks until the frontend is closed. */
@@ -182,7 +192,8 @@ public final class AffinityServer implements AutoCloseable {
     if (frontend != null) {
       frontend.close();
     }
-    for (Worker w : workers) {
+    background.shutdownNow();
+    for (Worker w : workers()) {
       try {
         w.close();
       } catch (RuntimeException e) {
