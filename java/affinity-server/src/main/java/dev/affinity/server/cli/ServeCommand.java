@@ -62,7 +62,8 @@ final class ServeCommand implements Callable<Integer> {
       options = options.withPort(port);
     }
     AffinityServer server = AffinityServer.start(loaded.config(), options);
-    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "affinity-shutdown"));
+    // SIGTERM / Ctrl-C: stop accepting, let in-flight streams finish (up to 30 s), then close.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(java.time.Duration.ofSeconds(30)), "affinity-shutdown"));
     String url = "http://" + (options.host().equals("0.0.0.0") ? "localhost" : options.host()) + ":" + server.port();
     String model = loaded.config().affinity().model();
     out.println("Affinity " + AffinityServer.VERSION + " listening on " + url + " (" + server.workers().size() + " workers)");

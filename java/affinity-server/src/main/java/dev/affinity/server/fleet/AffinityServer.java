@@ -189,8 +189,13 @@ public final class AffinityServer implements AutoCloseable {
 
   @Override
   public void close() {
+    shutdown(java.time.Duration.ZERO);
+  }
+
+  /** Stops taking requests, drains those in flight for up to {@code drain}, then closes everything. */
+  public void shutdown(java.time.Duration drain) {
     if (frontend != null) {
-      frontend.close();
+      frontend.shutdown(drain);
     }
     background.shutdownNow();
     for (Worker w : workers()) {

@@ -140,10 +140,30 @@ public final class FrontendServer implements AutoCloseable {
 
   @Override
   public void close() {
+    shutdown(java.time.Duration.ZERO);
+  }
+
+  /**
+   * Stops accepting connections, lets the requests in flight (streams included) finish for up to
+   * {@code drain}, then closes every connection and the event loops.
+   */
+  public void shutdown(java.time.Duration drain) {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
     serverChannel.close().awaitUninterruptibly();
+    long deadline = System.nanoTime() + drain.toNanos();
+    while (inFlight() > 0 && System.nanoTime() - deadline < 0) {
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (inFlight() > 0) {
+      LOG.warn("closing the frontend with {} requests still in flight", inFlight());
+    }
     context.channels.close().awaitUninterruptibly();
     acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
     workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
