@@ -11,7 +11,8 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = VersionProvider.class,
     description = "Routing layer for disaggregated LLM serving (TensorRT-LLM compatible).",
-    subcommands = {CommandLine.HelpCommand.class, ConfigCommand.class, KvHashCommand.class, NativeInfoCommand.class, ServeCommand.class, SimCommand.class})
+    subcommands = {CommandLine.HelpCommand.class, ConfigCommand.class, KvHashCommand.class, NativeInfoCommand.class, ServeCommand.class, SimCommand.class,
+        WorkerCommand.class})
 public final class AffinityCli implements Runnable {
 
   @CommandLine.Spec

@@ -3,6 +3,7 @@ package dev.affinity.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.disagg.CompletionHandler;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What the HTTP frontend serves: the orchestration behind {@code /v1/completions} and
@@ -28,4 +29,13 @@ public interface FrontendBackend {
 
   /** The body of {@code GET /cluster_info}. */
   JsonNode clusterInfo();
+
+  /**
+   * Routes served besides the built-in ones, by exact path (for example worker mode's
+   * {@code /server_info}); read once when the server starts. A path may not be a built-in one.
+   * Default: none.
+   */
+  default Map<String, ExtraEndpoint> extraEndpoints() {
+    return Map.of();
+  }
 }

@@ -9,6 +9,7 @@ import io.netty.channel.group.ChannelGroup;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,11 +28,14 @@ final class FrontendContext {
   final ClientRequestGuard guard;
   final ConversationResolver routingCheck;
   final ChannelGroup channels;
+  /** The backend's extra routes by path, read once at start. */
+  final Map<String, ExtraEndpoint> extraEndpoints;
   final long startedEpochSeconds = System.currentTimeMillis() / 1000;
   private final AtomicLong localIds = new AtomicLong();
 
   FrontendContext(FrontendOptions options, FrontendBackend backend, PrometheusMeterRegistry registry,
       ChannelGroup channels) {
+    this.extraEndpoints = extraEndpoints(backend); // first: a bad route registers nothing
     this.options = options;
     this.backend = backend;
     this.registry = registry;
@@ -40,6 +44,22 @@ final class FrontendContext {
     this.guard = new ClientRequestGuard(options.allowClientDisaggregatedParams());
     this.routingCheck = new ConversationResolver(options.routing(), () -> CHECK_ONLY);
     this.channels = channels;
+  }
+
+  private static Map<String, ExtraEndpoint> extraEndpoints(FrontendBackend backend) {
+    Map<String, ExtraEndpoint> extras = backend.extraEndpoints();
+    if (extras == null || extras.isEmpty()) {
+      return Map.of();
+    }
+    for (String path : extras.keySet()) {
+      if (path == null || !path.startsWith("/")) {
+        throw new IllegalArgumentException("an extra endpoint path must start with '/': " + path);
+      }
+      if (Endpoint.of(path) != null) {
+        throw new IllegalArgumentException("an extra endpoint may not replace the built-in " + path);
+      }
+    }
+    return Map.copyOf(extras);
   }
 
   /** The frontend's own id for the next request (1, 2, ...; below the orchestration's 2^40 range). */

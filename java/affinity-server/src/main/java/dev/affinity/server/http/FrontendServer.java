@@ -60,18 +60,20 @@ public final class FrontendServer implements AutoCloseable {
    * Binds {@code options.host():options.port()} and starts serving.
    *
    * @throws IOException when the address cannot be bound
+   * @throws IllegalArgumentException when the backend's extra routes are invalid (a built-in path, no
+   *     leading slash)
    */
   public static FrontendServer start(FrontendOptions options, FrontendBackend backend,
       PrometheusMeterRegistry registry) throws IOException {
     Objects.requireNonNull(options, "options");
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(registry, "registry");
+    FrontendContext context = new FrontendContext(options, backend, registry,
+        new DefaultChannelGroup("affinity-frontend", GlobalEventExecutor.INSTANCE)); // checks extra routes
     EventLoopGroup acceptor = new MultiThreadIoEventLoopGroup(1,
         new DefaultThreadFactory("affinity-http-accept", true), NioIoHandler.newFactory());
     EventLoopGroup workers = new MultiThreadIoEventLoopGroup(options.ioThreads(),
         new DefaultThreadFactory("affinity-http-io", true), NioIoHandler.newFactory());
-    FrontendContext context = new FrontendContext(options, backend, registry,
-        new DefaultChannelGroup("affinity-frontend", GlobalEventExecutor.INSTANCE));
     ServerBootstrap bootstrap = new ServerBootstrap()
         .group(acceptor, workers)
         .channel(NioServerSocketChannel.class)

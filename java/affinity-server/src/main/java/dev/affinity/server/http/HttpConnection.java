@@ -1,6 +1,7 @@
 package dev.affinity.server.http;
 
 import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.ProtocolException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
@@ -164,15 +165,16 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
     long wall = System.currentTimeMillis();
     if (request.decoderResult().isFailure()) {
       Throwable cause = request.decoderResult().cause();
-      RequestMeta meta = new RequestMeta(id, "-", "-", null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, false,
-          remote, wall);
+      RequestMeta meta = new RequestMeta(id, "-", "-", null, null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE,
+          false, remote, wall);
       rejectAndClose(meta, malformed(cause));
       return;
     }
     String path = path(request.uri());
     Endpoint endpoint = Endpoint.of(path);
+    ExtraEndpoint extra = endpoint == null ? fc.extraEndpoints.get(path) : null;
     boolean keepAlive = HttpUtil.isKeepAlive(request) && !fc.options.keepAliveTimeout().isZero();
-    RequestMeta meta = new RequestMeta(id, request.method().name(), path, endpoint, request.protocolVersion(),
+    RequestMeta meta = new RequestMeta(id, request.method().name(), path, endpoint, extra, request.protocolVersion(),
         request.headers(), keepAlive, remote, wall);
 
     long declared;
@@ -233,15 +235,15 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
 
   /** The answers that need no body: unknown path, wrong method, missing key, declared body too large. */
   private Rejection precheck(RequestMeta meta, long declaredLength) {
-    Endpoint endpoint = meta.endpoint();
-    if (endpoint == null) {
+    String allowed = meta.allowedMethod();
+    if (allowed == null) {
       return new Rejection(404, "no such endpoint: " + meta.method() + " " + RequestMeta.loggablePath(meta.path()));
     }
-    if (!endpoint.method.name().equals(meta.method())) {
-      return new Rejection(405, "method " + meta.method() + " is not allowed on " + endpoint.path + "; use "
-          + endpoint.method.name(), null, Map.of(HttpHeaderNames.ALLOW.toString(), endpoint.method.name()));
+    if (!allowed.equals(meta.method())) {
+      return new Rejection(405, "method " + meta.method() + " is not allowed on " + meta.path() + "; use "
+          + allowed, null, Map.of(HttpHeaderNames.ALLOW.toString(), allowed));
     }
-    if (endpoint.authenticated) {
+    if (meta.authenticated()) {
       ApiKeys.Refusal refusal = fc.apiKeys.check(meta.headers().get(HttpHeaderNames.AUTHORIZATION));
       if (refusal != null) {
         return new Rejection(401, refusal.message(), null,
@@ -270,8 +272,8 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   }
 
   private RequestMeta unknownRequest() {
-    return new RequestMeta(fc.nextLocalId(), "-", "-", null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, false,
-        remote, System.currentTimeMillis());
+    return new RequestMeta(fc.nextLocalId(), "-", "-", null, null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE,
+        false, remote, System.currentTimeMillis());
   }
 
   /** The path of an origin-form or absolute-form request target, without query or fragment. */
@@ -376,6 +378,10 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
       return;
     }
     try {
+      if (work.meta().extra() != null) {
+        serveExtra(exchange, work.meta().extra(), work.body());
+        return;
+      }
       switch (work.meta().endpoint()) {
         case COMPLETIONS, CHAT_COMPLETIONS -> completions.serve(exchange, work.body());
         case MODELS -> exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(fc.modelList()));
@@ -396,6 +402,18 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
       LOG.error("request {} {} {} failed", work.meta().localId(), work.meta().method(), work.meta().path(), e);
       exchange.sendError(500, exchange.internalError());
     }
+  }
+
+  /** A backend route: its handler's answer as JSON, or the status of the protocol error it threw. */
+  private void serveExtra(Exchange exchange, ExtraEndpoint extra, byte[] body) {
+    Object answer;
+    try {
+      answer = extra.handler().handle(body == null ? new byte[0] : body);
+    } catch (ProtocolException e) {
+      exchange.sendError(e.status(), e.toErrorResponse());
+      return;
+    }
+    exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(answer));
   }
 
   /** Called by the exchange, on the event loop, once it is complete. */

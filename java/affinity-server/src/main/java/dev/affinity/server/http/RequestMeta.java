@@ -9,7 +9,8 @@ import io.netty.handler.codec.http.HttpVersion;
  * @param localId the frontend's own id (the orchestration's id replaces it when it assigns one)
  * @param method the method as sent, {@code "-"} when the request line never arrived
  * @param path the path without the query
- * @param endpoint the matched endpoint, or null
+ * @param endpoint the matched built-in endpoint, or null
+ * @param extra the matched backend route when no built-in one matched, or null
  * @param version the HTTP version to answer with
  * @param headers the request headers (empty when the head never arrived)
  * @param keepAlive whether the connection may serve another request afterwards
@@ -21,6 +22,7 @@ record RequestMeta(
     String method,
     String path,
     Endpoint endpoint,
+    ExtraEndpoint extra,
     HttpVersion version,
     HttpHeaders headers,
     boolean keepAlive,
@@ -34,7 +36,18 @@ record RequestMeta(
     return path.length() <= MAX_LOGGED_PATH ? path : path.substring(0, MAX_LOGGED_PATH) + "...";
   }
 
+  /** The metric tag: the path of a known route (built-in or extra), else {@code other}. */
   String endpointTag() {
-    return Endpoint.tag(endpoint);
+    return endpoint == null && extra != null ? path : Endpoint.tag(endpoint);
+  }
+
+  /** The one method the matched route accepts (null when none matched). */
+  String allowedMethod() {
+    return endpoint != null ? endpoint.method.name() : extra != null ? extra.method() : null;
+  }
+
+  /** Whether API keys guard the matched route. */
+  boolean authenticated() {
+    return endpoint != null ? endpoint.authenticated : extra != null && extra.authenticated();
   }
 }

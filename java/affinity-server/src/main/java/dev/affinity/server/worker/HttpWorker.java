@@ -40,13 +40,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A stock {@code trtllm-serve} worker over its HTTP wire contract (reference §2.6), with the JDK
- * {@link HttpClient} (HTTP/1.1, pooled keep-alive connections).
+ * A {@code trtllm-serve} worker, or an Affinity worker process, over its HTTP wire contract (reference
+ * §2.6), with the JDK {@link HttpClient} (HTTP/1.1, pooled keep-alive connections).
  *
  * <ul>
  *   <li>{@link #send}: {@code POST {url}{path}} with the compact JSON body; streaming legs read SSE and
  *       hand every chunk to the listener in order, non-streaming legs parse the JSON response. Internal
- *       auth headers as in docs/workers.md. Failures map to {@link WorkerFailure} kinds; the
+ *       auth headers as in docs/workers.md; to an Affinity worker process (visible ranks) also the
+ *       router's rank hint ({@link WorkerExtensions}). Failures map to {@link WorkerFailure} kinds; the
  *       leg's {@code timeout} covers the whole exchange, body included.
  *   <li>{@link #connect} reads {@code GET /server_info} ({@link #refreshInfo()} again later);
  *       {@link #checkHealth()} reads {@code GET /health} and updates {@link #isAlive()}.
@@ -170,6 +171,10 @@ public final class HttpWorker implements Worker {
       for (RequestSigner.Header h : signer.headers(request)) {
         b.header(h.name(), h.value());
       }
+      String hint = rankHint(request);
+      if (hint != null) {
+        b.header(WorkerExtensions.RANK_HINT_HEADER, hint);
+      }
       httpRequest = b.build();
     } catch (RuntimeException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
@@ -192,6 +197,23 @@ public final class HttpWorker implements Worker {
     call.attachExchange(exchange);
     exchange.whenComplete((response, error) -> finish(call, response, error, streaming, body.isChat()));
     return call;
+  }
+
+  /**
+   * The {@value WorkerExtensions#RANK_HINT_HEADER} value: the router's rank, sent only to a worker whose
+   * ranks are visible (an Affinity worker process; a trtllm-serve worker picks its rank itself).
+   */
+  private String rankHint(WorkerRequest request) {
+    WorkerInfo current = info;
+    int rank = request.rankHint();
+    if (rank < 0 || !current.ranksVisible()) {
+      return null;
+    }
+    if (rank >= current.numRanks()) {
+      LOG.debug("worker {}: rank hint {} is outside its {} ranks; not sent", id, rank, current.numRanks());
+      return null;
+    }
+    return Integer.toString(rank);
   }
 
   /** Chooses how to read the answer once its status and headers are known. */
@@ -260,8 +282,9 @@ public final class HttpWorker implements Worker {
   // ---- server info and health ----
 
   /**
-   * Reads {@code GET /server_info} again and adopts {@code tokens_per_block}, {@code kv_cache_hash_algo}
-   * and {@code max_batch_size}; on failure the previous info stays.
+   * Reads {@code GET /server_info} again and adopts {@code tokens_per_block}, {@code kv_cache_hash_algo},
+   * {@code max_batch_size} and Affinity's rank extension ({@link WorkerExtensions}); on failure the
+   * previous info stays.
    *
    * @throws WorkerSetupException naming the worker and the problem
    */
@@ -289,8 +312,9 @@ public final class HttpWorker implements Worker {
     WorkerInfo parsed = ServerInfos.parse(id, root);
     serverInfo = root;
     if (!parsed.equals(info)) {
-      LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}", id,
-          parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize());
+      LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}, ranks={}", id,
+          parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize(),
+          parsed.ranksVisible() ? parsed.numRanks() + " visible" : "chosen by the worker");
     }
     info = parsed;
     return parsed;

@@ -7,10 +7,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What routing adopts from a trtllm-serve worker's {@code GET /server_info}: {@code tokens_per_block},
+ * What routing adopts from a worker's {@code GET /server_info}: {@code tokens_per_block},
  * {@code kv_cache_hash_algo} (missing → v1 with a warning, unknown → the worker is unusable) and
  * {@code max_batch_size}; missing numbers keep upstream's defaults (32, 64). A trtllm-serve worker picks
- * its attention-DP rank itself, so ranks are not visible (one routable rank).
+ * its attention-DP rank itself, so ranks are not visible (one routable rank); an Affinity worker process
+ * says {@code "affinity": {"ranks_visible": true, "num_ranks": N}} ({@link WorkerExtensions}) and then
+ * has N visible ranks.
  */
 final class ServerInfos {
   private static final Logger LOG = LoggerFactory.getLogger(ServerInfos.class);
@@ -39,17 +41,58 @@ final class ServerInfos {
         throw new WorkerSetupException(workerId, e.getMessage(), e);
       }
     }
-    return new WorkerInfo(tokensPerBlock, hash, 1, false, maxBatchSize);
+    Ranks ranks = ranks(workerId, info);
+    return new WorkerInfo(tokensPerBlock, hash, ranks.count(), ranks.visible(), maxBatchSize);
+  }
+
+  /** The ranks a router may choose among. */
+  private record Ranks(int count, boolean visible) {
+    static final Ranks HIDDEN = new Ranks(1, false);
+  }
+
+  /** One hidden rank, unless Affinity's extension says {@code ranks_visible: true} with {@code num_ranks}. */
+  private static Ranks ranks(String workerId, JsonNode info) throws WorkerSetupException {
+    JsonNode ext = info.get(WorkerExtensions.SERVER_INFO_KEY);
+    if (ext == null || ext.isNull()) {
+      return Ranks.HIDDEN;
+    }
+    if (!ext.isObject()) {
+      throw new WorkerSetupException(workerId, "/server_info " + WorkerExtensions.SERVER_INFO_KEY
+          + " must be an object, got " + ext, null);
+    }
+    JsonNode visible = ext.get(WorkerExtensions.RANKS_VISIBLE);
+    if (visible != null && !visible.isNull() && !visible.isBoolean()) {
+      throw new WorkerSetupException(workerId, "/server_info " + path(WorkerExtensions.RANKS_VISIBLE)
+          + " must be a boolean, got " + visible, null);
+    }
+    if (visible == null || !visible.booleanValue()) {
+      return Ranks.HIDDEN;
+    }
+    int count = positiveInt(workerId, ext, WorkerExtensions.NUM_RANKS, -1, path(WorkerExtensions.NUM_RANKS));
+    if (count < 0) {
+      throw new WorkerSetupException(workerId, "/server_info " + path(WorkerExtensions.NUM_RANKS)
+          + " is required with " + WorkerExtensions.RANKS_VISIBLE + ": true", null);
+    }
+    return new Ranks(count, true);
+  }
+
+  private static String path(String field) {
+    return WorkerExtensions.SERVER_INFO_KEY + "." + field;
   }
 
   private static int positiveInt(String workerId, JsonNode info, String field, int fallback)
+      throws WorkerSetupException {
+    return positiveInt(workerId, info, field, fallback, field);
+  }
+
+  private static int positiveInt(String workerId, JsonNode info, String field, int fallback, String name)
       throws WorkerSetupException {
     JsonNode n = info.get(field);
     if (n == null || n.isNull()) {
       return fallback;
     }
     if (!n.isIntegralNumber() || !n.canConvertToInt() || n.intValue() <= 0) {
-      throw new WorkerSetupException(workerId, "/server_info " + field + " must be a positive integer, got " + n,
+      throw new WorkerSetupException(workerId, "/server_info " + name + " must be a positive integer, got " + n,
           null);
     }
     return n.intValue();

@@ -32,7 +32,7 @@ class AffinityCliTest {
 
   @Test
   void everySubcommandHasHelp() {
-    for (String sub : new String[] {"native-info", "sim"}) {
+    for (String sub : new String[] {"native-info", "sim", "worker"}) {
       Result r = run(sub, "--help");
       assertEquals(0, r.code(), sub);
       assertTrue(r.out().contains("Usage: affinity " + sub), r.out());
@@ -76,5 +76,24 @@ class AffinityCliTest {
     Result r = run("sim", "--requests", "0");
     assertEquals(2, r.code());
     assertTrue(r.err().contains("must be > 0"), r.err());
+  }
+
+  @Test
+  void workerRefusesBadConfigurationsBeforeListening() {
+    Result bad = run("worker", "--port", "0", "--executor-json", "{\"num_rank\": 2}");
+    assertEquals(1, bad.code());
+    assertTrue(bad.err().contains("num_rank"), bad.err());
+
+    Result notAnObject = run("worker", "--port", "0", "--executor-json", "[1]");
+    assertEquals(1, notAnObject.code());
+    assertTrue(notAnObject.err().contains("JSON object"), notAnObject.err());
+
+    Result virtual = run("worker", "--port", "0", "--executor-json", "{\"clock\": {\"mode\": \"virtual\"}}");
+    assertEquals(1, virtual.code());
+    assertTrue(virtual.err().contains("real clock"), virtual.err());
+
+    Result both = run("worker", "--port", "0", "--config", "x.json", "--executor-json", "{}");
+    assertEquals(2, both.code(), "--config and --executor-json exclude each other");
+    assertEquals(2, run("worker").code(), "--port is required");
   }
 }

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -27,6 +28,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.junit.jupiter.api.AfterAll;
@@ -125,6 +127,53 @@ class FrontendServerTest {
     assertTrue(e.get("message").asText().length() > 0);
     assertTrue(e.has("type") && e.has("param"), r.body());
     return e;
+  }
+
+  // ---- backend routes ----
+
+  @Test
+  void backendRoutesPassTheSameChecksAndAnswerJson() throws Exception {
+    backend.extras = Map.of(
+        "/server_info", ExtraEndpoint.get(body -> JSON.createObjectNode().put("tokens_per_block", 32)),
+        "/kv_cache_events", ExtraEndpoint.post(body -> List.of(body.length)),
+        "/refuses", ExtraEndpoint.get(body -> {
+          throw ProtocolException.invalidField("x", "x is wrong");
+        }),
+        "/fails", ExtraEndpoint.get(body -> {
+          throw new IllegalStateException("internal detail");
+        }),
+        "/guarded", new ExtraEndpoint("get", true, body -> Map.of("ok", true)));
+    FrontendServer s = start(options().withApiKeys(List.of("key-1")));
+
+    HttpResponse<String> info = get(s, "/server_info");
+    assertEquals(200, info.statusCode(), info.body());
+    assertEquals("application/json", info.headers().firstValue("content-type").orElse(""));
+    assertEquals(32, json(info).get("tokens_per_block").asInt());
+    assertEquals("[3]", post(s, "/kv_cache_events", "abc").body(), "the handler sees the body");
+    assertEquals("[0]", client.send(HttpRequest.newBuilder(uri(s, "/kv_cache_events")).timeout(TIMEOUT)
+        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString()).body());
+
+    HttpResponse<String> wrongMethod = get(s, "/kv_cache_events");
+    error(wrongMethod, 405);
+    assertEquals("POST", wrongMethod.headers().firstValue("allow").orElse(""));
+    assertEquals("x", error(get(s, "/refuses"), 400).get("param").asText());
+    assertFalse(error(get(s, "/fails"), 500).get("message").asText().contains("internal detail"));
+    error(get(s, "/guarded"), 401);
+    assertEquals("{\"ok\":true}", get(s, "/guarded", "Authorization", "Bearer key-1").body());
+    error(get(s, "/server_info/"), 404);
+    error(get(s, "/v1/models"), 401); // the built-in routes are unchanged
+
+    String text = registry.scrape();
+    assertTrue(text.contains("affinity_frontend_requests_total{endpoint=\"/server_info\",outcome=\"ok\","), text);
+  }
+
+  @Test
+  void aBackendRouteMayNotReplaceABuiltInOne() {
+    backend.extras = Map.of("/health", ExtraEndpoint.get(body -> "mine"));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> start(options())).getMessage().contains("/health"));
+    backend.extras = Map.of("server_info", ExtraEndpoint.get(body -> "mine"));
+    assertThrows(IllegalArgumentException.class, () -> start(options()));
+    assertThrows(IllegalArgumentException.class, () -> new ExtraEndpoint("PUT", false, body -> "x"));
   }
 
   private void answerWith(String text) {

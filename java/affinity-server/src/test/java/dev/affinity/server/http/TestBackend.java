@@ -7,6 +7,7 @@ import dev.affinity.disagg.CompletionHandler;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A scriptable backend: the handler, model list, readiness and cluster info are set per test. */
@@ -17,6 +18,9 @@ final class TestBackend implements FrontendBackend {
   volatile boolean ready = true;
   volatile JsonNode clusterInfo = new ObjectMapper().createObjectNode().put("is_ready", true)
       .put("context_servers", 1).put("generation_servers", 2);
+
+  /** Read when a server starts. */
+  volatile Map<String, ExtraEndpoint> extras = Map.of();
 
   final AtomicInteger calls = new AtomicInteger();
   volatile OpenAiRequest lastRequest;
@@ -45,5 +49,10 @@ final class TestBackend implements FrontendBackend {
   @Override
   public JsonNode clusterInfo() {
     return clusterInfo;
+  }
+
+  @Override
+  public Map<String, ExtraEndpoint> extraEndpoints() {
+    return extras;
   }
 }

@@ -150,6 +150,44 @@ class HttpWorkerControlTest {
     assertEquals(new WorkerInfo(32, HashAlgorithm.V1_BLOCK_KEY, 1, false, 128), w.info());
   }
 
+  @Test
+  void anAffinityWorkerProcessShowsItsRanks() throws Exception {
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 4).put("ranks_visible", true).put("name", "w-1");
+    fake.serverInfo(info);
+    HttpWorker w = worker();
+    assertEquals(new WorkerInfo(64, HashAlgorithm.V2_SHA256_64, 4, true, 128), w.info());
+    assertEquals(4, w.info().routableRanks(), "the router chooses among the worker's ranks");
+
+    info.putObject("affinity").put("num_ranks", 4).put("ranks_visible", false);
+    fake.serverInfo(info);
+    assertEquals(new WorkerInfo(64, HashAlgorithm.V2_SHA256_64, 1, false, 128), w.refreshInfo(),
+        "ranks not visible: one routable rank, as with trtllm-serve");
+    info.putNull("affinity");
+    fake.serverInfo(info);
+    assertEquals(1, w.refreshInfo().routableRanks());
+  }
+
+  @Test
+  void aBrokenRankExtensionRefusesTheWorkerNamingTheField() {
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("ranks_visible", true);
+    fake.serverInfo(info);
+    assertTrue(assertThrows(WorkerSetupException.class, this::worker).getMessage().contains("affinity.num_ranks"));
+
+    info.putObject("affinity").put("ranks_visible", true).put("num_ranks", 0);
+    fake.serverInfo(info);
+    assertTrue(assertThrows(WorkerSetupException.class, this::worker).getMessage().contains("affinity.num_ranks"));
+
+    info.putObject("affinity").put("ranks_visible", "yes").put("num_ranks", 2);
+    fake.serverInfo(info);
+    assertTrue(assertThrows(WorkerSetupException.class, this::worker).getMessage().contains("affinity.ranks_visible"));
+
+    info.put("affinity", "on");
+    fake.serverInfo(info);
+    assertTrue(assertThrows(WorkerSetupException.class, this::worker).getMessage().contains("affinity must be an object"));
+  }
+
   // ---- /health ----
 
   @Test

@@ -11,6 +11,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;
@@ -155,6 +156,35 @@ class HttpWorkerTest {
     assertNull(r.header(InternalAuth.SUBAGENT_AFFINITY_HEADER));
     assertNull(r.header(InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER));
     assertEquals(0, w.inFlight());
+  }
+
+  @Test
+  void theRankHintGoesOnlyToWorkersWhoseRanksAreVisible() throws Exception {
+    OpenAiRequest body = completion(CTX_COMPLETION);
+    HttpWorker trtllm = worker(KEY);
+    RecordingListener l = listener();
+    trtllm.send(new WorkerRequest(DISAGG_ID, body, null, 1, LONG), l);
+    l.awaitReport();
+    assertNull(fake.last("/v1/completions").header(WorkerExtensions.RANK_HINT_HEADER),
+        "a trtllm-serve worker picks its rank itself: no hint");
+
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 2).put("ranks_visible", true);
+    fake.serverInfo(info);
+    HttpWorker affinity = worker(KEY);
+    for (int rank : new int[] {1, 0}) {
+      RecordingListener hinted = listener();
+      affinity.send(new WorkerRequest(DISAGG_ID, body, null, rank, LONG), hinted);
+      hinted.awaitReport();
+      assertEquals(Integer.toString(rank), fake.last("/v1/completions").header(WorkerExtensions.RANK_HINT_HEADER));
+    }
+    for (int rank : new int[] {-1, 2}) {
+      RecordingListener none = listener();
+      affinity.send(new WorkerRequest(DISAGG_ID, body, null, rank, LONG), none);
+      none.awaitReport();
+      assertNull(fake.last("/v1/completions").header(WorkerExtensions.RANK_HINT_HEADER),
+          "no hint, or one outside the worker's ranks, is not sent: " + rank);
+    }
   }
 
   @Test

@@ -18,9 +18,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Records what a call delivers and checks the listener contract as it goes: calls never overlap, nothing
- * arrives after the terminal call, exactly one terminal call ({@link #assertContract()}).
+ * arrives after the terminal call, exactly one terminal call ({@link #assertContract()}). Shared by the
+ * worker-mode tests.
  */
-final class RecordingListener implements WorkerListener {
+public final class RecordingListener implements WorkerListener {
   private static final long WAIT_SECONDS = 10; // a bound for a broken build, not a timing assertion
 
   private final List<OpenAiStreamChunk> chunks = new ArrayList<>(); // guarded by this
@@ -31,12 +32,12 @@ final class RecordingListener implements WorkerListener {
   private volatile OpenAiResponse response;
   private final Runnable onFirstChunk;
 
-  RecordingListener() {
+  public RecordingListener() {
     this(() -> { });
   }
 
   /** {@code onFirstChunk} runs inside the first {@code onChunk} (e.g. to cancel the call). */
-  RecordingListener(Runnable onFirstChunk) {
+  public RecordingListener(Runnable onFirstChunk) {
     this.onFirstChunk = onFirstChunk;
   }
 
@@ -100,7 +101,7 @@ final class RecordingListener implements WorkerListener {
     exit();
   }
 
-  Object awaitTerminal() {
+  public Object awaitTerminal() {
     try {
       return terminal.get(WAIT_SECONDS, TimeUnit.SECONDS);
     } catch (Exception e) {
@@ -108,7 +109,7 @@ final class RecordingListener implements WorkerListener {
     }
   }
 
-  WorkerReport awaitReport() {
+  public WorkerReport awaitReport() {
     Object t = awaitTerminal();
     if (t instanceof WorkerReport r) {
       return r;
@@ -116,7 +117,7 @@ final class RecordingListener implements WorkerListener {
     return fail("expected onComplete, got onError(" + t + ")");
   }
 
-  WorkerFailure awaitFailure() {
+  public WorkerFailure awaitFailure() {
     Object t = awaitTerminal();
     if (t instanceof WorkerFailure f) {
       return f;
@@ -124,20 +125,20 @@ final class RecordingListener implements WorkerListener {
     return fail("expected onError, got onComplete(" + t + ")");
   }
 
-  synchronized List<OpenAiStreamChunk> chunks() {
+  public synchronized List<OpenAiStreamChunk> chunks() {
     return List.copyOf(chunks);
   }
 
-  OpenAiResponse response() {
+  public OpenAiResponse response() {
     return response;
   }
 
-  int terminals() {
+  public int terminals() {
     return terminals.get();
   }
 
   /** Exactly one terminal call and no contract violation. */
-  synchronized void assertContract() {
+  public synchronized void assertContract() {
     assertTrue(violations.isEmpty(), violations::toString);
     assertEquals(1, terminals.get(), "exactly one onComplete/onError");
   }

@@ -1,0 +1,120 @@
+package dev.affinity.server.cli;
+
+import dev.affinity.executor.ExecutorException;
+import dev.affinity.server.fleet.AffinityServer;
+import dev.affinity.server.http.AccessLog;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.workermode.WorkerServer;
+import dev.affinity.server.workermode.WorkerSettings;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * Worker mode: one CPU executor served over the trtllm-serve worker contract ({@code /v1/completions},
+ * {@code /v1/chat/completions}, {@code /health}, {@code /server_info}, {@code /kv_cache_events}), so that
+ * an Affinity frontend (or TensorRT-LLM's) on another machine routes to it. See docs/workers.md.
+ */
+@Command(
+    name = "worker",
+    mixinStandardHelpOptions = true,
+    description = "Serve one CPU executor as a worker process with trtllm-serve's HTTP contract.")
+final class WorkerCommand implements Callable<Integer> {
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--port", required = true, description = "Port to listen on (0 = any free port; the chosen one is printed).")
+  int port;
+
+  @Option(names = "--host", defaultValue = "localhost", description = "Address to bind (default: ${DEFAULT-VALUE}; 0.0.0.0 for all).")
+  String host;
+
+  /** At most one of the two. */
+  static final class ExecutorConfig {
+    @Option(names = "--config", paramLabel = "FILE.json", description = "Executor configuration file (docs/cpu-executor.md).")
+    Path file;
+
+    @Option(names = "--executor-json", paramLabel = "JSON", description = "Executor configuration as JSON text.")
+    String json;
+  }
+
+  @ArgGroup(exclusive = true, multiplicity = "0..1")
+  ExecutorConfig executor;
+
+  @Option(names = "--model", description = "Model name requests must carry (default: any).")
+  String model;
+
+  @Option(names = "--auth-key", defaultValue = "${env:AFFINITY_AUTH_KEY}",
+      description = "internal_request_auth_key shared with the frontends (default: $AFFINITY_AUTH_KEY; none: hand-off state is accepted unsigned and sub-agent affinity ids are ignored).")
+  String authKey;
+
+  @Option(names = "--tokenizer", defaultValue = WorkerSettings.DEFAULT_TOKENIZER,
+      description = "BPE encoding of text prompts (default: ${DEFAULT-VALUE}).")
+  String tokenizer;
+
+  @Option(names = "--name", defaultValue = WorkerSettings.DEFAULT_NAME,
+      description = "Worker name for logs and /server_info; the executor's instance_name unless the config sets one (default: ${DEFAULT-VALUE}).")
+  String name;
+
+  @Option(names = "--request-timeout", defaultValue = "600", paramLabel = "SECONDS",
+      description = "Longest a request may run (default: ${DEFAULT-VALUE}).")
+  long requestTimeoutSeconds;
+
+  @Option(names = "--access-log", paramLabel = "-|FILE", description = "JSON access log lines to stdout (-) or a file (default: the SLF4J logger affinity.access).")
+  String accessLog;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    String config;
+    WorkerSettings settings;
+    FrontendOptions options;
+    try {
+      config = executorConfig();
+      settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey).withTokenizer(tokenizer)
+          .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds));
+      options = FrontendOptions.defaults().withHost(host).withPort(port)
+          .withAccessLog(accessLog == null ? AccessLog.slf4j() : AccessLog.forSetting(Optional.of(accessLog)));
+    } catch (IOException | IllegalArgumentException e) {
+      err.println("affinity worker: " + e.getMessage());
+      return 1;
+    }
+    WorkerServer server;
+    try {
+      server = WorkerServer.start(config, settings, options, AffinityServer.VERSION);
+    } catch (ExecutorException | IllegalArgumentException | IOException e) {
+      err.println("affinity worker: " + e.getMessage());
+      return 1;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "affinity-worker-shutdown"));
+    String shownHost = host.equals("0.0.0.0") ? "localhost" : host;
+    out.println("Affinity worker " + settings.name() + " listening on http://" + shownHost + ":" + server.port() + " ("
+        + server.executor().numRanks() + " ranks, " + server.executor().tokensPerBlock() + " tokens per block, "
+        + (settings.authKey() == null ? "no auth key" : "auth key set") + ")");
+    out.flush();
+    server.awaitClose();
+    return 0;
+  }
+
+  private String executorConfig() throws IOException {
+    if (executor == null) {
+      return "";
+    }
+    if (executor.file != null) {
+      return Files.readString(executor.file, StandardCharsets.UTF_8);
+    }
+    return executor.json;
+  }
+}

@@ -1,0 +1,26 @@
+package dev.affinity.server.worker;
+
+/**
+ * Affinity's extensions of the trtllm-serve worker contract, spoken between Affinity frontends
+ * ({@link HttpWorker}) and Affinity worker processes ({@code affinity worker}). A stock trtllm-serve
+ * worker neither sends nor reads them, so both sides keep upstream behaviour with a foreign peer.
+ *
+ * <ul>
+ *   <li>{@code /server_info} carries {@code "affinity": {"num_ranks": N, "ranks_visible": true, ...}}: the
+ *       worker lets the frontend choose its attention-DP rank, so the router sees N routable ranks;
+ *   <li>request legs to such a worker carry {@value #RANK_HINT_HEADER}{@code : <rank>}, the rank the
+ *       router chose; the executor honours it while that rank has room.
+ * </ul>
+ */
+public final class WorkerExtensions {
+  /** Request header: the attention-DP rank the router chose (a decimal integer in [0, num_ranks)). */
+  public static final String RANK_HINT_HEADER = "x-affinity-rank-hint";
+  /** The {@code /server_info} key of Affinity's extension object. */
+  public static final String SERVER_INFO_KEY = "affinity";
+  /** In the extension object: the worker's attention-DP ranks (a positive integer). */
+  public static final String NUM_RANKS = "num_ranks";
+  /** In the extension object: whether the frontend may choose the rank (boolean). */
+  public static final String RANKS_VISIBLE = "ranks_visible";
+
+  private WorkerExtensions() {}
+}

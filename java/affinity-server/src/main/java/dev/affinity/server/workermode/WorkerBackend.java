@@ -1,0 +1,104 @@
+package dev.affinity.server.workermode;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.executor.KvEvent;
+import dev.affinity.kv.TrtllmKvEventCodec;
+import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.server.http.ExtraEndpoint;
+import dev.affinity.server.http.FrontendBackend;
+import dev.affinity.server.worker.WorkerExtensions;
+import dev.affinity.worker.WorkerInfo;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What the HTTP server of a worker process serves: the completion endpoints through
+ * {@link WorkerHandler}, {@code /health} from the executor's state, and a trtllm-serve worker's control
+ * endpoints, {@code GET /server_info} and {@code POST /kv_cache_events}.
+ */
+final class WorkerBackend implements FrontendBackend {
+  /** The most events one {@code /kv_cache_events} answer carries; the rest wait for the next poll. */
+  static final int MAX_EVENTS_PER_POLL = 65_536;
+  private static final int DRAIN_BATCH = 4_096;
+
+  private final NativeWorker worker;
+  private final WorkerSettings settings;
+  private final WorkerHandler handler;
+  private final String version;
+
+  WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version) {
+    this.worker = worker;
+    this.settings = settings;
+    this.handler = handler;
+    this.version = version;
+  }
+
+  @Override
+  public CompletionHandler handler() {
+    return handler;
+  }
+
+  @Override
+  public List<String> models() {
+    return settings.model() == null ? List.of() : List.of(settings.model());
+  }
+
+  @Override
+  public boolean ready() {
+    return worker.isAlive();
+  }
+
+  @Override
+  public JsonNode clusterInfo() {
+    ObjectNode root = JsonNodeFactory.instance.objectNode();
+    root.put("is_ready", ready());
+    root.set("worker", serverInfo());
+    return root;
+  }
+
+  @Override
+  public Map<String, ExtraEndpoint> extraEndpoints() {
+    return Map.of(
+        "/server_info", ExtraEndpoint.get(body -> serverInfo()),
+        "/kv_cache_events", ExtraEndpoint.post(body -> drainKvEvents()));
+  }
+
+  /**
+   * trtllm-serve's {@code /server_info} fields a router reads, plus Affinity's extension: the ranks are
+   * visible, so an Affinity frontend routes to (worker, rank) and sends its rank hint.
+   */
+  ObjectNode serverInfo() {
+    WorkerInfo info = worker.info();
+    ObjectNode root = JsonNodeFactory.instance.objectNode();
+    root.put("kv_cache_hash_algo", info.hashAlgorithm().wireName());
+    root.put("tokens_per_block", info.tokensPerBlock());
+    root.put("max_batch_size", info.maxBatchSize());
+    ObjectNode ext = root.putObject(WorkerExtensions.SERVER_INFO_KEY);
+    ext.put(WorkerExtensions.NUM_RANKS, info.numRanks());
+    ext.put(WorkerExtensions.RANKS_VISIBLE, true);
+    ext.put("name", worker.id());
+    ext.put("backend", worker.executor().backend());
+    ext.put("model", settings.model());
+    ext.put("tokenizer", settings.tokenizer());
+    ext.put("version", version);
+    return root;
+  }
+
+  /** {@code POST /kv_cache_events}: the buffered events, oldest first, in TensorRT-LLM's shape; drains them. */
+  ArrayNode drainKvEvents() {
+    List<KvEvent> events = new ArrayList<>();
+    while (events.size() < MAX_EVENTS_PER_POLL) {
+      List<KvEvent> batch = worker.executor().drainKvEvents(Math.min(DRAIN_BATCH, MAX_EVENTS_PER_POLL - events.size()));
+      if (batch.isEmpty()) {
+        break;
+      }
+      events.addAll(batch);
+    }
+    return TrtllmKvEventCodec.toJson(events, worker.info().tokensPerBlock());
+  }
+}

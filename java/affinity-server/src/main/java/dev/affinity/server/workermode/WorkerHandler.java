@@ -1,0 +1,168 @@
+package dev.affinity.server.workermode;
+
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.disagg.ClientSink;
+import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.disagg.RouteInfo;
+import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggScheduleStyle;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.Worker;
+import dev.affinity.worker.WorkerCall;
+import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerListener;
+import dev.affinity.worker.WorkerReport;
+import dev.affinity.worker.WorkerRequest;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Serves one incoming request leg on the process's worker, the way a trtllm-serve worker does: the
+ * request type comes from {@code disaggregated_params}; a context-only answer carries
+ * {@code prompt_token_ids} and {@code choices[0].disaggregated_params}; streamed legs are relayed chunk by
+ * chunk and end with {@code [DONE]}, or are cut (no {@code [DONE]}) when the leg fails after its first
+ * chunk. A client that goes away cancels the leg, which frees its KV.
+ *
+ * <p>Refused before the executor sees them: generation-first legs (a generation-only leg without
+ * {@code encoded_opaque_state}, or a context-only leg with {@code schedule_style} generation-first — the
+ * hand-off between processes is context-first only), streamed context-only legs (400), and unsigned or
+ * wrongly signed hand-off state when a key is configured (401).
+ */
+final class WorkerHandler implements CompletionHandler {
+  private final Worker worker;
+  private final InternalHeaders internal;
+  private final Duration timeout;
+  /** Ids of requests without a disagg_request_id: trtllm-serve's local range, below 2^40. */
+  private final AtomicLong localIds = new AtomicLong();
+
+  WorkerHandler(Worker worker, InternalHeaders internal, Duration timeout) {
+    this.worker = worker;
+    this.internal = internal;
+    this.timeout = timeout;
+  }
+
+  @Override
+  public void handle(OpenAiRequest request, HeaderSource headers, ClientSink sink) {
+    DisaggregatedParams p = request.disaggregatedParams();
+    DisaggRequestType leg = p == null || p.requestType() == null ? DisaggRequestType.CONTEXT_AND_GENERATION
+        : p.requestType();
+    long id = p != null && p.disaggRequestId() != null ? p.disaggRequestId() : localIds.incrementAndGet();
+    String conversation = request.conversationParams() == null ? null : request.conversationParams().conversationId();
+    RouteInfo route = RouteInfo.empty(id).withConversation(conversation, null);
+    String refused = unsupported(request, p, leg);
+    if (refused != null) {
+      sink.fail(400, ErrorResponse.of(400, refused, "disaggregated_params"), route);
+      return;
+    }
+    String unauthorized = internal.refusal(request, headers);
+    if (unauthorized != null) {
+      sink.fail(401, ErrorResponse.of(401, unauthorized, null), route);
+      return;
+    }
+    String affinity = internal.affinityId(request, headers);
+    int rankHint = internal.rankHint(headers);
+    route = route.withConversation(conversation, affinity);
+    Relay relay = new Relay(sink, leg, request.isStreaming(), route);
+    WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout), relay);
+    sink.onDisconnect(call::cancel);
+  }
+
+  /** Why a leg cannot run on an Affinity worker process, or null. */
+  private static String unsupported(OpenAiRequest request, DisaggregatedParams p, DisaggRequestType leg) {
+    if (leg == DisaggRequestType.GENERATION_ONLY && p.encodedOpaqueState() == null) {
+      return "generation_only requests need encoded_opaque_state from a context response: Affinity worker"
+          + " processes hand off context-first only (generation-first is not supported across processes)";
+    }
+    if (leg == DisaggRequestType.CONTEXT_ONLY && p.scheduleStyle() == DisaggScheduleStyle.GENERATION_FIRST) {
+      return "context_only requests with schedule_style generation_first are not supported by Affinity worker"
+          + " processes (context-first only)";
+    }
+    if (leg == DisaggRequestType.CONTEXT_ONLY && request.isStreaming()) {
+      return "context_only requests cannot be streamed";
+    }
+    return null;
+  }
+
+  /** Relays one leg's result to the connection. Listener calls are serialized by the worker. */
+  private final class Relay implements WorkerListener {
+    private final ClientSink sink;
+    private final DisaggRequestType leg;
+    private final boolean streaming;
+    private RouteInfo route;
+    private boolean started;
+    private OpenAiResponse response;
+
+    Relay(ClientSink sink, DisaggRequestType leg, boolean streaming, RouteInfo route) {
+      this.sink = sink;
+      this.leg = leg;
+      this.streaming = streaming;
+      this.route = route;
+    }
+
+    @Override
+    public synchronized void onChunk(OpenAiStreamChunk chunk) {
+      if (!started) {
+        started = true;
+        sink.streamStart(route);
+      }
+      sink.streamChunk(chunk);
+    }
+
+    @Override
+    public synchronized void onResponse(OpenAiResponse r) {
+      response = r;
+    }
+
+    @Override
+    public synchronized void onComplete(WorkerReport report) {
+      route = withReport(report);
+      if (streaming) {
+        sink.streamEnd(route);
+      } else if (response == null) {
+        sink.fail(500, ErrorResponse.of(500, "the executor returned no response", null), route);
+      } else {
+        sink.respond(response, route);
+      }
+    }
+
+    @Override
+    public synchronized void onError(WorkerFailure failure) {
+      if (started) {
+        sink.abort(failure.message(), route);
+        return;
+      }
+      int status = status(failure);
+      sink.fail(status, ErrorResponse.of(status, failure.message(), null), route);
+    }
+
+    /** What the executor did, for the access log (context legs as ctx, the others as gen). */
+    private RouteInfo withReport(WorkerReport report) {
+      int reused = report.reusedTokens();
+      return switch (leg) {
+        case CONTEXT_ONLY -> route.withContext(worker.id(), report.rank(), reused);
+        case GENERATION_ONLY -> route.withGeneration(worker.id(), report.rank());
+        default -> route.withContext(worker.id(), report.rank(), reused).withGeneration(worker.id(), report.rank());
+      };
+    }
+  }
+
+  /**
+   * The status of a failed leg: the executor's 4xx as it is; a hand-off the executor cannot serve (an
+   * expired or unknown context) 502, which a frontend retries from the context leg; a timeout 504; a
+   * closed or shut-down worker 503.
+   */
+  static int status(WorkerFailure failure) {
+    int s = failure.status();
+    return switch (failure.kind()) {
+      case CLIENT_ERROR -> s >= 400 && s < 500 ? s : 400;
+      case WORKER_ERROR, SERVER_ERROR -> s >= 500 && s < 600 ? s : 500;
+      case TIMEOUT -> 504;
+      case CONNECT, CANCELLED -> 503;
+      default -> 500;
+    };
+  }
+}

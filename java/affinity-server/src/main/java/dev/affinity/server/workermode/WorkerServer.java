@@ -1,0 +1,174 @@
+package dev.affinity.server.workermode;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.executor.ClockMode;
+import dev.affinity.executor.KvCacheStats;
+import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.nativebridge.worker.BpeTokenCodec;
+import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.protocol.InternalAuth;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.http.FrontendServer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An Affinity worker process: one native executor ({@code sim} backend, the CPU executor) wrapped in a
+ * {@link NativeWorker}, served over the same HTTP wire contract and endpoints as a trtllm-serve worker,
+ * so that Affinity frontends (and TensorRT-LLM's own) route to it like to any worker (docs/workers.md,
+ * "Worker mode"). {@code affinity worker} runs one; tests start them in process on port 0.
+ */
+public final class WorkerServer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(WorkerServer.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  /** The native backend a worker process runs. */
+  public static final String BACKEND = "sim";
+  /** Ranks of the default executor. */
+  public static final int DEFAULT_RANKS = 2;
+
+  private final NativeWorker worker;
+  private final PrometheusMeterRegistry registry;
+  private final FrontendServer frontend;
+
+  private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend) {
+    this.worker = worker;
+    this.registry = registry;
+    this.frontend = frontend;
+  }
+
+  /**
+   * Creates the executor and starts serving.
+   *
+   * @param executorConfig the executor's JSON configuration (docs/cpu-executor.md; "" for the default, a
+   *     real-clock CPU executor with {@value #DEFAULT_RANKS} ranks); {@code num_ranks} defaults to
+   *     {@value #DEFAULT_RANKS} and {@code instance_name} to the worker's name
+   * @param options where to listen; disaggregated_params are always accepted (internal traffic) and the
+   *     model list is the settings' model
+   * @param version what {@code /version} and {@code /server_info} report
+   * @throws IllegalArgumentException for a configuration that is not a JSON object, or a virtual clock
+   * @throws dev.affinity.executor.ExecutorException for a configuration the executor refuses
+   * @throws IOException when the address cannot be bound
+   */
+  public static WorkerServer start(String executorConfig, WorkerSettings settings, FrontendOptions options,
+      String version) throws IOException {
+    Objects.requireNonNull(settings, "settings");
+    Objects.requireNonNull(options, "options");
+    String config = effectiveConfig(executorConfig, settings.name());
+    BpeTokenCodec codec = new BpeTokenCodec(settings.tokenizer());
+    NativeExecutor executor = NativeExecutor.create(BACKEND, config);
+    NativeWorker worker = null;
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    try {
+      if (executor.clockMode() != ClockMode.REAL) {
+        throw new IllegalArgumentException("a worker process needs a real clock (clock.mode: real), not "
+            + executor.clockMode());
+      }
+      worker = new NativeWorker(settings.name(), executor, codec, settings.defaultMaxTokens());
+      InternalHeaders internal = new InternalHeaders(settings.name(), InternalAuth.ofNullable(settings.authKey()).orElse(null),
+          executor.numRanks());
+      WorkerHandler handler = new WorkerHandler(worker, internal, settings.requestTimeout());
+      registerGauges(registry, worker);
+      FrontendOptions served = options.withAllowClientDisaggregatedParams(true)
+          .withModels(settings.model() == null ? List.of() : List.of(settings.model()))
+          .withVersion(version);
+      FrontendServer frontend = FrontendServer.start(served, new WorkerBackend(worker, settings, handler, version),
+          registry);
+      LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
+          executor.tokensPerBlock(), served.host(), frontend.port());
+      return new WorkerServer(worker, registry, frontend);
+    } catch (IOException | RuntimeException e) {
+      if (worker != null) {
+        worker.close();
+      } else {
+        executor.close();
+      }
+      registry.close();
+      throw e;
+    }
+  }
+
+  /** The configuration with the worker-mode defaults filled in. */
+  static String effectiveConfig(String executorConfig, String name) {
+    JsonNode node;
+    try {
+      node = executorConfig == null || executorConfig.isBlank() ? JSON.createObjectNode() : JSON.readTree(executorConfig);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("executor config is not valid JSON: " + e.getMessage(), e);
+    }
+    if (!(node instanceof ObjectNode obj)) {
+      throw new IllegalArgumentException("executor config must be a JSON object, found "
+          + (node == null ? "nothing" : node.getNodeType()));
+    }
+    if (!obj.has("num_ranks")) {
+      obj.put("num_ranks", DEFAULT_RANKS);
+    }
+    if (!obj.has("instance_name")) {
+      obj.put("instance_name", name);
+    }
+    return obj.toString();
+  }
+
+  /** Per-rank KV-cache gauges on {@code /metrics}: where a frontend (or a test) sees held and cached KV. */
+  private static void registerGauges(PrometheusMeterRegistry registry, NativeWorker worker) {
+    NativeExecutor executor = worker.executor();
+    for (int r = 0; r < executor.numRanks(); r++) {
+      int rank = r;
+      gauge(registry, "affinity_worker_kv_used_blocks", "blocks referenced by live or held requests", executor, rank,
+          KvCacheStats::usedNumBlocks);
+      gauge(registry, "affinity_worker_kv_cached_blocks", "unreferenced, reusable blocks", executor, rank,
+          KvCacheStats::cachedNumBlocks);
+      gauge(registry, "affinity_worker_kv_free_blocks", "blocks holding nothing", executor, rank,
+          KvCacheStats::freeNumBlocks);
+      gauge(registry, "affinity_worker_active_requests", "requests admitted on the rank", executor, rank,
+          KvCacheStats::activeRequests);
+      gauge(registry, "affinity_worker_queued_requests", "requests waiting for the rank", executor, rank,
+          KvCacheStats::queuedRequests);
+    }
+  }
+
+  private static void gauge(PrometheusMeterRegistry registry, String name, String help, NativeExecutor executor,
+      int rank, ToDoubleFunction<KvCacheStats> value) {
+    Gauge.builder(name, executor, e -> e.isClosed() ? Double.NaN : value.applyAsDouble(e.kvCacheStats(rank)))
+        .description(help).tag("rank", Integer.toString(rank)).register(registry);
+  }
+
+  /** The bound port. */
+  public int port() {
+    return frontend.port();
+  }
+
+  public FrontendServer frontend() {
+    return frontend;
+  }
+
+  /** The in-process worker behind the HTTP server. */
+  public NativeWorker worker() {
+    return worker;
+  }
+
+  public NativeExecutor executor() {
+    return worker.executor();
+  }
+
+  /** Blocks until the server is closed. */
+  public void awaitClose() throws InterruptedException {
+    frontend.awaitClose();
+  }
+
+  /** Stops serving (connections in flight see a disconnect, which cancels their legs), then frees the executor. */
+  @Override
+  public void close() {
+    frontend.close();
+    worker.close();
+    registry.close();
+  }
+}

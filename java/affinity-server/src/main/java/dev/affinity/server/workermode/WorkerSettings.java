@@ -1,0 +1,77 @@
+package dev.affinity.server.workermode;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How an Affinity worker process serves its executor (the HTTP side is {@code FrontendOptions}).
+ *
+ * @param name the worker's name: the executor's {@code instance_name} unless the configuration sets one,
+ *     and the id in logs, the access log and {@code /server_info}
+ * @param model the model name requests must carry, or null to accept any (like trtllm-serve)
+ * @param authKey the shared {@code internal_request_auth_key}, or null: with it, generation legs that
+ *     carry hand-off state must be signed ({@code x-trtllm-disagg-auth}, 401 otherwise) and a signed
+ *     sub-agent affinity id is honoured; without it, hand-off state is accepted unsigned and affinity
+ *     ids are ignored
+ * @param tokenizer the BPE encoding of text prompts ({@code cl100k_base}, ...)
+ * @param requestTimeout the longest a leg may run before it fails with 504
+ * @param defaultMaxTokens the output limit of a request without {@code max_tokens}
+ */
+public record WorkerSettings(String name, String model, String authKey, String tokenizer, Duration requestTimeout,
+    int defaultMaxTokens) {
+
+  public static final String DEFAULT_NAME = "worker";
+  public static final String DEFAULT_TOKENIZER = "cl100k_base";
+  public static final Duration DEFAULT_REQUEST_TIMEOUT = Duration.ofSeconds(600);
+  public static final int DEFAULT_MAX_TOKENS = 128;
+
+  public WorkerSettings {
+    Objects.requireNonNull(name, "name");
+    if (name.isBlank()) {
+      throw new IllegalArgumentException("the worker name is blank");
+    }
+    model = model == null || model.isBlank() ? null : model;
+    authKey = authKey == null || authKey.isEmpty() ? null : authKey;
+    Objects.requireNonNull(tokenizer, "tokenizer");
+    Objects.requireNonNull(requestTimeout, "requestTimeout");
+    if (requestTimeout.isNegative() || requestTimeout.isZero()) {
+      throw new IllegalArgumentException("requestTimeout must be positive: " + requestTimeout);
+    }
+    if (defaultMaxTokens <= 0) {
+      throw new IllegalArgumentException("defaultMaxTokens must be positive: " + defaultMaxTokens);
+    }
+  }
+
+  /** Named {@value #DEFAULT_NAME}, any model, no key, cl100k_base, 600 s, 128 tokens. */
+  public static WorkerSettings defaults() {
+    return new WorkerSettings(DEFAULT_NAME, null, null, DEFAULT_TOKENIZER, DEFAULT_REQUEST_TIMEOUT, DEFAULT_MAX_TOKENS);
+  }
+
+  public WorkerSettings withName(String n) {
+    return new WorkerSettings(n, model, authKey, tokenizer, requestTimeout, defaultMaxTokens);
+  }
+
+  public WorkerSettings withModel(String m) {
+    return new WorkerSettings(name, m, authKey, tokenizer, requestTimeout, defaultMaxTokens);
+  }
+
+  public WorkerSettings withAuthKey(String key) {
+    return new WorkerSettings(name, model, key, tokenizer, requestTimeout, defaultMaxTokens);
+  }
+
+  public WorkerSettings withTokenizer(String t) {
+    return new WorkerSettings(name, model, authKey, t, requestTimeout, defaultMaxTokens);
+  }
+
+  public WorkerSettings withRequestTimeout(Duration d) {
+    return new WorkerSettings(name, model, authKey, tokenizer, d, defaultMaxTokens);
+  }
+
+  /** Never shows the auth key. */
+  @Override
+  public String toString() {
+    return "WorkerSettings[name=" + name + ", model=" + (model == null ? "any" : model) + ", authKey="
+        + (authKey == null ? "none" : "***") + ", tokenizer=" + tokenizer + ", requestTimeout=" + requestTimeout
+        + ", defaultMaxTokens=" + defaultMaxTokens + "]";
+  }
+}

@@ -1,0 +1,152 @@
+package dev.affinity.server.workermode;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code affinity worker} in a child JVM, started with this JVM's classpath. The worker listens on a
+ * free port (--port 0) and prints it; {@link #awaitReady} waits for that line and for {@code /health}.
+ * Output is kept (the last lines) for failure messages. {@link #kill()} is SIGKILL.
+ */
+final class WorkerProcess implements AutoCloseable {
+  private static final Pattern LISTENING = Pattern.compile("listening on http://[^:]+:(\\d+)");
+  private static final int KEPT_LINES = 200;
+
+  private final String name;
+  private final Process process;
+  private final CompletableFuture<Integer> port = new CompletableFuture<>();
+  private final Deque<String> output = new ArrayDeque<>();
+
+  private WorkerProcess(String name, Process process) {
+    this.name = name;
+    this.process = process;
+    Thread reader = new Thread(this::readOutput, "worker-process-" + name);
+    reader.setDaemon(true);
+    reader.start();
+  }
+
+  /** Starts {@code affinity worker --host 127.0.0.1 --port 0 --name NAME} plus {@code args}. */
+  static WorkerProcess start(String name, String... args) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("--enable-native-access=ALL-UNNAMED");
+    cmd.add("-Dorg.bytedeco.javacpp.maxPhysicalBytes=0");
+    cmd.add("-Dorg.bytedeco.javacpp.maxBytes=0");
+    cmd.add("-XX:TieredStopAtLevel=1"); // quick start; these workers live for seconds
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add("dev.affinity.server.cli.AffinityCli");
+    cmd.add("worker");
+    cmd.add("--host");
+    cmd.add("127.0.0.1");
+    cmd.add("--port");
+    cmd.add("0");
+    cmd.add("--name");
+    cmd.add(name);
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    return new WorkerProcess(name, p);
+  }
+
+  private void readOutput() {
+    try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+      for (String line = r.readLine(); line != null; line = r.readLine()) {
+        synchronized (output) {
+          output.addLast(line);
+          if (output.size() > KEPT_LINES) {
+            output.removeFirst();
+          }
+        }
+        Matcher m = LISTENING.matcher(line);
+        if (!port.isDone() && m.find()) {
+          port.complete(Integer.parseInt(m.group(1)));
+        }
+      }
+    } catch (IOException e) {
+      // the process went away
+    }
+    port.completeExceptionally(new IllegalStateException("worker " + name + " exited before listening"));
+  }
+
+  /** Waits for the port line and a 200 from {@code /health}; fails with the process output. */
+  void awaitReady(HttpClient http, Duration within) throws Exception {
+    long deadline = System.nanoTime() + within.toNanos();
+    try {
+      port.get(within.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException | java.util.concurrent.ExecutionException e) {
+      throw new AssertionError("worker " + name + " did not start: " + e + "\n" + output(), e);
+    }
+    while (true) {
+      try {
+        HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create(url() + "/health"))
+            .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.discarding());
+        if (r.statusCode() == 200) {
+          return;
+        }
+      } catch (IOException e) {
+        // not yet
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("worker " + name + " never became healthy\n" + output());
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  int port() {
+    return port.join();
+  }
+
+  String url() {
+    return "http://127.0.0.1:" + port();
+  }
+
+  /** {@code host:port}, the id a frontend gives this worker. */
+  String id() {
+    return "127.0.0.1:" + port();
+  }
+
+  String name() {
+    return name;
+  }
+
+  boolean isAlive() {
+    return process.isAlive();
+  }
+
+  /** SIGKILL, then waits for the process to be gone. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(10, TimeUnit.SECONDS);
+  }
+
+  String output() {
+    synchronized (output) {
+      return "---- " + name + " output ----\n" + String.join("\n", output);
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    if (process.isAlive()) {
+      kill();
+    }
+  }
+}

@@ -1,0 +1,445 @@
+package dev.affinity.server.workermode;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.executor.KvEvent;
+import dev.affinity.executor.KvEventType;
+import dev.affinity.kv.HashAlgorithm;
+import dev.affinity.protocol.ChatCompletionStreamResponse;
+import dev.affinity.protocol.CompletionResponse;
+import dev.affinity.protocol.CompletionStreamResponse;
+import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.InternalAuth;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.server.http.AccessLog;
+import dev.affinity.server.http.AccessRecord;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.worker.HttpWorker;
+import dev.affinity.server.worker.HttpWorkerSettings;
+import dev.affinity.server.worker.RecordingListener;
+import dev.affinity.server.worker.WorkerExtensions;
+import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerInfo;
+import dev.affinity.worker.WorkerReport;
+import dev.affinity.worker.WorkerRequest;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Worker mode in process: {@link WorkerServer}s on port 0 in this JVM, driven over real HTTP by the
+ * {@link HttpWorker} an Affinity frontend uses.
+ */
+class WorkerServerTest {
+  static final ProtocolCodec CODEC = new ProtocolCodec();
+  static final String KEY = "worker-test-key";
+  static final Duration LONG = Duration.ofSeconds(30);
+  /**
+   * Small blocks, 20x faster than modelled time; contexts held 30 s of executor time, i.e. 1.5 s of wall
+   * time (the hold timeout runs on the executor's clock).
+   */
+  static final String CONFIG = """
+      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 30000}""";
+  /** 40 token ids: two full blocks of 16 are stored after prefill (the last prompt token is never cached). */
+  static final String PROMPT = java.util.stream.IntStream.rangeClosed(1, 40).mapToObj(Integer::toString)
+      .collect(java.util.stream.Collectors.joining(",", "[", "]"));
+  static final long BASE_ID = (1L << 40) + 1000;
+
+  private final List<AutoCloseable> open = new ArrayList<>();
+  private final List<RecordingListener> listeners = new ArrayList<>();
+  private long nextId = BASE_ID;
+
+  @AfterEach
+  void close() throws Exception {
+    for (int i = open.size() - 1; i >= 0; i--) {
+      open.get(i).close();
+    }
+    listeners.forEach(RecordingListener::assertContract);
+  }
+
+  WorkerServer worker(String name, String config, String key) throws Exception {
+    return worker(name, config, key, AccessLog.none());
+  }
+
+  WorkerServer worker(String name, String config, String key, AccessLog log) throws Exception {
+    WorkerServer w = WorkerServer.start(config, WorkerSettings.defaults().withName(name).withAuthKey(key),
+        FrontendOptions.defaults().withAccessLog(log), "test");
+    open.add(w);
+    return w;
+  }
+
+  HttpWorker client(WorkerServer w, String key) throws Exception {
+    HttpWorker h = HttpWorker.connect(HttpWorkerSettings.of("127.0.0.1:" + w.port()).withAuthKey(key), CODEC);
+    open.add(h);
+    return h;
+  }
+
+  RecordingListener listener() {
+    RecordingListener l = new RecordingListener();
+    listeners.add(l);
+    return l;
+  }
+
+  static OpenAiRequest completion(String json) {
+    return CODEC.parseCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  static OpenAiRequest chat(String json) {
+    return CODEC.parseChatCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** A context-only leg as the orchestration builds it. */
+  OpenAiRequest contextLeg(String conversation, int maxTokens) {
+    return completion("""
+        {"model": "m", "prompt": %s, "max_tokens": %d, "conversation_params": {"conversation_id": "%s"},
+         "disaggregated_params": {"request_type": "context_only", "disagg_request_id": %d}}"""
+        .formatted(PROMPT, maxTokens, conversation, nextId++));
+  }
+
+  /** The generation leg of a context response, as the orchestration builds it. */
+  static OpenAiRequest generationLeg(OpenAiRequest client, OpenAiResponse ctx) {
+    DisaggregatedParams p = ctx.firstDisaggregatedParams().orElseThrow().toBuilder()
+        .requestType(DisaggRequestType.GENERATION_ONLY).ctxUsage(ctx.usage()).build();
+    return client.withDisaggregatedParams(p).withPromptTokenIds(ctx.promptTokenIds());
+  }
+
+  static long id(OpenAiRequest r) {
+    return r.disaggregatedParams() == null ? 1 : r.disaggregatedParams().disaggRequestId();
+  }
+
+  RecordingListener send(HttpWorker h, OpenAiRequest body, String affinity, int rankHint) {
+    RecordingListener l = listener();
+    h.send(new WorkerRequest(id(body), body, affinity, rankHint, LONG), l);
+    return l;
+  }
+
+  static long usedBlocks(WorkerServer w) {
+    long used = 0;
+    for (int r = 0; r < w.executor().numRanks(); r++) {
+      used += w.executor().kvCacheStats(r).usedNumBlocks();
+    }
+    return used;
+  }
+
+  /** Waits for a condition the worker reaches on its own (a bound for a broken build, not a timing assertion). */
+  static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "timed out waiting: " + what);
+      Thread.sleep(20);
+    }
+  }
+
+  static HttpResponse<String> post(WorkerServer w, String path, String body, String... headers) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + w.port() + path))
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+    for (int i = 0; i < headers.length; i += 2) {
+      b.header(headers[i], headers[i + 1]);
+    }
+    try (HttpClientHolder c = new HttpClientHolder()) {
+      return c.client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+  }
+
+  /** A JDK client closed after use where the JDK can (21+). */
+  static final class HttpClientHolder implements AutoCloseable {
+    final HttpClient client = HttpClient.newHttpClient();
+
+    @Override
+    public void close() throws Exception {
+      if (client instanceof AutoCloseable c) {
+        c.close();
+      }
+    }
+  }
+
+  // ---- /server_info, /health ----
+
+  @Test
+  void aFrontendAdoptsTheWorkersInfoWithVisibleRanks() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    assertEquals(new WorkerInfo(16, HashAlgorithm.V1_BLOCK_KEY, 2, true, 64), h.info());
+    assertEquals(2, h.info().routableRanks());
+    JsonNode ext = h.serverInfo().get(WorkerExtensions.SERVER_INFO_KEY);
+    assertEquals("ctx-a", ext.get("name").asText());
+    assertEquals("sim", ext.get("backend").asText());
+    assertTrue(h.checkHealth());
+
+    w.worker().close(); // the executor is gone: unhealthy, and requests get 503
+    assertFalse(h.checkHealth());
+  }
+
+  // ---- rank hint ----
+
+  @Test
+  void theRankHintIsHonouredWhenTheRankHasRoom() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    for (int rank : new int[] {1, 0, 1, 1}) {
+      RecordingListener l = send(h, contextLeg("conv-" + rank, 8), null, rank);
+      WorkerReport report = l.awaitReport();
+      assertEquals(rank, report.rank(), "the executor ran the leg on the hinted rank");
+      CompletionResponse r = assertInstanceOf(CompletionResponse.class, l.response());
+      assertEquals(rank, r.firstDisaggregatedParams().orElseThrow().ctxDpRank());
+      assertEquals(40, r.promptTokenIds().size(), "context responses carry prompt_token_ids");
+      assertEquals(40, report.promptTokens());
+    }
+  }
+
+  @Test
+  void aBadRankHintIsIgnoredAndTheWorkerPicksTheRank() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    for (String hint : new String[] {"7", "-3", "one"}) {
+      HttpResponse<String> r = post(w, "/v1/completions", CODEC.toJsonString(contextLeg("c", 4)),
+          WorkerExtensions.RANK_HINT_HEADER, hint);
+      assertEquals(200, r.statusCode(), r.body());
+    }
+  }
+
+  // ---- context → generation through two workers ----
+
+  @Test
+  void aContextLegThenAGenerationLegOnAnotherWorkerStreamWhatTheAggregatedRequestWould() throws Exception {
+    WorkerServer ctxServer = worker("ctx-a", CONFIG, KEY);
+    WorkerServer genServer = worker("gen-a", CONFIG, KEY);
+    WorkerServer aggServer = worker("agg-a", CONFIG, KEY);
+    HttpWorker ctx = client(ctxServer, KEY);
+    HttpWorker gen = client(genServer, KEY);
+    HttpWorker agg = client(aggServer, KEY);
+
+    OpenAiRequest client = completion("""
+        {"model": "m", "prompt": %s, "max_tokens": 12, "stream": true, "stream_options": {"include_usage": true},
+         "conversation_params": {"conversation_id": "conv-1"}}""".formatted(PROMPT));
+    long id = nextId++;
+    OpenAiRequest ctxBody = client.withoutStreaming().withDisaggregatedParams(
+        DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY).disaggRequestId(id).build());
+    RecordingListener c = send(ctx, ctxBody, null, 1);
+    assertEquals(1, c.awaitReport().rank());
+    OpenAiResponse ctxResponse = c.response();
+    assertEquals("length", ctxResponse.firstFinishReason().orElseThrow());
+    assertTrue(usedBlocks(ctxServer) > 0, "the context's KV is held for its generation leg");
+
+    RecordingListener g = send(gen, generationLeg(client, ctxResponse), null, 0);
+    WorkerReport report = g.awaitReport();
+    assertEquals(0, report.rank() < 0 ? 0 : report.rank());
+    List<OpenAiStreamChunk> chunks = g.chunks();
+    assertFalse(chunks.isEmpty());
+    CompletionStreamResponse last = (CompletionStreamResponse) chunks.get(chunks.size() - 1);
+    assertEquals("length", last.choices().get(0).finishReason());
+    assertEquals(40, last.usage().promptTokens());
+    assertEquals(0, usedBlocks(ctxServer), "in one process the pull frees the context's KV at once");
+    await(() -> usedBlocks(genServer) == 0, "the generation leg's KV is released");
+
+    // the same request aggregated on a third worker: the same tokens, so the same text
+    OpenAiRequest aggBody = client.withDisaggregatedParams(
+        DisaggregatedParams.builder(DisaggRequestType.CONTEXT_AND_GENERATION).disaggRequestId(id).build());
+    RecordingListener a = send(agg, aggBody, null, -1);
+    a.awaitReport();
+    assertEquals(text(a.chunks()), text(chunks), "the generation leg streams every token, the first included");
+    assertTrue(text(chunks).startsWith(text(ctxResponse)), "the context leg's one token comes first");
+  }
+
+  static String text(List<OpenAiStreamChunk> chunks) {
+    StringBuilder sb = new StringBuilder();
+    for (OpenAiStreamChunk chunk : chunks) {
+      if (chunk instanceof CompletionStreamResponse c && !c.choices().isEmpty()) {
+        sb.append(c.choices().get(0).text());
+      }
+    }
+    return sb.toString();
+  }
+
+  static String text(OpenAiResponse r) {
+    return ((CompletionResponse) r).choices().get(0).text();
+  }
+
+  @Test
+  void aHeldContextIsFreedOnItsOwnTimeoutAndItsGenerationLegThenFailsRetryably() throws Exception {
+    WorkerServer ctxServer = worker("ctx-a", CONFIG, KEY);
+    WorkerServer genServer = worker("gen-a", CONFIG, KEY);
+    HttpWorker ctx = client(ctxServer, KEY);
+    HttpWorker gen = client(genServer, KEY);
+    OpenAiRequest ctxBody = contextLeg("conv-1", 8);
+    RecordingListener c = send(ctx, ctxBody, null, -1);
+    c.awaitReport();
+    assertTrue(usedBlocks(ctxServer) > 0, "held for the generation leg");
+    await(() -> usedBlocks(ctxServer) == 0, "context_hold_timeout_ms frees the held KV");
+
+    RecordingListener g = send(gen, generationLeg(ctxBody.withDisaggregatedParams(null), c.response()), null, -1);
+    WorkerFailure f = g.awaitFailure();
+    assertEquals(WorkerFailure.Kind.SERVER_ERROR, f.kind(), f.toString());
+    assertEquals(502, f.status());
+    assertTrue(f.message().contains("expired"), f.message());
+    assertTrue(f.retryable(), "the frontend retries from the context leg");
+  }
+
+  // ---- KV events ----
+
+  @Test
+  void kvEventsAreDrainedThroughKvCacheEventsIntoTheSink() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    LinkedBlockingQueue<List<KvEvent>> sink = new LinkedBlockingQueue<>();
+    h.onKvEvents(sink::add);
+    assertEquals(2, h.pollKvEvents().get(10, TimeUnit.SECONDS), "one created event per rank");
+    assertEquals(List.of(0, 1), sink.poll().stream().map(KvEvent::rank).toList());
+
+    send(h, contextLeg("conv-1", 4), null, 1).awaitReport();
+    int n = h.pollKvEvents().get(10, TimeUnit.SECONDS);
+    assertTrue(n >= 1, "the prefilled blocks are stored");
+    List<KvEvent> batch = sink.poll();
+    KvEvent stored = batch.stream().filter(e -> e.type() == KvEventType.STORED).findFirst().orElseThrow();
+    assertEquals(1, stored.rank(), "events carry the rank that cached the blocks");
+    assertEquals(2, stored.blockHashes().length, "two full blocks of 16 tokens");
+    assertEquals(32, stored.tokens().length);
+    assertEquals(0, h.pollKvEvents().get(10, TimeUnit.SECONDS), "drained");
+  }
+
+  // ---- internal auth ----
+
+  @Test
+  void aGenerationLegWithABadOrMissingSignatureIsRefusedWith401() throws Exception {
+    WorkerServer ctxServer = worker("ctx-a", CONFIG, KEY);
+    WorkerServer genServer = worker("gen-a", CONFIG, KEY);
+    RecordingListener c = send(client(ctxServer, KEY), contextLeg("conv-1", 8), null, -1);
+    c.awaitReport();
+    OpenAiRequest genBody = generationLeg(contextLeg("conv-1", 8).withDisaggregatedParams(null), c.response());
+
+    for (String key : new String[] {"another-key", null}) {
+      RecordingListener g = send(client(genServer, key), genBody, null, -1);
+      WorkerFailure f = g.awaitFailure();
+      assertEquals(WorkerFailure.Kind.CLIENT_ERROR, f.kind(), f.toString());
+      assertEquals(401, f.status());
+      assertFalse(f.retryable());
+    }
+    HttpResponse<String> raw = post(genServer, "/v1/completions", CODEC.toJsonString(genBody),
+        InternalAuth.DISAGG_AUTH_HEADER, "sha256=00");
+    assertEquals(401, raw.statusCode());
+    assertEquals("authentication_error", CODEC.readTree(raw.body().getBytes(StandardCharsets.UTF_8))
+        .at("/error/type").asText());
+
+    RecordingListener ok = send(client(genServer, KEY), genBody, null, -1);
+    ok.awaitReport(); // signed with the shared key: served
+  }
+
+  @Test
+  void withoutAKeyHandOffStateIsAcceptedUnsigned() throws Exception {
+    WorkerServer ctxServer = worker("ctx-a", CONFIG, null);
+    WorkerServer genServer = worker("gen-a", CONFIG, null);
+    RecordingListener c = send(client(ctxServer, null), contextLeg("conv-1", 8), null, -1);
+    c.awaitReport();
+    OpenAiRequest genBody = generationLeg(contextLeg("conv-1", 8).withDisaggregatedParams(null), c.response());
+    send(client(genServer, null), genBody, null, -1).awaitReport();
+  }
+
+  @Test
+  void aSubAgentAffinityIdCountsOnlyWhenItsSignatureVerifies() throws Exception {
+    String config = """
+        {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "adp_router": {"type": "conversation"}}""";
+    LinkedBlockingQueue<AccessRecord> log = new LinkedBlockingQueue<>();
+    WorkerServer w = worker("ctx-a", config, KEY, log::add);
+    HttpWorker signed = client(w, KEY);
+    HttpWorker wrongKey = client(w, "another-key");
+    // "solo" is bound to rank 0 and the parent to rank 1 (a hint on a first turn becomes the binding)
+    assertEquals(0, send(signed, contextLeg("solo", 4), null, 0).awaitReport().rank());
+    assertEquals(1, send(signed, contextLeg("child-1", 4), "parent", 1).awaitReport().rank());
+
+    assertEquals(1, send(signed, contextLeg("solo", 4), "parent", -1).awaitReport().rank(),
+        "a verified affinity id is the rank key");
+    assertEquals(0, send(wrongKey, contextLeg("solo", 4), "parent", -1).awaitReport().rank(),
+        "a wrongly signed one is ignored: the own conversation id is the key");
+    OpenAiRequest aggregated = contextLeg("solo", 4).withDisaggregatedParams(
+        DisaggregatedParams.builder(DisaggRequestType.CONTEXT_AND_GENERATION).disaggRequestId(nextId++).build());
+    send(signed, aggregated, "parent", -1).awaitReport();
+    AccessRecord last = null;
+    for (AccessRecord r = log.poll(10, TimeUnit.SECONDS); r != null; r = log.poll()) {
+      last = r;
+    }
+    assertNotNull(last);
+    assertEquals(aggregated.disaggregatedParams().disaggRequestId(), last.requestId());
+    assertEquals(0, last.ctxRank(), "neither context_only nor generation_only: ignored, like an aggregated server"
+        + " (the worker's access log shows the rank it ran on)");
+    assertNull(last.affinity());
+  }
+
+  // ---- streaming and the trtllm-serve contract ----
+
+  @Test
+  void aggregatedRequestsStreamAsServerSentEvents() throws Exception {
+    WorkerServer w = worker("agg-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    RecordingListener l = send(h, chat("""
+        {"model": "m", "messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 6, "stream": true}"""),
+        null, 1);
+    l.awaitReport();
+    List<OpenAiStreamChunk> chunks = l.chunks();
+    assertEquals(6, chunks.size(), "one chunk per token");
+    ChatCompletionStreamResponse first = assertInstanceOf(ChatCompletionStreamResponse.class, chunks.get(0));
+    assertEquals("assistant", first.choices().get(0).delta().role());
+    assertEquals("length", ((ChatCompletionStreamResponse) chunks.get(5)).choices().get(0).finishReason());
+
+    HttpResponse<String> raw = post(w, "/v1/completions",
+        "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 3, \"stream\": true}");
+    assertEquals(200, raw.statusCode());
+    assertTrue(raw.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));
+    assertTrue(raw.body().endsWith("data: [DONE]\n\n"), raw.body());
+  }
+
+  @Test
+  void legsAnAffinityWorkerCannotServeAreRefusedWith400() throws Exception {
+    WorkerServer w = worker("gen-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    OpenAiRequest generationFirst = completion("""
+        {"model": "m", "prompt": "hi", "max_tokens": 3,
+         "disaggregated_params": {"request_type": "generation_only", "ctx_request_id": 5, "disagg_request_id": 5,
+           "schedule_style": 1}}""");
+    OpenAiRequest streamedContext = completion("""
+        {"model": "m", "prompt": "hi", "max_tokens": 3, "stream": true,
+         "disaggregated_params": {"request_type": "context_only", "disagg_request_id": 6}}""");
+    for (OpenAiRequest body : List.of(generationFirst, streamedContext)) {
+      WorkerFailure f = send(h, body, null, -1).awaitFailure();
+      assertEquals(400, f.status(), f.toString());
+    }
+    assertEquals(400, post(w, "/v1/completions", "{").statusCode(), "the frontend's own checks apply");
+  }
+
+  @Test
+  void aWorkerWithAModelNameServesOnlyThatModel() throws Exception {
+    WorkerServer w = WorkerServer.start(CONFIG, WorkerSettings.defaults().withModel("m"),
+        FrontendOptions.defaults().withAccessLog(AccessLog.none()), "test");
+    open.add(w);
+    assertEquals(404, post(w, "/v1/completions", "{\"model\": \"other\", \"prompt\": \"hi\"}").statusCode());
+    assertEquals(200, post(w, "/v1/completions", "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 2}")
+        .statusCode());
+  }
+
+  @Test
+  void aClosedExecutorAnswers503() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    w.worker().close();
+    HttpResponse<String> r = post(w, "/v1/completions", CODEC.toJsonString(contextLeg("c", 4)));
+    assertEquals(503, r.statusCode(), r.body());
+    assertNotNull(r.body());
+  }
+}
