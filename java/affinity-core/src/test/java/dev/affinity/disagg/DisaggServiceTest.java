@@ -380,6 +380,46 @@ class DisaggServiceTest {
   }
 
   @Test
+  void conditionalDisaggregationLetsAGenerationWorkerWithTheCachedPrefixServeAlone() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    ctxRouter = new RecordingRouter(new RouterFactory().create(new dev.affinity.config.RouterConfig("round_robin",
+        dev.affinity.config.Location.unknown("t"), Map.of(), Map.of()), "context_servers", RouterContext.of(Fleet.CONTEXT)));
+    RouterContext genCtx = RouterContext.of(Fleet.GENERATION);
+    genRouter = new RecordingRouter(new RouterFactory().create(new dev.affinity.config.RouterConfig("kv_cache_aware",
+        dev.affinity.config.Location.unknown("t"), Map.of(), Map.of()), "generation_servers", genCtx));
+    ctxRouter.addWorker(c);
+    genRouter.addWorker(g);
+    int[] prompt = new int[101];
+    for (int i = 0; i < prompt.length; i++) {
+      prompt[i] = 1000 + i;
+    }
+    ConversationResolver resolver = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
+        Optional.empty(), SubagentScope.CONTEXT));
+    service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, Duration.ofSeconds(30), 16),
+        ctxRouter, genRouter, resolver, new ClientRequestGuard(false), new RequestIds(1, 0, clock::get), scheduler, r -> prompt);
+
+    // nothing cached on the generation worker: context leg first, then the reserved generation worker
+    RecordingSink cold = new RecordingSink();
+    service.handle(completion(false), headers(), cold);
+    assertEquals(List.of("respond"), cold.events);
+    assertEquals(1, c.received.size());
+    assertEquals(DisaggRequestType.GENERATION_ONLY, g.received.get(0).body().disaggregatedParams().requestType());
+    assertEquals(1, genRouter.keys.size(), "the generation worker was chosen once, before the context leg");
+
+    // the generation worker holds all but 4 of the prompt's tokens (block size 4): it serves alone
+    long[] keys = new dev.affinity.kv.BlockHasher(dev.affinity.kv.HashAlgorithm.V1_BLOCK_KEY, 4).keys(prompt, null);
+    genCtx.prefixIndex().store(genCtx.prefixIndex().location("gen0", 0), keys, 0, keys.length - 1);
+    RecordingSink warm = new RecordingSink();
+    service.handle(completion(false), headers(), warm);
+    assertEquals(List.of("respond"), warm.events);
+    assertEquals(1, c.received.size(), "no context leg this time");
+    OpenAiRequest alone = g.received.get(1).body();
+    assertNull(alone.disaggregatedParams(), "an aggregated request on the generation worker");
+    assertAllReleased();
+  }
+
+  @Test
   void requestIdsAreSnowflakesAboveTheLocalRange() {
     RequestIds ids = new RequestIds(17, 3, () -> 123_456L);
     long a = ids.next();
