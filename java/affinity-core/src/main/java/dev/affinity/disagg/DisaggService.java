@@ -147,7 +147,8 @@ public final class DisaggService implements CompletionHandler {
       tokens = tokenizer.tokenize(client);
       synchronized (lock) {
         requestId = ids.next();
-        route = RouteInfo.empty(requestId).withConversation(resolution.conversationId(), resolution.affinityId());
+        route = RouteInfo.empty(requestId).withConversation(resolution.conversationId(), resolution.affinityId())
+            .withKeys(resolution.routingKey(Fleet.CONTEXT, settings.scope()), resolution.routingKey(Fleet.GENERATION, settings.scope()));
         cancelTimeout = scheduler.schedule(this::onTimeout, settings.requestTimeout());
       }
       sink.onDisconnect(this::onDisconnect);
@@ -386,7 +387,8 @@ public final class DisaggService implements CompletionHandler {
           requestId = ids.next();  // re-issued so that the worker never sees the id twice
           releaseHeldContext();
           cancelCalls();  // the other leg of the failed attempt (generation-first); it is now stale
-          route = new RouteInfo(requestId, null, -1, null, -1, resolution.conversationId(), resolution.affinityId(), -1, retries);
+          route = new RouteInfo(requestId, null, -1, null, -1, resolution.conversationId(), resolution.affinityId(), -1, retries,
+              resolution.routingKey(Fleet.CONTEXT, settings.scope()), resolution.routingKey(Fleet.GENERATION, settings.scope()));
           releaseReserved();
           if (settings.conditional()) {
             conditionalStart();

@@ -6,7 +6,8 @@ import java.util.StringJoiner;
  * Where a request ran and what the executors reported (not what the routers planned): the context
  * and generation workers and their attention-DP ranks (-1 unknown), the own conversation id, the
  * sub-agent affinity id (null for none), prompt tokens served from the context worker's cache (-1
- * unknown) and the retries spent. Rendered as the {@code x-affinity-route} header.
+ * unknown), the retries spent, and the routing keys the two fleets used. Rendered as the
+ * {@code x-affinity-route} header (without the keys, which the access log carries).
  */
 public record RouteInfo(
     long requestId,
@@ -17,10 +18,12 @@ public record RouteInfo(
     String conversationId,
     String affinityId,
     int reusedTokens,
-    int retries) {
+    int retries,
+    String ctxKey,
+    String genKey) {
 
   public static RouteInfo empty(long requestId) {
-    return new RouteInfo(requestId, null, -1, null, -1, null, null, -1, 0);
+    return new RouteInfo(requestId, null, -1, null, -1, null, null, -1, 0, null, null);
   }
 
   /** {@code ctx=...; ctx_rank=...; gen=...; gen_rank=...; conversation=...; affinity=...; reused=...}, unknown parts left out. */
@@ -51,18 +54,23 @@ public record RouteInfo(
   }
 
   public RouteInfo withContext(String worker, int rank, int reused) {
-    return new RouteInfo(requestId, worker, rank, genWorker, genRank, conversationId, affinityId, reused, retries);
+    return new RouteInfo(requestId, worker, rank, genWorker, genRank, conversationId, affinityId, reused, retries, ctxKey, genKey);
   }
 
   public RouteInfo withGeneration(String worker, int rank) {
-    return new RouteInfo(requestId, ctxWorker, ctxRank, worker, rank, conversationId, affinityId, reusedTokens, retries);
+    return new RouteInfo(requestId, ctxWorker, ctxRank, worker, rank, conversationId, affinityId, reusedTokens, retries, ctxKey, genKey);
   }
 
   public RouteInfo withConversation(String conversation, String affinity) {
-    return new RouteInfo(requestId, ctxWorker, ctxRank, genWorker, genRank, conversation, affinity, reusedTokens, retries);
+    return new RouteInfo(requestId, ctxWorker, ctxRank, genWorker, genRank, conversation, affinity, reusedTokens, retries, ctxKey, genKey);
+  }
+
+  public RouteInfo withKeys(String ctx, String gen) {
+    return new RouteInfo(requestId, ctxWorker, ctxRank, genWorker, genRank, conversationId, affinityId, reusedTokens, retries,
+        ctx, gen);
   }
 
   public RouteInfo withRetries(int n) {
-    return new RouteInfo(requestId, ctxWorker, ctxRank, genWorker, genRank, conversationId, affinityId, reusedTokens, n);
+    return new RouteInfo(requestId, ctxWorker, ctxRank, genWorker, genRank, conversationId, affinityId, reusedTokens, n, ctxKey, genKey);
   }
 }

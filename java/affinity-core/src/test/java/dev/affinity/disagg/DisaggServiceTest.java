@@ -231,6 +231,8 @@ class DisaggServiceTest {
     service.handle(completion(false), headers("x-session-id", "child", PARENT, "parent"), sink);
     assertEquals(List.of(ctxKey), ctxRouter.keys);
     assertEquals(List.of(genKey), genRouter.keys);
+    assertEquals(ctxKey, sink.route.ctxKey(), "the route records the keys the routers received");
+    assertEquals(genKey, sink.route.genKey());
     assertEquals("parent", c.received.get(0).affinityId(), "the context leg carries the affinity id");
     assertEquals(scope == SubagentScope.BOTH ? "parent" : null, g.received.get(0).affinityId());
     assertEquals("child", c.received.get(0).body().conversationParams().conversationId(), "the own id is never rewritten");

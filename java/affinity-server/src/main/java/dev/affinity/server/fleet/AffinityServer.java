@@ -91,12 +91,14 @@ public final class AffinityServer implements AutoCloseable {
           workers.add(w);
           router.addWorker(w);
           w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+          registerWorkerGauges(w);
         }
       } else {
         RemoteWorkers.connect(section, config, new dev.affinity.protocol.ProtocolCodec(), router, background, w -> {
           synchronized (workers) {
             workers.add(w);
           }
+          registerWorkerGauges(w);
         });
       }
     }
@@ -116,11 +118,19 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
-    for (NativeWorker w : natives) {
-      Gauge.builder("affinity_worker_prefix_hit_ratio", w, x -> x.executor().iterationStats().prefixHitRatio())
-          .tag("worker", w.id()).register(registry);
-    }
     frontend = FrontendServer.start(options, new Backend(), registry);
+  }
+
+  /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
+  private void registerWorkerGauges(Worker w) {
+    if (w instanceof NativeWorker n) {
+      Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
+          .tag("worker", w.id()).register(registry);
+      Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
+          .tag("worker", w.id()).register(registry);
+    } else if (w instanceof dev.affinity.server.worker.HttpWorker h) {
+      Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry);
+    }
   }
 
   private Router router(RouterFactory factory, ServerSection section, Fleet fleet) {

@@ -49,6 +49,8 @@ public record AccessRecord(
     @JsonProperty("stream") Boolean stream,
     @JsonProperty("conversation") String conversation,
     @JsonProperty("affinity") String affinity,
+    @JsonProperty("ctx_key") String ctxKey,
+    @JsonProperty("gen_key") String genKey,
     @JsonProperty("ctx_worker") String ctxWorker,
     @JsonProperty("ctx_rank") Integer ctxRank,
     @JsonProperty("gen_worker") String genWorker,

@@ -423,6 +423,8 @@ final class Exchange implements ClientSink {
         stream,
         r == null ? null : r.conversationId(),
         r == null ? null : r.affinityId(),
+        r == null ? null : r.ctxKey(),
+        r == null ? null : r.genKey(),
         r == null ? null : r.ctxWorker(),
         r == null || r.ctxRank() < 0 ? null : r.ctxRank(),
         r == null ? null : r.genWorker(),

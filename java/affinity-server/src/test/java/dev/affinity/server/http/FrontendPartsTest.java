@@ -72,12 +72,13 @@ class FrontendPartsTest {
   @Test
   void accessRecordJsonHasSnakeCaseKeysInOrder() throws Exception {
     AccessRecord r = new AccessRecord("2026-01-01T00:00:00Z", 7, "POST", "/v1/completions", 200, "ok", "m", true,
-        "c", null, "ctx", 0, "gen", 1, 16, 1.5, 2.25, 0, 99, "127.0.0.1:5", null);
+        "c", null, "c", "c", "ctx", 0, "gen", 1, 16, 1.5, 2.25, 0, 99, "127.0.0.1:5", null);
     String json = r.toJson();
     assertTrue(json.startsWith("{\"time\":\"2026-01-01T00:00:00Z\",\"request_id\":7,\"method\":\"POST\""), json);
     JsonNode n = new ObjectMapper().readTree(json);
     assertTrue(n.get("affinity").isNull());
     assertEquals(16, n.get("reused_tokens").asInt());
+    assertEquals("c", n.get("ctx_key").asText(), "the routing keys are logged");
     assertEquals(1.5, n.get("ttft_ms").asDouble());
     assertEquals(99, n.get("bytes").asLong());
   }
@@ -86,8 +87,8 @@ class FrontendPartsTest {
   void fileAccessLogAppendsJsonLines() throws Exception {
     Path file = dir.resolve("logs/access.jsonl");
     AccessLog log = AccessLog.forSetting(Optional.of(file.toString()));
-    AccessRecord r = new AccessRecord("t", 1, "GET", "/health", 200, "ok", null, null, null, null, null, null, null,
-        null, null, null, 0.5, 0, 0, "-", null);
+    AccessRecord r = new AccessRecord("t", 1, "GET", "/health", 200, "ok", null, null, null, null, null, null, null, null,
+        null, null, null, null, 0.5, 0, 0, "-", null);
     log.log(r);
     log.log(r);
     log.close();
