@@ -201,6 +201,14 @@ public final class DisaggService implements CompletionHandler {
       return tokens != null && !hasIds ? body.withPromptTokenIds(TokenIds.of(tokens)) : body;
     }
 
+    /**
+     * Each leg gets an equal share of the request's budget, so that a stalled worker times out while
+     * there is still time to retry elsewhere.
+     */
+    private java.time.Duration legTimeout() {
+      return settings.requestTimeout().dividedBy(settings.maxRetries() + 1L);
+    }
+
     private DisaggScheduleStyle style() {
       return settings.scheduleStyle() == ScheduleStyle.GENERATION_FIRST
           ? DisaggScheduleStyle.GENERATION_FIRST : DisaggScheduleStyle.CONTEXT_FIRST;
@@ -234,7 +242,7 @@ public final class DisaggService implements CompletionHandler {
           .disaggRequestId(requestId).scheduleStyle(style()).conversationId(resolution.conversationId()).build();
       OpenAiRequest body = withTokens(client.withoutStreaming().withDisaggregatedParams(params)
           .withConversationParams(conversationParams()));
-      WorkerRequest wr = new WorkerRequest(requestId, body, affinityFor(Fleet.CONTEXT), sel.rank(), settings.requestTimeout());
+      WorkerRequest wr = new WorkerRequest(requestId, body, affinityFor(Fleet.CONTEXT), sel.rank(), legTimeout());
       long attempt = requestId;
       ctxCall = sel.worker().send(wr, new WorkerListener() {
         @Override
@@ -308,7 +316,7 @@ public final class DisaggService implements CompletionHandler {
     }
 
     private void sendGeneration(Selection sel, OpenAiRequest body) {
-      WorkerRequest wr = new WorkerRequest(requestId, body, affinityFor(Fleet.GENERATION), sel.rank(), settings.requestTimeout());
+      WorkerRequest wr = new WorkerRequest(requestId, body, affinityFor(Fleet.GENERATION), sel.rank(), legTimeout());
       long attempt = requestId;
       genResponse = null;
       genCall = sel.worker().send(wr, new WorkerListener() {
@@ -441,7 +449,7 @@ public final class DisaggService implements CompletionHandler {
           .conversationId(resolution.conversationId()).build();
       OpenAiRequest ctxBody = withTokens(client.withoutStreaming().withDisaggregatedParams(ctxParams)
           .withConversationParams(conversationParams()));
-      WorkerRequest wr = new WorkerRequest(requestId, ctxBody, affinityFor(Fleet.CONTEXT), c.rank(), settings.requestTimeout());
+      WorkerRequest wr = new WorkerRequest(requestId, ctxBody, affinityFor(Fleet.CONTEXT), c.rank(), legTimeout());
       ctxCall = c.worker().send(wr, new WorkerListener() {
         @Override
         public void onResponse(OpenAiResponse response) {

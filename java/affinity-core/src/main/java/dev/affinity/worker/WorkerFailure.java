@@ -34,9 +34,13 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
     message = message == null ? "" : message;
   }
 
-  /** Connection errors and 5xx are retried on another worker, never 4xx and never after the first streamed byte. */
+  /**
+   * Connection errors, 5xx and a stalled worker (its leg timed out) are retried on another worker;
+   * never 4xx and never after the first streamed byte.
+   */
   public boolean retryable() {
-    return !afterFirstByte && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR);
+    return !afterFirstByte
+        && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.TIMEOUT);
   }
 
   @Override

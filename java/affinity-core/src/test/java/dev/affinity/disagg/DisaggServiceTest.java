@@ -267,6 +267,21 @@ class DisaggServiceTest {
   }
 
   @Test
+  void aStalledWorkerTimesOutWithinItsShareOfTheBudgetAndIsRetriedElsewhere() {
+    ScriptedWorker stalled = new ScriptedWorker("ctxA", failing(WorkerFailure.Kind.TIMEOUT, 0));
+    ScriptedWorker good = new ScriptedWorker("ctxB", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(stalled, good), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    service.handle(completion(false), headers("x-session-id", "stall"), sink);
+    assertEquals(List.of("respond"), sink.events);
+    assertEquals(1, stalled.received.size(), "the stalled worker was tried first");
+    assertEquals("ctxB", sink.route.ctxWorker());
+    assertEquals(Duration.ofSeconds(10), good.received.get(0).timeout(), "30 s budget / (1 + max_retries 2)");
+    assertAllReleased();
+  }
+
+  @Test
   void clientErrorsAreNotRetriedAndRetriesAreBounded() {
     ScriptedWorker four = new ScriptedWorker("ctxA", failing(WorkerFailure.Kind.CLIENT_ERROR, 422));
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
