@@ -240,6 +240,16 @@ public final class DisaggService implements CompletionHandler {
       ctxResponse = null;
       DisaggregatedParams params = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
           .disaggRequestId(requestId).scheduleStyle(style()).conversationId(resolution.conversationId()).build();
+      sendContext(sel, params, this::onContextDone);
+    }
+
+    /** What a context leg does once its worker reports completion. */
+    private interface ContextDone {
+      void done(Selection sel, long attempt, WorkerReport report);
+    }
+
+    /** Sends the (never streamed) context leg; its response is kept for {@code onDone}. */
+    private void sendContext(Selection sel, DisaggregatedParams params, ContextDone onDone) {
       OpenAiRequest body = withTokens(client.withoutStreaming().withDisaggregatedParams(params)
           .withConversationParams(conversationParams()));
       WorkerRequest wr = new WorkerRequest(requestId, body, affinityFor(Fleet.CONTEXT), sel.rank(), legTimeout());
@@ -256,7 +266,7 @@ public final class DisaggService implements CompletionHandler {
 
         @Override
         public void onComplete(WorkerReport report) {
-          onContextDone(sel, attempt, report);
+          onDone.done(sel, attempt, report);
         }
 
         @Override
@@ -444,50 +454,37 @@ public final class DisaggService implements CompletionHandler {
           .conversationId(resolution.conversationId()).build();
       // The generation leg goes first (it waits for the KV); then the context leg.
       sendGeneration(g, withTokens(client.withDisaggregatedParams(genParams).withConversationParams(conversationParams())));
+      if (attempt != requestId) {
+        // The generation leg failed at once and the request was re-issued: this attempt's context leg is moot.
+        c.release(Outcome.CANCELLED);
+        return;
+      }
       DisaggregatedParams ctxParams = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
           .disaggRequestId(requestId).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
           .conversationId(resolution.conversationId()).build();
-      OpenAiRequest ctxBody = withTokens(client.withoutStreaming().withDisaggregatedParams(ctxParams)
-          .withConversationParams(conversationParams()));
-      WorkerRequest wr = new WorkerRequest(requestId, ctxBody, affinityFor(Fleet.CONTEXT), c.rank(), legTimeout());
-      ctxCall = c.worker().send(wr, new WorkerListener() {
-        @Override
-        public void onResponse(OpenAiResponse response) {
-          synchronized (lock) {
-            if (attempt == requestId) {
-              ctxResponse = response;
-            }
+      sendContext(c, ctxParams, this::onGenerationFirstContextDone);
+    }
+
+    private void onGenerationFirstContextDone(Selection c, long attempt, WorkerReport report) {
+      synchronized (lock) {
+        c.release(Outcome.SUCCESS);
+        if (done || attempt != requestId) {
+          return;
+        }
+        ctxCall = null;
+        route = route.withContext(c.worker().id(), report.rank() >= 0 ? report.rank() : c.rank(), report.reusedTokens());
+        Optional<String> finish = ctxResponse == null ? Optional.empty() : ctxResponse.firstFinishReason();
+        if (finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished")
+            && !streamStarted) {
+          // Finished in the context phase: the waiting generation leg is not needed.
+          WorkerCall gc = genCall;
+          genCall = null;
+          deliverWhole(ctxResponse.withoutDisaggregatedParams());
+          if (gc != null) {
+            gc.cancel();
           }
         }
-
-        @Override
-        public void onComplete(WorkerReport report) {
-          synchronized (lock) {
-            c.release(Outcome.SUCCESS);
-            if (done || attempt != requestId) {
-              return;
-            }
-            ctxCall = null;
-            route = route.withContext(c.worker().id(), report.rank() >= 0 ? report.rank() : c.rank(), report.reusedTokens());
-            Optional<String> finish = ctxResponse == null ? Optional.empty() : ctxResponse.firstFinishReason();
-            if (finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished")
-                && !streamStarted) {
-              // Finished in the context phase: the waiting generation leg is not needed.
-              WorkerCall gc = genCall;
-              genCall = null;
-              deliverWhole(ctxResponse.withoutDisaggregatedParams());
-              if (gc != null) {
-                gc.cancel();
-              }
-            }
-          }
-        }
-
-        @Override
-        public void onError(WorkerFailure failure) {
-          onLegFailed(c, attempt, failure, Fleet.CONTEXT);
-        }
-      });
+      }
     }
 
     private void conditionalStart() {
