@@ -1,0 +1,22 @@
+package dev.affinity.bench.trace;
+
+/** A trace line that cannot be read; the message names the source, the line and the field. */
+public final class TraceFormatException extends RuntimeException {
+  private final String source;
+  private final long line;
+
+  public TraceFormatException(String source, long line, String problem) {
+    super(source + ":" + line + ": " + problem);
+    this.source = source;
+    this.line = line;
+  }
+
+  public String source() {
+    return source;
+  }
+
+  /** 1-based line number. */
+  public long line() {
+    return line;
+  }
+}
