@@ -1,0 +1,22 @@
+package dev.affinity.bench.workload;
+
+import java.util.List;
+
+/**
+ * One LLM call of an agent: its prompt (as prefix-chained block ids), its output length, the gap
+ * before it (after the previous call's response, or after the sub-agents spawned by the previous
+ * call have all finished) and the sub-agents it spawns once its response is in.
+ *
+ * @param thinkBeforeMs gap before this call; for an agent's first call, 0
+ * @param inputLength   prompt tokens
+ * @param outputLength  tokens to generate
+ * @param hashIds       prefix-chained ids of {@code blockSize}-token blocks
+ * @param spawns        sub-agents started after this call's response (empty for most calls)
+ */
+public record AgentCall(double thinkBeforeMs, int inputLength, int outputLength, List<Long> hashIds,
+    List<AgentScript> spawns) {
+  public AgentCall {
+    hashIds = List.copyOf(hashIds);
+    spawns = List.copyOf(spawns);
+  }
+}
