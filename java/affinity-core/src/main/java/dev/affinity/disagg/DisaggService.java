@@ -243,9 +243,9 @@ public final class DisaggService implements CompletionHandler {
       sendContext(sel, params, this::onContextDone);
     }
 
-    /** What a context leg does once its worker reports completion. */
+    /** What a context leg of the current attempt does once its worker reports completion (under the lock). */
     private interface ContextDone {
-      void done(Selection sel, long attempt, WorkerReport report);
+      void done(Selection sel);
     }
 
     /** Sends the (never streamed) context leg; its response is kept for {@code onDone}. */
@@ -266,7 +266,15 @@ public final class DisaggService implements CompletionHandler {
 
         @Override
         public void onComplete(WorkerReport report) {
-          onDone.done(sel, attempt, report);
+          synchronized (lock) {
+            sel.release(Outcome.SUCCESS);
+            if (done || attempt != requestId) {
+              return;
+            }
+            ctxCall = null;
+            route = route.withContext(sel.worker().id(), servedRank(report, sel), report.reusedTokens());
+            onDone.done(sel);
+          }
         }
 
         @Override
@@ -276,39 +284,40 @@ public final class DisaggService implements CompletionHandler {
       });
     }
 
-    private void onContextDone(Selection sel, long attempt, WorkerReport report) {
-      synchronized (lock) {
-        sel.release(Outcome.SUCCESS);
-        if (done || attempt != requestId) {
-          return;
-        }
-        ctxCall = null;
-        route = route.withContext(sel.worker().id(), report.rank() >= 0 ? report.rank() : sel.rank(), report.reusedTokens());
-        if (ctxResponse == null) {
-          finishWithError(502, "context worker " + sel.worker().id() + " returned no response");
-          return;
-        }
-        Optional<String> finish = ctxResponse.firstFinishReason();
-        boolean needGen = finish.isEmpty() || finish.get().equals("length") || finish.get().equals("not_finished");
-        if (!needGen || ctxResponse.firstDisaggregatedParams().isEmpty()) {
-          // Finished in the context phase (e.g. EOS on the first token): the answer is complete.
-          deliverWhole(ctxResponse.withoutDisaggregatedParams());
-          return;
-        }
-        DisaggregatedParams ctxParams = ctxResponse.firstDisaggregatedParams().get();
-        heldContext = ctxParams;
-        heldContextWorker = sel.worker();
-        if (reservedGen != null) {
-          Selection g = reservedGen;
-          reservedGen = null;
+    private void onContextDone(Selection sel) {
+      if (ctxResponse == null) {
+        finishWithError(502, "context worker " + sel.worker().id() + " returned no response");
+        return;
+      }
+      if (finishedInContext(ctxResponse) || ctxResponse.firstDisaggregatedParams().isEmpty()) {
+        // Finished in the context phase (e.g. EOS on the first token): the answer is complete.
+        deliverWhole(ctxResponse.withoutDisaggregatedParams());
+        return;
+      }
+      DisaggregatedParams ctxParams = ctxResponse.firstDisaggregatedParams().get();
+      heldContext = ctxParams;
+      heldContextWorker = sel.worker();
+      if (reservedGen != null) {
+        Selection g = reservedGen;
+        reservedGen = null;
+        generationLeg(g, ctxParams);
+      } else {
+        Selection g = select(genRouter, Fleet.GENERATION, genExcluded);
+        if (g != null) {
           generationLeg(g, ctxParams);
-        } else {
-          Selection g = select(genRouter, Fleet.GENERATION, genExcluded);
-          if (g != null) {
-            generationLeg(g, ctxParams);
-          }
         }
       }
+    }
+
+    /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */
+    private static boolean finishedInContext(OpenAiResponse response) {
+      Optional<String> finish = response.firstFinishReason();
+      return finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished");
+    }
+
+    /** The rank the executor reports having served on, else the one the router chose. */
+    private static int servedRank(WorkerReport report, Selection sel) {
+      return report.rank() >= 0 ? report.rank() : sel.rank();
     }
 
     private void generationLeg(Selection sel, DisaggregatedParams ctxParams) {
@@ -363,7 +372,7 @@ public final class DisaggService implements CompletionHandler {
             }
             heldContext = null;
             genCall = null;
-            route = route.withGeneration(sel.worker().id(), report.rank() >= 0 ? report.rank() : sel.rank());
+            route = route.withGeneration(sel.worker().id(), servedRank(report, sel));
             if (client.isStreaming()) {
               if (!streamStarted) {
                 streamStarted = true;
@@ -465,24 +474,14 @@ public final class DisaggService implements CompletionHandler {
       sendContext(c, ctxParams, this::onGenerationFirstContextDone);
     }
 
-    private void onGenerationFirstContextDone(Selection c, long attempt, WorkerReport report) {
-      synchronized (lock) {
-        c.release(Outcome.SUCCESS);
-        if (done || attempt != requestId) {
-          return;
-        }
-        ctxCall = null;
-        route = route.withContext(c.worker().id(), report.rank() >= 0 ? report.rank() : c.rank(), report.reusedTokens());
-        Optional<String> finish = ctxResponse == null ? Optional.empty() : ctxResponse.firstFinishReason();
-        if (finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished")
-            && !streamStarted) {
-          // Finished in the context phase: the waiting generation leg is not needed.
-          WorkerCall gc = genCall;
-          genCall = null;
-          deliverWhole(ctxResponse.withoutDisaggregatedParams());
-          if (gc != null) {
-            gc.cancel();
-          }
+    private void onGenerationFirstContextDone(Selection c) {
+      if (ctxResponse != null && finishedInContext(ctxResponse) && !streamStarted) {
+        // Finished in the context phase: the waiting generation leg is not needed.
+        WorkerCall gc = genCall;
+        genCall = null;
+        deliverWhole(ctxResponse.withoutDisaggregatedParams());
+        if (gc != null) {
+          gc.cancel();
         }
       }
     }
