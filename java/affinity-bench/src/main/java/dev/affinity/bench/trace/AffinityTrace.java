@@ -84,14 +84,11 @@ public final class AffinityTrace {
       previous = arrival;
       String session = json.optionalString("session_id");
       String parent = json.optionalString("parent_session_id");
-      if (parent != null && session == null) {
-        throw json.error("field 'parent_session_id' needs a 'session_id'");
-      }
       int input = json.requiredInt("input_length", 1);
       int output = json.requiredInt("output_length", 1);
       int blockSize = json.requiredInt("block_size", 1);
-      List<Long> ids = json.hashIds("hash_ids", input, blockSize);
-      requests.add(new TraceRequest(arrival, session, parent, input, output, blockSize, ids));
+      List<Long> ids = json.requiredLongArray("hash_ids", 0);
+      requests.add(json.build(() -> new TraceRequest(arrival, session, parent, input, output, blockSize, ids)));
     }
     return requests;
   }

@@ -9,6 +9,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 
 /** Reads JSON Lines one object per line, with errors that name the source, line and field. */
 final class JsonLines {
@@ -114,15 +115,13 @@ final class JsonLines {
     return values;
   }
 
-  /** Prefix-chained block ids: integers >= 0, exactly {@code ceil(inputLength / blockSize)} of them. */
-  List<Long> hashIds(String field, int inputLength, int blockSize) {
-    List<Long> ids = requiredLongArray(field, 0);
-    int blocks = TraceRequest.blocksFor(inputLength, blockSize);
-    if (ids.size() != blocks) {
-      throw error("field '" + field + "' has " + ids.size() + " ids but input_length " + inputLength
-          + " needs ceil(" + inputLength + " / " + blockSize + ") = " + blocks);
+  /** Builds the line's value; a rule the value's type enforces is reported at this line. */
+  <T> T build(Supplier<T> constructor) {
+    try {
+      return constructor.get();
+    } catch (IllegalArgumentException e) {
+      throw error(e.getMessage());
     }
-    return ids;
   }
 
   /** Fails on any field of the current line that is not in {@code known}. */

@@ -47,8 +47,8 @@ public final class MooncakeTraceReader {
       timestamps[i] = ts;
       int input = json.requiredInt("input_length", 1);
       int output = json.requiredInt("output_length", 1);
-      List<Long> ids = json.hashIds("hash_ids", input, BLOCK_SIZE);
-      requests.add(new TraceRequest(ts, null, null, input, output, BLOCK_SIZE, ids));
+      List<Long> ids = json.requiredLongArray("hash_ids", 0);
+      requests.add(json.build(() -> new TraceRequest(ts, null, null, input, output, BLOCK_SIZE, ids)));
     }
     return spreadArrivals(requests, timestamps);
   }

@@ -40,7 +40,7 @@ public record TraceRequest(double arrivalMs, String sessionId, String parentSess
     }
     int blocks = blocksFor(inputLength, blockSize);
     if (hashIds.size() != blocks) {
-      throw new IllegalArgumentException("hash_ids has " + hashIds.size() + " ids but input_length " + inputLength
+      throw new IllegalArgumentException("field 'hash_ids' has " + hashIds.size() + " ids but input_length " + inputLength
           + " needs ceil(" + inputLength + " / " + blockSize + ") = " + blocks);
     }
     for (Long id : hashIds) {
@@ -49,7 +49,7 @@ public record TraceRequest(double arrivalMs, String sessionId, String parentSess
       }
     }
     if (parentSessionId != null && sessionId == null) {
-      throw new IllegalArgumentException("parent_session_id needs a session_id");
+      throw new IllegalArgumentException("field 'parent_session_id' needs a 'session_id'");
     }
   }
 
