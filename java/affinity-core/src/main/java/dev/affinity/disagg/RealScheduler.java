@@ -8,11 +8,20 @@ import java.util.concurrent.TimeUnit;
 
 /** A {@link Scheduler} on one daemon thread of wall-clock time. */
 public final class RealScheduler implements Scheduler, AutoCloseable {
-  private final ScheduledExecutorService exec = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "affinity-scheduler");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ScheduledExecutorService exec;
+
+  public RealScheduler() {
+    this("affinity-scheduler");
+  }
+
+  /** With its thread named {@code threadName}. */
+  public RealScheduler(String threadName) {
+    exec = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, threadName);
+      t.setDaemon(true);
+      return t;
+    });
+  }
 
   @Override
   public Runnable schedule(Runnable task, Duration delay) {

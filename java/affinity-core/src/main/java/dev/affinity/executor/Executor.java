@@ -39,6 +39,9 @@ public interface Executor extends AutoCloseable {
 
   int tokensPerBlock();
 
+  /** The backend's name ({@code sim} for the CPU executor). */
+  String backend();
+
   /** The configuration in effect, defaults filled in, as JSON. */
   String describe();
 
@@ -58,6 +61,9 @@ public interface Executor extends AutoCloseable {
    * response, which {@link #awaitResponses} still returns. Idempotent.
    */
   void shutdown();
+
+  /** True once {@link #close()} has started. */
+  boolean isClosed();
 
   /** Shuts down and frees the executor; waits for calls in flight on other threads to return. */
   @Override

@@ -11,9 +11,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Delivers an executor's responses to per-request handlers from one poller thread, in batches
- * (never one upcall per token). Use with a real-clock executor; virtual-time callers poll
- * {@link Executor#awaitResponses} themselves.
+ * Delivers an executor's responses to per-request handlers in batches (never one upcall per token):
+ * from its own poller thread (real-clock executors), or, when {@linkplain #pumped pumped}, on the
+ * caller's thread each time it calls {@link #pump()} (the fleet simulator's single event loop drives
+ * virtual-clock executors that way, deterministically).
  */
 public final class ResponseDispatcher implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ResponseDispatcher.class);
@@ -23,7 +24,7 @@ public final class ResponseDispatcher implements AutoCloseable {
   private final Duration pollTimeout;
   private final Object lock = new Object();
   private final Map<Long, ResponseHandler> handlers = new HashMap<>();
-  private final Thread poller;
+  private final Thread poller;  // null when pumped
   private boolean accepting = true;
   private volatile boolean stopped;
 
@@ -32,15 +33,54 @@ public final class ResponseDispatcher implements AutoCloseable {
   }
 
   public ResponseDispatcher(Executor executor, String name, int batchSize, Duration pollTimeout) {
+    this(executor, name, batchSize, pollTimeout, true);
+  }
+
+  private ResponseDispatcher(Executor executor, String name, int batchSize, Duration pollTimeout, boolean threaded) {
     this.executor = Objects.requireNonNull(executor, "executor");
     if (batchSize <= 0) {
       throw new IllegalArgumentException("batchSize must be > 0, got " + batchSize);
     }
     this.batchSize = batchSize;
     this.pollTimeout = Objects.requireNonNull(pollTimeout, "pollTimeout");
-    this.poller = new Thread(this::pollLoop, "affinity-responses-" + name);
-    this.poller.setDaemon(true);
-    this.poller.start();
+    if (threaded) {
+      this.poller = new Thread(this::pollLoop, "affinity-responses-" + name);
+      this.poller.setDaemon(true);
+      this.poller.start();
+    } else {
+      this.poller = null;
+    }
+  }
+
+  /** A dispatcher without a thread: responses are delivered on the thread that calls {@link #pump()}. */
+  public static ResponseDispatcher pumped(Executor executor, int batchSize) {
+    return new ResponseDispatcher(executor, "pumped", batchSize, Duration.ZERO, false);
+  }
+
+  /**
+   * Pumped dispatchers only: delivers every response that is ready now, on this thread; returns how
+   * many were delivered.
+   */
+  public int pump() {
+    if (poller != null) {
+      throw new IllegalStateException("this dispatcher has its own poller thread");
+    }
+    int delivered = 0;
+    while (true) {
+      List<ExecutorResponse> batch;
+      try {
+        batch = executor.awaitResponses(batchSize, Duration.ZERO);
+      } catch (IllegalStateException closed) {
+        return delivered;
+      }
+      for (ExecutorResponse r : batch) {
+        deliver(r);
+      }
+      delivered += batch.size();
+      if (batch.size() < batchSize) {
+        return delivered;
+      }
+    }
   }
 
   /** Enqueues the request and routes its responses to {@code handler}; returns the request id. */
@@ -122,9 +162,12 @@ public final class ResponseDispatcher implements AutoCloseable {
         log.debug("cancel of request {} during close failed", id, e);
       }
     }
+    if (poller == null) {
+      pump();  // cancellation answers at once; deliver those answers before giving up on the rest
+    }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     synchronized (lock) {
-      while (!handlers.isEmpty() && System.nanoTime() < deadline && poller.isAlive()) {
+      while (!handlers.isEmpty() && System.nanoTime() < deadline && poller != null && poller.isAlive()) {
         try {
           lock.wait(50);
         } catch (InterruptedException e) {
@@ -137,6 +180,9 @@ public final class ResponseDispatcher implements AutoCloseable {
       }
     }
     stopped = true;
+    if (poller == null) {
+      return;
+    }
     try {
       poller.join(TimeUnit.SECONDS.toMillis(5));
     } catch (InterruptedException e) {

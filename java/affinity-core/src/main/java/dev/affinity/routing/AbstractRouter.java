@@ -190,6 +190,9 @@ public abstract class AbstractRouter implements Router {
 
   @Override
   public void onKvEvents(String workerId, List<KvEvent> events) {
+    if (!usesKvEvents()) {
+      return;
+    }
     Worker w;
     synchronized (lock) {
       w = workers.get(workerId);

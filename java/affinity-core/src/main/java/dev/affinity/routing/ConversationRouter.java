@@ -71,6 +71,11 @@ public final class ConversationRouter extends AbstractRouter {
   }
 
   @Override
+  public boolean usesKvEvents() {
+    return false;
+  }
+
+  @Override
   public String type() {
     return "conversation";
   }

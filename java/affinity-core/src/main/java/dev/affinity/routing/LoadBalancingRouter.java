@@ -24,6 +24,11 @@ public final class LoadBalancingRouter extends AbstractRouter {
   }
 
   @Override
+  public boolean usesKvEvents() {
+    return false;
+  }
+
+  @Override
   public String type() {
     return "load_balancing";
   }

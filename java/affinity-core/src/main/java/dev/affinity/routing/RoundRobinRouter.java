@@ -15,6 +15,11 @@ public final class RoundRobinRouter extends AbstractRouter {
   }
 
   @Override
+  public boolean usesKvEvents() {
+    return false;
+  }
+
+  @Override
   public String type() {
     return "round_robin";
   }

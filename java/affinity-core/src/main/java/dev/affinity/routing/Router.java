@@ -30,5 +30,14 @@ public interface Router {
   /** KV-cache events of one worker (from its event stream or poller). */
   void onKvEvents(String workerId, List<KvEvent> events);
 
+  /**
+   * Whether this router reads KV-cache events (its prefix index). Routers that never look prefixes
+   * up (round robin, load balancing, conversation) say no and ignore them, so that a caller may also
+   * spare the workers producing them.
+   */
+  default boolean usesKvEvents() {
+    return true;
+  }
+
   RouterStats stats();
 }

@@ -87,15 +87,41 @@ public final class NativeExecutor implements Executor {
     return ex;
   }
 
+  @Override
   public String backend() {
     return backend;
   }
 
-  /** One thread's native buffers for a call: a request spec, a token buffer, a response batch. */
+  /**
+   * One thread's native buffers for a call: a request spec, a token buffer, a response batch, a KV
+   * event batch and copy-out buffers. Reused, because allocating JavaCPP pointers per call dominates
+   * short calls (each allocation checks the process's physical memory).
+   */
   private static final class Scratch {
     final RequestSpecPeer spec = new RequestSpecPeer();
     final ResponseBatchPeer responses = new ResponseBatchPeer();
+    final KvEventBatchPeer kvEvents = new KvEventBatchPeer();
     IntPointer tokens = new IntPointer(256);
+    LongPointer longsOut = new LongPointer(256);
+    IntPointer intsOut = new IntPointer(256);
+
+    /** A buffer of at least {@code n} longs (contents undefined). */
+    LongPointer longs(int n) {
+      if (longsOut.capacity() < n) {
+        longsOut.close();
+        longsOut = new LongPointer(Math.max(n, longsOut.capacity() * 2));
+      }
+      return longsOut.position(0);
+    }
+
+    /** A buffer of at least {@code n} ints (contents undefined). */
+    IntPointer ints(int n) {
+      if (intsOut.capacity() < n) {
+        intsOut.close();
+        intsOut = new IntPointer(Math.max(n, intsOut.capacity() * 2));
+      }
+      return intsOut.position(0);
+    }
 
     IntPointer tokens(int[] values) {
       if (tokens.capacity() < values.length) {
@@ -109,7 +135,10 @@ public final class NativeExecutor implements Executor {
     void free() {
       spec.close();
       responses.close();
+      kvEvents.close();
       tokens.close();
+      longsOut.close();
+      intsOut.close();
     }
   }
 
@@ -256,7 +285,7 @@ public final class NativeExecutor implements Executor {
       Scratch sc = takeScratch();
       try {
         int n = peer.awaitResponses(sc.responses, max, timeoutUs);
-        return n == 0 ? List.<ExecutorResponse>of() : decode(sc.responses, n);
+        return n == 0 ? List.<ExecutorResponse>of() : decode(sc.responses, n, sc);
       } finally {
         sc.responses.clear();
         scratch.offer(sc);
@@ -272,15 +301,11 @@ public final class NativeExecutor implements Executor {
     }
   }
 
-  private static List<ExecutorResponse> decode(ResponseBatchPeer batch, int n) {
+  private static List<ExecutorResponse> decode(ResponseBatchPeer batch, int n, Scratch sc) {
     final int stride = ResponseBatchPeer.LONG_STRIDE;
-    long[] f = new long[n * stride];
-    try (LongPointer lp = new LongPointer(f.length)) {
-      batch.copyLongs(lp);
-      lp.get(f);
-    }
-    int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens);
-    int[] firstGen = copyInts(batch.totalFirstGenTokens(), batch::copyFirstGenTokens);
+    long[] f = copyLongs(n * stride, batch::copyLongs, sc);
+    int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens, sc);
+    int[] firstGen = copyInts(batch.totalFirstGenTokens(), batch::copyFirstGenTokens, sc);
     List<ExecutorResponse> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
       int o = i * stride;
@@ -331,16 +356,30 @@ public final class NativeExecutor implements Executor {
     void copy(IntPointer out);
   }
 
-  private static int[] copyInts(int count, IntCopier copier) {
+  private interface LongCopier {
+    void copy(LongPointer out);
+  }
+
+  private static int[] copyInts(int count, IntCopier copier, Scratch sc) {
     int[] out = new int[count];
     if (count > 0) {
-      try (IntPointer p = new IntPointer(count)) {
-        copier.copy(p);
-        p.get(out);
-      }
+      IntPointer p = sc.ints(count);
+      copier.copy(p);
+      p.get(out, 0, count);
     }
     return out;
   }
+
+  private static long[] copyLongs(int count, LongCopier copier, Scratch sc) {
+    long[] out = new long[count];
+    if (count > 0) {
+      LongPointer p = sc.longs(count);
+      copier.copy(p);
+      p.get(out, 0, count);
+    }
+    return out;
+  }
+
 
   @Override
   public List<KvEvent> drainKvEvents(int max) {
@@ -348,25 +387,17 @@ public final class NativeExecutor implements Executor {
       throw new IllegalArgumentException("max must be > 0, got " + max);
     }
     return call(() -> {
-      try (KvEventBatchPeer batch = new KvEventBatchPeer()) {
+      Scratch sc = takeScratch();
+      try {
+        KvEventBatchPeer batch = sc.kvEvents;
         int n = peer.drainKvEvents(batch, max);
         if (n == 0) {
           return List.of();
         }
         final int stride = KvEventBatchPeer.LONG_STRIDE;
-        long[] f = new long[n * stride];
-        try (LongPointer lp = new LongPointer(f.length)) {
-          batch.copyLongs(lp);
-          lp.get(f);
-        }
-        long[] hashes = new long[batch.totalHashes()];
-        if (hashes.length > 0) {
-          try (LongPointer hp = new LongPointer(hashes.length)) {
-            batch.copyHashes(hp);
-            hp.get(hashes);
-          }
-        }
-        int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens);
+        long[] f = copyLongs(n * stride, batch::copyLongs, sc);
+        long[] hashes = copyLongs(batch.totalHashes(), batch::copyHashes, sc);
+        int[] tokens = copyInts(batch.totalTokens(), batch::copyTokens, sc);
         List<KvEvent> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
           int o = i * stride;
@@ -387,6 +418,8 @@ public final class NativeExecutor implements Executor {
               (int) f[o + KvEventBatchPeer.CACHE_LEVEL]));
         }
         return out;
+      } finally {
+        scratch.offer(sc);
       }
     });
   }
@@ -462,7 +495,7 @@ public final class NativeExecutor implements Executor {
     run(peer::shutdown);
   }
 
-  /** True once {@link #close()} has started. */
+  @Override
   public boolean isClosed() {
     synchronized (usage) {
       return closing;

@@ -2,7 +2,10 @@ package dev.affinity.nativebridge.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.affinity.disagg.RealScheduler;
+import dev.affinity.disagg.Scheduler;
 import dev.affinity.executor.ContextPhaseParams;
+import dev.affinity.executor.Executor;
 import dev.affinity.executor.ExecutorRequest;
 import dev.affinity.executor.ExecutorResponse;
 import dev.affinity.executor.FinishReason;
@@ -10,7 +13,6 @@ import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.RequestType;
 import dev.affinity.executor.ResponseDispatcher;
 import dev.affinity.kv.HashAlgorithm;
-import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.protocol.ChatChoice;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatCompletionResponse;
@@ -41,11 +43,8 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -58,23 +57,41 @@ import org.slf4j.LoggerFactory;
  * worker, but hands the conversation id, the sub-agent affinity id and the router's rank hint straight
  * to the executor. Text prompts are tokenized with a real BPE tokenizer; chat messages are rendered
  * with a plain template ({@code <|role|>\ncontent\n} per message, then {@code <|assistant|>\n}).
- * Responses come from one poller thread in batches ({@link ResponseDispatcher}).
+ * Responses come in batches ({@link ResponseDispatcher}): from one poller thread, or, for a
+ * {@linkplain #pumped pumped} worker, whenever its owner calls {@link #pump()} (the fleet simulator
+ * drives virtual-clock executors that way, on one thread, with a virtual-time {@link Scheduler}).
  */
 public final class NativeWorker implements Worker {
   private static final Logger log = LoggerFactory.getLogger(NativeWorker.class);
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final String id;
-  private final NativeExecutor executor;
+  private final Executor executor;
   private final TokenCodec codec;
   private final int defaultMaxTokens;
   private final WorkerInfo info;
   private final ResponseDispatcher dispatcher;
-  private final ScheduledExecutorService timers;
+  private final Scheduler timers;
+  /** The timer thread this worker owns (threaded workers); null when pumped. */
+  private final RealScheduler ownTimers;
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile Thread eventPoller;
+  private volatile Consumer<List<KvEvent>> pumpedKvSink;
 
-  public NativeWorker(String id, NativeExecutor executor, TokenCodec codec, int defaultMaxTokens) {
+  /** A worker with its own response poller, KV-event poller and timer threads; it owns the executor. */
+  public NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens) {
+    this(id, executor, codec, defaultMaxTokens, null);
+  }
+
+  /**
+   * A worker without threads of its own: responses and KV events are delivered when the caller
+   * invokes {@link #pump()}, and request timeouts run on {@code timers}. It owns the executor.
+   */
+  public static NativeWorker pumped(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler timers) {
+    return new NativeWorker(id, executor, codec, defaultMaxTokens, java.util.Objects.requireNonNull(timers, "timers"));
+  }
+
+  private NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler pumpedTimers) {
     this.id = id;
     this.executor = executor;
     this.codec = codec;
@@ -87,12 +104,39 @@ public final class NativeWorker implements Worker {
       log.warn("worker {}: cannot read the executor's configuration", id, e);
     }
     this.info = new WorkerInfo(executor.tokensPerBlock(), HashAlgorithm.V1_BLOCK_KEY, executor.numRanks(), true, maxBatch);
-    this.dispatcher = new ResponseDispatcher(executor, id);
-    this.timers = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "affinity-worker-timer-" + id);
-      t.setDaemon(true);
-      return t;
-    });
+    if (pumpedTimers == null) {
+      this.dispatcher = new ResponseDispatcher(executor, id);
+      this.ownTimers = new RealScheduler("affinity-worker-timer-" + id);
+      this.timers = ownTimers;
+    } else {
+      this.dispatcher = ResponseDispatcher.pumped(executor, 1024);
+      this.ownTimers = null;
+      this.timers = pumpedTimers;
+    }
+  }
+
+  /** Whether this worker is driven by {@link #pump()} rather than threads of its own. */
+  public boolean isPumped() {
+    return ownTimers == null;
+  }
+
+  /**
+   * Pumped workers only: delivers the responses and KV events that are ready now, on this thread.
+   * Returns the number of responses delivered.
+   */
+  public int pump() {
+    if (!isPumped()) {
+      throw new IllegalStateException("worker " + id + " has its own poller threads");
+    }
+    int n = dispatcher.pump();
+    Consumer<List<KvEvent>> sink = pumpedKvSink;
+    if (sink != null && isAlive()) {
+      List<KvEvent> events = executor.drainKvEvents(Integer.MAX_VALUE);
+      if (!events.isEmpty()) {
+        sink.accept(events);
+      }
+    }
+    return n;
   }
 
   @Override
@@ -110,7 +154,7 @@ public final class NativeWorker implements Worker {
     return !closed.get() && !executor.isClosed();
   }
 
-  public NativeExecutor executor() {
+  public Executor executor() {
     return executor;
   }
 
@@ -179,7 +223,7 @@ public final class NativeWorker implements Worker {
     final AtomicLong executorId = new AtomicLong(-1);
     final List<Integer> output = new ArrayList<>();
     volatile Runnable onCancel = () -> { };
-    volatile ScheduledFuture<?> timeout;
+    volatile Runnable timeout;
     int[] prompt;
     boolean firstChunk = true;
     ExecutorResponse last;
@@ -206,7 +250,7 @@ public final class NativeWorker implements Worker {
             executor.cancel(eid);
           }
         }
-      }, Math.max(1, request.timeout().toMillis()), TimeUnit.MILLISECONDS);
+      }, request.timeout().compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : request.timeout());
       try {
         executorId.set(dispatcher.submit(er, this::onExecutorResponse));
       } catch (RuntimeException e) {
@@ -357,9 +401,9 @@ public final class NativeWorker implements Worker {
     }
 
     private void cancelTimer() {
-      ScheduledFuture<?> t = timeout;
+      Runnable t = timeout;
       if (t != null) {
-        t.cancel(false);
+        t.run();
       }
     }
 
@@ -382,6 +426,10 @@ public final class NativeWorker implements Worker {
 
   @Override
   public void onKvEvents(Consumer<List<KvEvent>> sink) {
+    if (isPumped()) {
+      pumpedKvSink = sink;
+      return;
+    }
     Thread t = new Thread(() -> {
       while (!closed.get()) {
         try {
@@ -416,7 +464,9 @@ public final class NativeWorker implements Worker {
     if (t != null) {
       t.interrupt();
     }
-    timers.shutdownNow();
+    if (ownTimers != null) {
+      ownTimers.close();
+    }
     executor.close();
   }
 }

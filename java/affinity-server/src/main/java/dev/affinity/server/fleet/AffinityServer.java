@@ -5,22 +5,15 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.conversation.ClientRequestGuard;
-import dev.affinity.conversation.ConversationResolver;
-import dev.affinity.conversation.ConversationSettings;
 import dev.affinity.conversation.Fleet;
 import dev.affinity.disagg.CompletionHandler;
 import dev.affinity.disagg.DisaggService;
-import dev.affinity.disagg.DisaggSettings;
 import dev.affinity.disagg.PromptTokenizer;
 import dev.affinity.disagg.RealScheduler;
 import dev.affinity.disagg.RequestIds;
-import dev.affinity.kv.PrefixIndex;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Router;
-import dev.affinity.routing.RouterContext;
-import dev.affinity.routing.RouterFactory;
 import dev.affinity.routing.RouterStats;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.http.FrontendOptions;
@@ -78,35 +71,41 @@ public final class AffinityServer implements AutoCloseable {
 
   private void build(FrontendOptions options) throws IOException {
     BpeTokenCodec codec = new BpeTokenCodec(config.affinity().tokenizer());
-    RouterFactory factory = new RouterFactory();
-    ctxRouter = router(factory, config.context(), Fleet.CONTEXT);
-    genRouter = router(factory, config.generation(), Fleet.GENERATION);
+    Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     List<NativeWorker> natives = new ArrayList<>();
-    for (ServerSection section : List.of(config.context(), config.generation())) {
-      Router router = section == config.context() ? ctxRouter : genRouter;
+    for (Fleet fleet : Fleet.values()) {
+      ServerSection section = section(fleet);
       if (section.isEmbedded()) {
         List<NativeWorker> created = EmbeddedWorkers.create(section, codec, 128);
+        embedded.put(fleet, created);
         natives.addAll(created);
-        for (Worker w : created) {
-          workers.add(w);
-          router.addWorker(w);
-          w.onKvEvents(events -> router.onKvEvents(w.id(), events));
-          registerWorkerGauges(w);
+        synchronized (workers) {
+          workers.addAll(created);
         }
-      } else {
-        RemoteWorkers.connect(section, config, new dev.affinity.protocol.ProtocolCodec(), router, background, w -> {
-          synchronized (workers) {
-            workers.add(w);
-          }
-          registerWorkerGauges(w);
-        });
       }
     }
     PromptTokenizer tokenizer = natives.isEmpty() ? PromptTokenizer.NONE : natives.get(0)::promptTokens;
-    service = new DisaggService(DisaggSettings.from(config), ctxRouter, genRouter,
-        new ConversationResolver(ConversationSettings.from(config)),
-        new ClientRequestGuard(config.affinity().allowClientDisaggregatedParams()),
-        new RequestIds(config.nodeId()), scheduler, tokenizer);
+    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
+        tokenizer);
+    ctxRouter = orchestration.contextRouter();
+    genRouter = orchestration.generationRouter();
+    service = orchestration.service();
+    for (Fleet fleet : Fleet.values()) {
+      if (embedded.containsKey(fleet)) {
+        for (Worker w : embedded.get(fleet)) {
+          orchestration.attach(w, fleet);
+          registerWorkerGauges(w);
+        }
+      } else {
+        RemoteWorkers.connect(section(fleet), config, new dev.affinity.protocol.ProtocolCodec(), orchestration.router(fleet),
+            background, w -> {
+              synchronized (workers) {
+                workers.add(w);
+              }
+              registerWorkerGauges(w);
+            });
+      }
+    }
     for (Router r : List.of(ctxRouter, genRouter)) {
       String fleet = r == ctxRouter ? "context" : "generation";
       for (var reason : dev.affinity.routing.DecisionReason.values()) {
@@ -133,10 +132,8 @@ public final class AffinityServer implements AutoCloseable {
     }
   }
 
-  private Router router(RouterFactory factory, ServerSection section, Fleet fleet) {
-    RouterContext ctx = new RouterContext(fleet, config.subagentScope(), System::nanoTime, new PrefixIndex(1 << 20),
-        RouterContext.DEFAULT_TTL, config.nodeId());
-    return factory.create(section.router(), section.name(), ctx);
+  private ServerSection section(Fleet fleet) {
+    return fleet == Fleet.CONTEXT ? config.context() : config.generation();
   }
 
   /** What the frontend serves. */

@@ -19,21 +19,37 @@ public final class EmbeddedWorkers {
 
   private EmbeddedWorkers() {}
 
-  /** One {@link NativeWorker} per instance, named {@code <fleet>-<i>}; the caller closes them. */
-  public static List<NativeWorker> create(ServerSection section, TokenCodec codec, int defaultMaxTokens) {
+  /** One executor of a pool: its worker name ({@code ctx-0}, {@code gen-1}, ...), backend and JSON configuration. */
+  public record Instance(String name, String backend, Map<String, Object> config) {
+    public String configJson() {
+      try {
+        return JSON.writeValueAsString(config);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  }
+
+  /** The executors that a fleet's {@code affinity.workers} pool describes. */
+  public static List<Instance> instances(ServerSection section) {
     WorkerPool pool = section.embedded().orElseThrow(() -> new IllegalArgumentException(section.name() + " has no embedded workers"));
     String prefix = section.name().startsWith("context") ? "ctx" : "gen";
+    List<Instance> out = new ArrayList<>();
+    for (int i = 0; i < pool.instances(); i++) {
+      Map<String, Object> cfg = new LinkedHashMap<>(pool.executorConfig());
+      cfg.putIfAbsent("instance_name", prefix + "-" + i);
+      out.add(new Instance(prefix + "-" + i, pool.backend(), cfg));
+    }
+    return out;
+  }
+
+  /** One {@link NativeWorker} per instance, named {@code <fleet>-<i>}; the caller closes them. */
+  public static List<NativeWorker> create(ServerSection section, TokenCodec codec, int defaultMaxTokens) {
     List<NativeWorker> out = new ArrayList<>();
     try {
-      for (int i = 0; i < pool.instances(); i++) {
-        Map<String, Object> cfg = new LinkedHashMap<>(pool.executorConfig());
-        cfg.putIfAbsent("instance_name", prefix + "-" + i);
-        String json = JSON.writeValueAsString(cfg);
-        out.add(new NativeWorker(prefix + "-" + i, NativeExecutor.create(pool.backend(), json), codec, defaultMaxTokens));
+      for (Instance in : instances(section)) {
+        out.add(new NativeWorker(in.name(), NativeExecutor.create(in.backend(), in.configJson()), codec, defaultMaxTokens));
       }
-    } catch (IOException e) {
-      out.forEach(NativeWorker::close);
-      throw new UncheckedIOException(e);
     } catch (RuntimeException e) {
       out.forEach(NativeWorker::close);
       throw e;

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.executor.ClockMode;
 import dev.affinity.executor.KvCacheStats;
+import dev.affinity.executor.Executor;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
@@ -119,7 +120,7 @@ public final class WorkerServer implements AutoCloseable {
 
   /** Per-rank KV-cache gauges on {@code /metrics}: where a frontend (or a test) sees held and cached KV. */
   private static void registerGauges(PrometheusMeterRegistry registry, NativeWorker worker) {
-    NativeExecutor executor = worker.executor();
+    Executor executor = worker.executor();
     for (int r = 0; r < executor.numRanks(); r++) {
       int rank = r;
       gauge(registry, "affinity_worker_kv_used_blocks", "blocks referenced by live or held requests", executor, rank,
@@ -135,7 +136,7 @@ public final class WorkerServer implements AutoCloseable {
     }
   }
 
-  private static void gauge(PrometheusMeterRegistry registry, String name, String help, NativeExecutor executor,
+  private static void gauge(PrometheusMeterRegistry registry, String name, String help, Executor executor,
       int rank, ToDoubleFunction<KvCacheStats> value) {
     Gauge.builder(name, executor, e -> e.isClosed() ? Double.NaN : value.applyAsDouble(e.kvCacheStats(rank)))
         .description(help).tag("rank", Integer.toString(rank)).register(registry);
@@ -155,7 +156,7 @@ public final class WorkerServer implements AutoCloseable {
     return worker;
   }
 
-  public NativeExecutor executor() {
+  public Executor executor() {
     return worker.executor();
   }
 

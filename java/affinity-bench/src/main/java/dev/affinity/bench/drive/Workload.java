@@ -1,0 +1,50 @@
+package dev.affinity.bench.drive;
+
+import dev.affinity.bench.trace.TraceRequest;
+import dev.affinity.bench.workload.AgentScript;
+import java.util.List;
+
+/** What a run plays: an open-loop trace or closed-loop agents. */
+public sealed interface Workload permits Workload.Trace, Workload.Agents {
+  String name();
+
+  /** Requests the workload sends in all. */
+  int requests();
+
+  /** Starts the workload on {@code driver} (its requests are scheduled from the driver's now). */
+  void start(WorkloadDriver driver);
+
+  /** An open-loop trace: each request at its arrival time. */
+  record Trace(String name, List<TraceRequest> trace) implements Workload {
+    public Trace {
+      trace = List.copyOf(trace);
+    }
+
+    @Override
+    public int requests() {
+      return trace.size();
+    }
+
+    @Override
+    public void start(WorkloadDriver driver) {
+      driver.startOpenLoop(trace);
+    }
+  }
+
+  /** Closed-loop agents; {@code blockSize} tokens per hash id. */
+  record Agents(String name, List<AgentScript> agents, int blockSize) implements Workload {
+    public Agents {
+      agents = List.copyOf(agents);
+    }
+
+    @Override
+    public int requests() {
+      return agents.stream().mapToInt(AgentScript::totalCalls).sum();
+    }
+
+    @Override
+    public void start(WorkloadDriver driver) {
+      driver.startClosedLoop(agents, blockSize);
+    }
+  }
+}

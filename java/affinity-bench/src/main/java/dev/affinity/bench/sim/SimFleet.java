@@ -1,0 +1,182 @@
+package dev.affinity.bench.sim;
+
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.config.ServerSection;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.disagg.DisaggService;
+import dev.affinity.disagg.RequestIds;
+import dev.affinity.executor.ExecutorResponse;
+import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.server.fleet.EmbeddedWorkers;
+import dev.affinity.server.fleet.Orchestration;
+import dev.affinity.worker.TokenCodec;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+
+/**
+ * A whole disaggregated fleet in virtual time, in this process and on one thread: every context and
+ * generation instance of the configuration's {@code affinity.workers} pools is a CPU executor (through
+ * JNI) on a virtual clock behind a {@link NativeWorker}, and the routers and {@link DisaggService} are
+ * built by {@link Orchestration#build}, exactly as {@code serve} builds them. KV transfer between
+ * instances is the generation executors' transfer-time model.
+ *
+ * <p>{@link #run()} is the event loop: it repeatedly takes the earliest of the next scheduled task
+ * (arrivals, think times, timeouts) and the next iteration end of any executor, moves virtual time
+ * there, and delivers the responses and KV events that became ready, until nothing is left. Ties go
+ * to tasks first, then executors in instance order, so a run is a pure function of its inputs.
+ */
+public final class SimFleet implements AutoCloseable {
+  private final DisaggConfig config;
+  private final VirtualScheduler clock = new VirtualScheduler();
+  private final List<VirtualExecutor> executors = new ArrayList<>();
+  private final List<NativeWorker> workers = new ArrayList<>();
+  private final Orchestration orchestration;
+  private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
+
+  /**
+   * @param observer sees every executor response (with the instance it came from) before its worker
+   *     does; the run's executor-level metrics come from here
+   */
+  public SimFleet(DisaggConfig config, BiConsumer<VirtualExecutor, ExecutorResponse> observer) {
+    this.config = config;
+    this.observer = observer;
+    TokenCodec codec = new IdTokenCodec();
+    orchestration = Orchestration.build(config, clock, clock::nowNanos, new RequestIds(config.nodeId(), 0, clock::nowMillis),
+        body -> workers.get(0).promptTokens(body));
+    try {
+      for (Fleet fleet : Fleet.values()) {
+        for (NativeWorker w : createWorkers(fleet, codec, orchestration.router(fleet).usesKvEvents())) {
+          orchestration.attach(w, fleet);
+        }
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /**
+   * The fleet's executors on a virtual clock. KV events carry no tokens (in-process routers index
+   * block hashes) and are off altogether when the fleet's router ignores them, unless the
+   * configuration says otherwise.
+   */
+  private List<NativeWorker> createWorkers(Fleet fleet, TokenCodec codec, boolean kvEvents) {
+    ServerSection section = fleet == Fleet.CONTEXT ? config.context() : config.generation();
+    if (!section.isEmbedded()) {
+      throw new IllegalArgumentException(section.name() + ": the simulator needs in-process workers (affinity.workers."
+          + (fleet == Fleet.CONTEXT ? "context" : "generation") + "), not urls");
+    }
+    List<NativeWorker> out = new ArrayList<>();
+    for (EmbeddedWorkers.Instance in : EmbeddedWorkers.instances(section)) {
+      Map<String, Object> cfg = new LinkedHashMap<>(in.config());
+      Map<String, Object> clockCfg = new LinkedHashMap<>();
+      if (cfg.get("clock") instanceof Map<?, ?> m) {
+        m.forEach((k, v) -> clockCfg.put(String.valueOf(k), v));
+      }
+      clockCfg.put("mode", "virtual");
+      cfg.put("clock", clockCfg);
+      Map<String, Object> events = new LinkedHashMap<>();
+      if (cfg.get("kv_events") instanceof Map<?, ?> m) {
+        m.forEach((k, v) -> events.put(String.valueOf(k), v));
+      }
+      events.putIfAbsent("include_tokens", false);
+      events.putIfAbsent("enabled", kvEvents);
+      cfg.put("kv_events", events);
+      NativeExecutor ex = NativeExecutor.create(in.backend(), new EmbeddedWorkers.Instance(in.name(), in.backend(), cfg).configJson());
+      VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, observer);
+      executors.add(ve);
+      NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
+      workers.add(w);
+      out.add(w);
+    }
+    return out;
+  }
+
+  public DisaggConfig config() {
+    return config;
+  }
+
+  public VirtualScheduler clock() {
+    return clock;
+  }
+
+  public DisaggService service() {
+    return orchestration.service();
+  }
+
+  public Orchestration orchestration() {
+    return orchestration;
+  }
+
+  /** The instances in order: context then generation, each by index. */
+  public List<NativeWorker> workers() {
+    return List.copyOf(workers);
+  }
+
+  /** The executors, in the order of {@link #workers()}. */
+  public List<VirtualExecutor> executors() {
+    return List.copyOf(executors);
+  }
+
+  /** Runs events until no task is pending and every executor is idle. */
+  public void run() {
+    while (step()) {
+      // keep going
+    }
+  }
+
+  /** Runs one event (a task or the iterations ending at the next time); false when nothing is left. */
+  public boolean step() {
+    deliverReady();
+    long task = clock.nextTaskMicros();
+    long iteration = -1;
+    for (VirtualExecutor e : executors) {
+      long end = e.nextIterationEndMicros();
+      if (end >= 0 && (iteration < 0 || end < iteration)) {
+        iteration = end;
+      }
+    }
+    if (task < 0 && iteration < 0) {
+      return false;
+    }
+    if (task >= 0 && (iteration < 0 || task <= iteration)) {
+      clock.runNext();
+    } else {
+      long t = Math.max(iteration, clock.nowMicros());
+      clock.advanceTo(t);
+      for (VirtualExecutor e : executors) {
+        long end = e.nextIterationEndMicros();
+        if (end >= 0 && end <= t) {
+          e.advanceTo(t);
+        }
+      }
+    }
+    deliverReady();
+    return true;
+  }
+
+  /** Pumps every worker whose executor was touched, until a pass touches nothing more. */
+  private void deliverReady() {
+    boolean again = true;
+    while (again) {
+      again = false;
+      for (int i = 0; i < executors.size(); i++) {
+        if (executors.get(i).takeTouched()) {
+          workers.get(i).pump();
+          again = true;
+        }
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    for (NativeWorker w : workers) {
+      w.close();
+    }
+  }
+}

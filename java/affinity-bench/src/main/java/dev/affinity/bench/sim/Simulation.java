@@ -1,0 +1,137 @@
+package dev.affinity.bench.sim;
+
+import dev.affinity.bench.drive.IdealCache;
+import dev.affinity.bench.drive.Workload;
+import dev.affinity.bench.drive.WorkloadDriver;
+import dev.affinity.bench.metrics.LoadSeries;
+import dev.affinity.bench.metrics.RequestRecord;
+import dev.affinity.bench.metrics.RunMetrics;
+import dev.affinity.bench.metrics.RunResult;
+import dev.affinity.bench.metrics.Slo;
+import dev.affinity.bench.trace.BlockTokens;
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.executor.ExecutorResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.IntConsumer;
+import org.HdrHistogram.Histogram;
+
+/**
+ * One simulated run: a configuration's fleet ({@link SimFleet}) plays a workload in virtual time and
+ * the result is measured. The same configuration, workload and seed give the same result.
+ */
+public final class Simulation {
+  /** The header a simulated agent sends its parent's session id in when the configuration names none. */
+  public static final String DEFAULT_PARENT_HEADER = "X-Dynamo-Parent-Session-ID";
+
+  private final DisaggConfig config;
+  private final Slo slo;
+  private final Duration sampleEvery;
+  private final boolean stream;
+
+  /**
+   * @param sampleEvery how often (virtual time) the load of every rank is sampled
+   * @param stream      whether requests stream (one response per token: slower to simulate, same
+   *                    times; see {@link SimTransport})
+   */
+  public Simulation(DisaggConfig config, Slo slo, Duration sampleEvery, boolean stream) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.slo = Objects.requireNonNull(slo, "slo");
+    if (sampleEvery.isNegative() || sampleEvery.isZero()) {
+      throw new IllegalArgumentException("sampleEvery must be > 0, got " + sampleEvery);
+    }
+    this.sampleEvery = sampleEvery;
+    this.stream = stream;
+  }
+
+  /**
+   * Runs {@code workload}; {@code seed} salts the prompt tokens of the workload's blocks (and so
+   * every hash), {@code progress} sees the number of completed requests as they complete.
+   */
+  public RunResult run(String policy, Workload workload, long seed, IntConsumer progress) {
+    long wallStart = System.nanoTime();
+    Histogram ctxQueue = RunMetrics.histogram();
+    Histogram genQueue = RunMetrics.histogram();
+    SimTransport[] transportRef = new SimTransport[1];
+    try (SimFleet fleet = new SimFleet(config, (ex, r) -> {
+      observe(ex, r, ctxQueue, genQueue);
+      transportRef[0].onExecutorResponse(r);
+    })) {
+      VirtualScheduler clock = fleet.clock();
+      String session = config.affinity().sessionHeaders().isEmpty() ? "x-session-id" : config.affinity().sessionHeaders().get(0);
+      String parent = config.subagentHeader().orElse(DEFAULT_PARENT_HEADER);
+      SimTransport transport = new SimTransport(fleet.service(), clock, new BlockTokens(32000, seed), config.affinity().model(),
+          session, parent, stream);
+      transportRef[0] = transport;
+      int kvBlock = fleet.workers().get(0).info().tokensPerBlock();
+      WorkloadDriver[] holder = new WorkloadDriver[1];
+      WorkloadDriver driver = new WorkloadDriver(transport, clock, new IdealCache(kvBlock),
+          rec -> progress.accept(holder[0].completed()));
+      holder[0] = driver;
+      Sampler sampler = new Sampler(fleet, driver);
+      workload.start(driver);
+      sampler.sample();
+      fleet.run();
+      if (!driver.finished()) {
+        throw new IllegalStateException("simulation ended with " + (driver.planned() - driver.completed())
+            + " requests unanswered (a request lost by orchestration?)");
+      }
+      List<RequestRecord> records = driver.records();
+      LoadSeries load = sampler.series();
+      RunMetrics metrics = RunMetrics.of(records, load, ctxQueue, genQueue, slo);
+      return new RunResult(policy, workload.name(), seed, metrics, records, load, (System.nanoTime() - wallStart) / 1e9,
+          clock.nowMicros() / 1e6);
+    }
+  }
+
+  /** Queue waits of finished legs: from arrival at the executor (after any KV transfer) to first scheduling. */
+  private static void observe(VirtualExecutor ex, ExecutorResponse r, Histogram ctxQueue, Histogram genQueue) {
+    if (!r.isFinal() || r.isError() || r.metrics().scheduledUs() < 0 || r.metrics().arrivalUs() < 0) {
+      return;
+    }
+    long wait = r.metrics().scheduledUs() - r.metrics().arrivalUs() - Math.max(0, r.metrics().transferUs());
+    Histogram h = ex.fleet() == Fleet.CONTEXT ? ctxQueue : genQueue;
+    h.recordValue(Math.max(0, Math.min(wait, h.getHighestTrackableValue())));
+  }
+
+  /** Samples the load of every rank while the workload runs. */
+  private final class Sampler {
+    private final SimFleet fleet;
+    private final WorkloadDriver driver;
+    private final List<Long> times = new ArrayList<>();
+    private final List<int[][]> loads = new ArrayList<>();
+
+    Sampler(SimFleet fleet, WorkloadDriver driver) {
+      this.fleet = fleet;
+      this.driver = driver;
+    }
+
+    void sample() {
+      List<VirtualExecutor> executors = fleet.executors();
+      int[][] now = new int[executors.size()][];
+      for (int i = 0; i < executors.size(); i++) {
+        VirtualExecutor e = executors.get(i);
+        now[i] = new int[e.numRanks()];
+        for (int rank = 0; rank < now[i].length; rank++) {
+          var st = e.kvCacheStats(rank);
+          now[i][rank] = (int) (st.activeRequests() + st.queuedRequests());
+        }
+      }
+      times.add(fleet.clock().nowMicros());
+      loads.add(now);
+      if (!driver.finished()) {
+        fleet.clock().schedule(this::sample, sampleEvery);
+      }
+    }
+
+    LoadSeries series() {
+      List<String> names = fleet.executors().stream().map(VirtualExecutor::name).toList();
+      int ctx = (int) fleet.executors().stream().filter(e -> e.fleet() == Fleet.CONTEXT).count();
+      long[] t = times.stream().mapToLong(Long::longValue).toArray();
+      return new LoadSeries(names, ctx, t, loads.toArray(new int[0][][]));
+    }
+  }
+}

@@ -1,0 +1,62 @@
+package dev.affinity.server.fleet;
+
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.config.ServerSection;
+import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.Fleet;
+import dev.affinity.disagg.DisaggService;
+import dev.affinity.disagg.DisaggSettings;
+import dev.affinity.disagg.PromptTokenizer;
+import dev.affinity.disagg.RequestIds;
+import dev.affinity.disagg.Scheduler;
+import dev.affinity.kv.PrefixIndex;
+import dev.affinity.routing.Router;
+import dev.affinity.routing.RouterContext;
+import dev.affinity.routing.RouterFactory;
+import dev.affinity.worker.Worker;
+import java.util.function.LongSupplier;
+
+/**
+ * The routing and orchestration of a configuration: one router per fleet and the
+ * {@link DisaggService} over them. {@code serve} builds it on the wall clock and the fleet simulator
+ * (affinity-bench) in virtual time, through this one method, so both run the same code.
+ */
+public record Orchestration(Router contextRouter, Router generationRouter, DisaggService service) {
+
+  /**
+   * Builds the routers (no workers yet: add them with {@link #attach}) and the service.
+   *
+   * @param nanoClock the routers' clock (selection TTLs, load decay), nanoseconds
+   */
+  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
+      PromptTokenizer tokenizer) {
+    RouterFactory factory = new RouterFactory();
+    Router ctx = router(factory, config, config.context(), Fleet.CONTEXT, nanoClock);
+    Router gen = router(factory, config, config.generation(), Fleet.GENERATION, nanoClock);
+    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen,
+        new ConversationResolver(ConversationSettings.from(config)),
+        new ClientRequestGuard(config.affinity().allowClientDisaggregatedParams()), ids, scheduler, tokenizer);
+    return new Orchestration(ctx, gen, service);
+  }
+
+  private static Router router(RouterFactory factory, DisaggConfig config, ServerSection section, Fleet fleet,
+      LongSupplier nanoClock) {
+    RouterContext ctx = new RouterContext(fleet, config.subagentScope(), nanoClock, new PrefixIndex(1 << 20),
+        RouterContext.DEFAULT_TTL, config.nodeId());
+    return factory.create(section.router(), section.name(), ctx);
+  }
+
+  /** The router of a fleet. */
+  public Router router(Fleet fleet) {
+    return fleet == Fleet.CONTEXT ? contextRouter : generationRouter;
+  }
+
+  /** Adds a worker to its fleet's router and feeds the router the worker's KV events. */
+  public void attach(Worker worker, Fleet fleet) {
+    Router r = router(fleet);
+    r.addWorker(worker);
+    worker.onKvEvents(events -> r.onKvEvents(worker.id(), events));
+  }
+}
