@@ -1,0 +1,102 @@
+package dev.affinity.bench.cli;
+
+import dev.affinity.bench.compare.ProgressBar;
+import dev.affinity.bench.compare.WorkloadSpec;
+import dev.affinity.bench.drive.Workload;
+import dev.affinity.bench.live.LiveRun;
+import dev.affinity.bench.metrics.RunMetrics;
+import dev.affinity.bench.metrics.RunResult;
+import dev.affinity.bench.report.ReportWriter;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code affinity bench live}: the same workloads against a running frontend, over HTTP (streaming). */
+@Command(
+    name = "live",
+    mixinStandardHelpOptions = true,
+    description = "Play workloads against a running frontend over HTTP (streaming completions with the agents' session "
+        + "headers) and write the same report as compare.")
+final class LiveCommand implements Callable<Integer> {
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--url", defaultValue = "http://127.0.0.1:8000", description = "The frontend (default: ${DEFAULT-VALUE}).")
+  String url;
+
+  @Option(names = "--model", defaultValue = "affinity-sim", description = "Model name to send (default: ${DEFAULT-VALUE}).")
+  String model;
+
+  @Option(names = "--label", defaultValue = "live", description = "Name of this run in the report (default: ${DEFAULT-VALUE}).")
+  String label;
+
+  @Option(names = "--session-header", defaultValue = "x-claude-code-session-id",
+      description = "Header carrying an agent's own session id (default: ${DEFAULT-VALUE}).")
+  String sessionHeader;
+
+  @Option(names = "--parent-header", defaultValue = "X-Dynamo-Parent-Session-ID",
+      description = "Header carrying a sub-agent's parent session id (default: ${DEFAULT-VALUE}).")
+  String parentHeader;
+
+  @Option(names = "--deadline-s", defaultValue = "3600", description = "Give up after this many seconds (default: ${DEFAULT-VALUE}).")
+  long deadlineS;
+
+  @Option(names = "--quiet", description = "No progress bar.")
+  boolean quiet;
+
+  @Mixin
+  WorkloadOptions workloads;
+
+  @Mixin
+  ReportOptions report;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    var format = report.reportFormat();
+    LiveRun live = new LiveRun(url, model, sessionHeader, parentHeader, report.slo(), Duration.ofSeconds(deadlineS));
+    List<RunResult> results = new ArrayList<>();
+    int runs = workloads.specs().size() * workloads.seeds.size();
+    ProgressBar bar = quiet ? null : new ProgressBar(System.err, runs);
+    int index = 0;
+    for (WorkloadSpec ws : workloads.specs()) {
+      for (long seed : workloads.seeds) {
+        Workload w = ws.create(seed);
+        int total = w.requests();
+        if (bar != null) {
+          bar.startRun(index, label + " / " + w.name() + " / seed " + seed);
+        }
+        results.add(live.run(label, w, seed, Duration.ofSeconds(deadlineS), done -> {
+          if (bar != null) {
+            bar.update(done, total);
+          }
+        }));
+        index++;
+      }
+    }
+    if (bar != null) {
+      bar.finish();
+    }
+    List<String> notes = List.of(
+        "Command: `affinity bench live " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`",
+        "Live run against " + url + " in wall-clock time (queue waits and load over time are not visible from outside).");
+    Path written = ReportWriter.write(report.out, format, "Affinity live run", notes, results);
+    for (RunResult r : results) {
+      RunMetrics m = r.metrics();
+      out.printf(Locale.ROOT, "%-12s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  ITL p50 %.1f ms  hit %.3f (ideal %.3f)  "
+          + "agents %d/%d  errors %d  wall %.1f s%n", r.policy(), r.workload(), r.seed(), m.ttftMs()[0], m.ttftMs()[1],
+          m.itlMs()[0], m.hitRatio(), m.idealHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
+    }
+    out.println("report: " + written);
+    return results.stream().allMatch(r -> r.metrics().errors() == 0) ? 0 : 1;
+  }
+}

@@ -1,0 +1,80 @@
+package dev.affinity.bench.compare;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * A routing policy to compare: the router of each fleet and whether the sub-agent header is
+ * configured, and with which scope. Applied over a fleet configuration, it replaces exactly those
+ * keys; instances, executors and everything else stay as the configuration has them.
+ *
+ * @param contextRouter    {@code context_servers.router.type}
+ * @param generationRouter {@code generation_servers.router.type}
+ * @param subagentScope    {@code context} or {@code both} to configure the sub-agent header
+ *                         ({@code X-Dynamo-Parent-Session-ID}) with that scope; null to leave it out
+ */
+public record Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope) {
+  public static final String SUBAGENT_HEADER = "X-Dynamo-Parent-Session-ID";
+
+  public Policy {
+    Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(contextRouter, "contextRouter");
+    Objects.requireNonNull(generationRouter, "generationRouter");
+  }
+
+  /** The policies of the comparison in docs/benchmarks.md, in its order. */
+  public static List<Policy> builtIn() {
+    return List.of(
+        new Policy("round_robin", "round robin on both fleets, no sub-agent header", "round_robin", "round_robin", null),
+        new Policy("load_balancing", "least loaded on both fleets, no sub-agent header", "load_balancing", "load_balancing", null),
+        new Policy("kv_cache_aware", "KV-cache-aware context routing, least-loaded generation, no sub-agent header",
+            "kv_cache_aware", "load_balancing", null),
+        new Policy("conversation", "conversation routing by each agent's own session, no sub-agent header",
+            "conversation", "load_balancing", null),
+        new Policy("conversation+header", "conversation routing, sub-agents pinned to the parent's context instance "
+            + "(scope context), generation least-loaded", "conversation", "load_balancing", "context"),
+        new Policy("conversation+header-both", "conversation routing on both fleets, sub-agents pinned to the parent's "
+            + "context and generation instances (scope both)", "conversation", "conversation", "both"),
+        new Policy("affinity", "Affinity's own policy on both fleets, sub-agent header with scope context", "affinity", "affinity",
+            "context"));
+  }
+
+  /** The built-in policy of this name; an error lists the known names. */
+  public static Policy named(String name) {
+    for (Policy p : builtIn()) {
+      if (p.name().equals(name)) {
+        return p;
+      }
+    }
+    throw new IllegalArgumentException("unknown policy \"" + name + "\"; known: "
+        + String.join(", ", builtIn().stream().map(Policy::name).toList()));
+  }
+
+  /** A copy of a parsed configuration (YAML maps) with this policy's keys replaced. */
+  Map<String, Object> applyTo(Map<String, Object> yaml) {
+    Map<String, Object> out = new LinkedHashMap<>(yaml);
+    out.put("context_servers", withRouter(out.get("context_servers"), contextRouter));
+    out.put("generation_servers", withRouter(out.get("generation_servers"), generationRouter));
+    if (subagentScope == null) {
+      out.remove("conversation_affinity_header_for_subagents");
+      out.remove("subagent_affinity_scope");
+    } else {
+      out.put("conversation_affinity_header_for_subagents", SUBAGENT_HEADER);
+      out.put("subagent_affinity_scope", subagentScope);
+    }
+    return out;
+  }
+
+  private static Map<String, Object> withRouter(Object section, String type) {
+    Map<String, Object> s = new LinkedHashMap<>();
+    if (section instanceof Map<?, ?> m) {
+      m.forEach((k, v) -> s.put(String.valueOf(k), v));
+    }
+    Map<String, Object> router = new LinkedHashMap<>();
+    router.put("type", type);
+    s.put("router", router);
+    return s;
+  }
+}

@@ -1,0 +1,143 @@
+package dev.affinity.bench.report;
+
+import dev.affinity.bench.metrics.LoadSeries;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+
+/** Draws a workload's plots: the TTFT CDF, hit ratios next to the ideal, and load imbalance over time. */
+final class Plots {
+  /** The most points drawn per CDF line. */
+  private static final int CDF_POINTS = 200;
+
+  private Plots() {}
+
+  /** The workload's plots; the load plot only when some policy has load samples. */
+  static List<Plot> of(WorkloadRuns w, List<PolicySummary> summaries) {
+    List<Plot> plots = new ArrayList<>();
+    plots.add(ttftCdf(w));
+    plots.add(hitRatio(w, summaries));
+    loadImbalance(w).ifPresent(plots::add);
+    return plots;
+  }
+
+  /** Per policy, the CDF of the TTFT of every successful request over all seeds, on a log scale. */
+  static Plot ttftCdf(WorkloadRuns w) {
+    List<double[]> ttfts = new ArrayList<>();
+    double lo = Double.POSITIVE_INFINITY;
+    double hi = 0;
+    for (PolicyRuns p : w.policies()) {
+      double[] ms = p.runs().stream().flatMap(r -> r.records().stream())
+          .filter(r -> r.ok() && r.ttftUs() >= 0).mapToDouble(r -> r.ttftUs() / 1000.0).sorted().toArray();
+      ttfts.add(ms);
+      for (double v : ms) {
+        if (v > 0) {
+          lo = Math.min(lo, v);
+        }
+        hi = Math.max(hi, v);
+      }
+    }
+    if (lo > hi) {
+      lo = 1;
+      hi = 10;
+    }
+    Svg svg = new Svg("TTFT CDF: " + w.workload(), Axis.log("TTFT (ms, log scale)", lo, hi),
+        Axis.linear("fraction of requests", 0, 1));
+    for (int i = 0; i < ttfts.size(); i++) {
+      double[] ms = ttfts.get(i);
+      int n = ms.length;
+      int points = Math.min(n, CDF_POINTS);
+      double[] xs = new double[points];
+      double[] ys = new double[points];
+      for (int k = 0; k < points; k++) {
+        int idx = points == 1 ? n - 1 : (int) ((long) k * (n - 1) / (points - 1));
+        xs[k] = ms[idx];
+        ys[k] = (idx + 1) / (double) n;
+      }
+      svg.polyline(xs, ys, Svg.colour(w.policies().get(i).index()));
+    }
+    return new Plot("TTFT CDF", "ttft-cdf-" + w.fileStem() + ".svg", legend(svg, w, false).finish());
+  }
+
+  /** Per policy, a bar of the mean hit ratio over seeds, with the mean ideal hit ratio marked on it. */
+  static Plot hitRatio(WorkloadRuns w, List<PolicySummary> summaries) {
+    Svg svg = new Svg("Prefix cache hit ratio: " + w.workload(),
+        Axis.categories("policy", w.policies().stream().map(PolicyRuns::policy).toList()),
+        Axis.linear("hit ratio (dashed: ideal)", 0, 1));
+    for (int i = 0; i < summaries.size(); i++) {
+      PolicySummary s = summaries.get(i);
+      svg.bar(i, s.hitRatio(), Svg.colour(w.policies().get(i).index()), Text.fixed(s.hitRatio(), 3));
+      svg.marker(i, s.idealHitRatio(), "#000000");
+    }
+    return new Plot("Hit ratio", "hit-ratio-" + w.fileStem() + ".svg", legend(svg, w, true).finish());
+  }
+
+  /**
+   * Per policy (its first seed), max/mean load across the context instances at each busy sample;
+   * empty when no policy has load samples (live runs).
+   */
+  static Optional<Plot> loadImbalance(WorkloadRuns w) {
+    List<PolicyRuns> drawn = new ArrayList<>();
+    List<double[][]> lines = new ArrayList<>();
+    double maxT = 0;
+    double maxY = 1;
+    for (PolicyRuns p : w.policies()) {
+      LoadSeries load = p.runs().get(0).load();
+      if (load.timesUs().length == 0 || load.contextInstances() == 0) {
+        continue;
+      }
+      double[][] line = contextImbalance(load);
+      drawn.add(p);
+      lines.add(line);
+      for (int i = 0; i < line[0].length; i++) {
+        maxT = Math.max(maxT, line[0][i]);
+        maxY = Math.max(maxY, line[1][i]);
+      }
+    }
+    if (drawn.isEmpty()) {
+      return Optional.empty();
+    }
+    Svg svg = new Svg("Context load imbalance: " + w.workload(), Axis.linear("time (s)", 0, maxT),
+        Axis.linear("max/mean context instance load", 1, maxY * 1.05));
+    for (int i = 0; i < drawn.size(); i++) {
+      svg.polyline(lines.get(i)[0], lines.get(i)[1], Svg.colour(drawn.get(i).index()));
+    }
+    svg.legend(drawn.stream().map(PolicyRuns::policy).toList(),
+        drawn.stream().map(p -> Svg.colour(p.index())).toList());
+    return Optional.of(new Plot("Load imbalance", "load-" + w.fileStem() + ".svg", svg.finish()));
+  }
+
+  /** {times (s), max/mean load} over the samples where the context fleet is busy. */
+  private static double[][] contextImbalance(LoadSeries load) {
+    int samples = load.timesUs().length;
+    int instances = load.contextInstances();
+    double[] t = new double[samples];
+    double[] ratio = new double[samples];
+    int n = 0;
+    for (int s = 0; s < samples; s++) {
+      int max = 0;
+      long total = 0;
+      for (int i = 0; i < instances; i++) {
+        int v = load.instanceLoad(s, i);
+        max = Math.max(max, v);
+        total += v;
+      }
+      if (total > 0) {
+        t[n] = load.timesUs()[s] / 1e6;
+        ratio[n++] = max / ((double) total / instances);
+      }
+    }
+    return new double[][] {Arrays.copyOf(t, n), Arrays.copyOf(ratio, n)};
+  }
+
+  private static Svg legend(Svg svg, WorkloadRuns w, boolean withIdeal) {
+    List<String> names = new ArrayList<>(w.policies().stream().map(PolicyRuns::policy).toList());
+    List<String> colours = new ArrayList<>(w.policies().stream().map(p -> Svg.colour(p.index())).toList());
+    if (withIdeal) {
+      names.add("ideal (infinite cache)");
+      colours.add("#000000");
+    }
+    return svg.legend(names, colours);
+  }
+}

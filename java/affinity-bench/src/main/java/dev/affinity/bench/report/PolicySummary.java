@@ -1,0 +1,38 @@
+package dev.affinity.bench.report;
+
+import dev.affinity.bench.metrics.RunMetrics;
+import dev.affinity.bench.metrics.RunResult;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * One policy's metrics on one workload, each the mean over its seeds.
+ *
+ * @param genQueueP95Ms   NaN when no run knew its queue waits (live runs)
+ */
+record PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double ttftP99Ms, double itlP50Ms,
+    double e2eP50Ms, double e2eP95Ms, double hitRatio, double idealHitRatio, double genQueueP95Ms,
+    double ctxImbalance, double genImbalance, double agentsWithinSlo, double agents) {
+
+  static PolicySummary of(PolicyRuns p) {
+    List<RunMetrics> m = p.runs().stream().map(RunResult::metrics).toList();
+    List<RunMetrics> queued = m.stream().filter(x -> x.genQueueMs() != null).toList();
+    return new PolicySummary(p.policy(), mean(m, x -> x.ttftMs()[0]), mean(m, x -> x.ttftMs()[1]),
+        mean(m, x -> x.ttftMs()[2]), mean(m, x -> x.itlMs()[0]), mean(m, x -> x.e2eMs()[0]),
+        mean(m, x -> x.e2eMs()[1]), mean(m, RunMetrics::hitRatio), mean(m, RunMetrics::idealHitRatio),
+        mean(queued, x -> x.genQueueMs()[1]), mean(m, RunMetrics::ctxImbalance), mean(m, RunMetrics::genImbalance),
+        mean(m, RunMetrics::agentsWithinSlo), mean(m, RunMetrics::agents));
+  }
+
+  /** The mean, summed in list order; NaN for an empty list. */
+  static double mean(List<RunMetrics> metrics, ToDoubleFunction<RunMetrics> value) {
+    if (metrics.isEmpty()) {
+      return Double.NaN;
+    }
+    double sum = 0;
+    for (RunMetrics m : metrics) {
+      sum += value.applyAsDouble(m);
+    }
+    return sum / metrics.size();
+  }
+}

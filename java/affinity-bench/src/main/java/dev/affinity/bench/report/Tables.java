@@ -1,0 +1,51 @@
+package dev.affinity.bench.report;
+
+import dev.affinity.bench.metrics.RunResult;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Builds the report's tables: the per-workload summary and the list of runs. */
+final class Tables {
+  private static final String NA = "n/a";
+
+  private Tables() {}
+
+  /** One row per policy, means over seeds, with each policy's P50 TTFT relative to the best. */
+  static Table summary(List<PolicySummary> policies) {
+    double best = policies.stream().mapToDouble(PolicySummary::ttftP50Ms).min().orElse(Double.NaN);
+    List<List<String>> rows = new ArrayList<>();
+    for (PolicySummary p : policies) {
+      rows.add(List.of(p.policy(), ms(p.ttftP50Ms()), ms(p.ttftP95Ms()), ms(p.ttftP99Ms()), ms(p.itlP50Ms()),
+          ms(p.e2eP50Ms()), ms(p.e2eP95Ms()), ratio(p.hitRatio()), ratio(p.idealHitRatio()),
+          p.idealHitRatio() > 0 ? ratio(p.hitRatio() / p.idealHitRatio()) : NA, ms(p.genQueueP95Ms()),
+          imbalance(p.ctxImbalance()), imbalance(p.genImbalance()),
+          Math.round(p.agentsWithinSlo()) + " / " + Math.round(p.agents()),
+          best > 0 ? Text.fixed(p.ttftP50Ms() / best, 2) + "x" : NA));
+    }
+    return new Table(List.of("policy", "TTFT p50 ms", "TTFT p95 ms", "TTFT p99 ms", "ITL p50 ms", "E2E p50 ms",
+        "E2E p95 ms", "hit ratio", "ideal", "hit/ideal", "gen queue p95 ms", "ctx imbalance", "gen imbalance",
+        "agents within SLO", "TTFT p50 vs best"), rows, 1);
+  }
+
+  /** One row per run: its wall-clock and simulated time. */
+  static Table runs(List<RunResult> runs) {
+    List<List<String>> rows = new ArrayList<>();
+    for (RunResult r : runs) {
+      rows.add(List.of(r.policy(), r.workload(), Long.toString(r.seed()), Integer.toString(r.metrics().requests()),
+          Text.fixed(r.wallSeconds(), 2), Text.fixed(r.simulatedSeconds(), 1)));
+    }
+    return new Table(List.of("policy", "workload", "seed", "requests", "wall s", "simulated s"), rows, 2);
+  }
+
+  private static String ms(double v) {
+    return Double.isNaN(v) ? NA : Text.fixed(v, 1);
+  }
+
+  private static String ratio(double v) {
+    return Double.isNaN(v) ? NA : Text.fixed(v, 3);
+  }
+
+  private static String imbalance(double v) {
+    return Double.isNaN(v) ? NA : Text.fixed(v, 2);
+  }
+}

@@ -1,0 +1,86 @@
+package dev.affinity.bench.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.affinity.bench.sim.SimFixtures;
+import dev.affinity.bench.trace.AffinityTrace;
+import dev.affinity.bench.workload.AgenticParams;
+import dev.affinity.bench.workload.AgenticWorkload;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code affinity bench}: compare writes its report files; workload writes a trace; bad input is an error. */
+class BenchCliTest {
+  private record Run(int code, String out, String err) {}
+
+  private static Run run(String... args) {
+    CommandLine cli = BenchCli.commandLine();
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    cli.setOut(new PrintWriter(out));
+    cli.setErr(new PrintWriter(err));
+    int code = cli.execute(args);
+    return new Run(code, out.toString(), err.toString());
+  }
+
+  private static Path smallTrace(Path dir) throws Exception {
+    AgenticParams p = SimFixtures.smallAgentic(3, AgenticParams.SubAgentStyle.FORK);
+    Path trace = dir.resolve("small.jsonl");
+    AffinityTrace.write(AgenticWorkload.openLoop(AgenticWorkload.generate(p, 5), p.blockSize()), trace);
+    return trace;
+  }
+
+  @Test
+  void compareWritesAReportACsvAndPlots(@TempDir Path dir) throws Exception {
+    Path trace = smallTrace(dir);
+    Path out = dir.resolve("report");
+    Run r = run("compare", "--config", SimFixtures.smallFleetFile().toString(), "--policies", "round_robin,conversation+header",
+        "--workloads", "trace:" + trace, "--seeds", "1,2", "--out", out.toString(), "--quiet");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("report: "), r.out());
+    String md = Files.readString(out.resolve("report.md"));
+    assertTrue(md.contains("round_robin") && md.contains("conversation+header"), md);
+    List<String> csv = Files.readAllLines(out.resolve("results.csv"));
+    assertEquals(1 + 2 * 2, csv.size(), "a header and one row per policy x seed");
+    assertTrue(Files.list(out).anyMatch(p -> p.getFileName().toString().endsWith(".svg")), "plots written");
+  }
+
+  @Test
+  void compareWritesHtml(@TempDir Path dir) throws Exception {
+    Path trace = smallTrace(dir);
+    Run r = run("compare", "--config", SimFixtures.smallFleetFile().toString(), "--policies", "affinity", "--workloads",
+        "trace:" + trace, "--out", dir.resolve("html").toString(), "--format", "html", "--quiet");
+    assertEquals(0, r.code(), r.err());
+    String html = Files.readString(dir.resolve("html").resolve("report.html"));
+    assertTrue(html.contains("<svg") && html.contains("affinity"));
+  }
+
+  @Test
+  void workloadWritesTheAgenticWorkloadAsATrace(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("agentic.jsonl");
+    Run r = run("workload", "agentic", "--agents", "2", "--seed", "3", "--out", f.toString());
+    assertEquals(0, r.code(), r.err());
+    int expected = AgenticWorkload.generate(AgenticParams.defaults().withAgents(2), 3).stream().mapToInt(a -> a.totalCalls()).sum();
+    assertEquals(expected, AffinityTrace.read(f).size());
+  }
+
+  @Test
+  void badInputIsAClearError(@TempDir Path dir) {
+    Run policy = run("compare", "--policies", "fastest", "--out", dir.toString(), "--quiet");
+    assertEquals(2, policy.code());
+    assertTrue(policy.err().contains("unknown policy \"fastest\""), policy.err());
+    Run workload = run("compare", "--workloads", "mooncake:/no/such/file.jsonl", "--policies", "round_robin", "--out",
+        dir.toString(), "--quiet");
+    assertEquals(2, workload.code());
+    assertTrue(workload.err().contains("no such file"), workload.err());
+    Run format = run("compare", "--format", "pdf", "--out", dir.toString(), "--quiet");
+    assertEquals(2, format.code());
+  }
+}
