@@ -77,7 +77,7 @@ final class CompareCommand implements Callable<Integer> {
     ProgressBar bar = quiet ? null : new ProgressBar(System.err, comparison.runs());
     List<RunResult> results = comparison.run(bar);
     List<String> notes = new ArrayList<>();
-    notes.add("Command: `affinity bench compare " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`");
+    notes.add("Command: `affinity bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`");
     notes.add("Fleet: " + fleet.source() + "; simulated in virtual time by CPU executors (JNI) behind the DisaggService and "
         + "routers that serve runs.");
     notes.add(String.format(Locale.ROOT, "SLO per agent: P95 TTFT <= %.0f ms and P25 output speed >= %.0f tokens/s.",

@@ -87,7 +87,7 @@ final class LiveCommand implements Callable<Integer> {
       bar.finish();
     }
     List<String> notes = List.of(
-        "Command: `affinity bench live " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`",
+        "Command: `affinity bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`",
         "Live run against " + url + " in wall-clock time (queue waits and load over time are not visible from outside).");
     Path written = ReportWriter.write(report.out, format, "Affinity live run", notes, results);
     for (RunResult r : results) {

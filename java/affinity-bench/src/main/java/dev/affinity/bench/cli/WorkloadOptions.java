@@ -14,8 +14,10 @@ final class WorkloadOptions {
   @Option(names = "--seeds", split = ",", defaultValue = "1", description = "Seeds (comma-separated; default: ${DEFAULT-VALUE}).")
   List<Long> seeds;
 
-  @Option(names = "--agents", defaultValue = "0", description = "Agents of an agentic workload (default: the generator's, 32).")
-  int agents;
+  @Option(names = "--agents", split = ",", defaultValue = "0",
+      description = "Agents of an agentic workload; several (8,16,32) make one workload per count, a load sweep "
+          + "(default: the generator's, 32).")
+  List<Integer> agents;
 
   @Option(names = "--limit", defaultValue = "0", description = "Replay only the first N requests of a trace (default: all).")
   int limit;
@@ -23,7 +25,10 @@ final class WorkloadOptions {
   List<WorkloadSpec> specs() {
     List<WorkloadSpec> out = new ArrayList<>();
     for (String w : workloads) {
-      out.add(new WorkloadSpec(w.trim(), agents, limit));
+      boolean agentic = w.trim().startsWith("agentic");
+      for (int n : agentic ? agents : List.of(0)) {
+        out.add(new WorkloadSpec(w.trim(), n, limit));
+      }
     }
     return out;
   }

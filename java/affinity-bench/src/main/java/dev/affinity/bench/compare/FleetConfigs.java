@@ -62,6 +62,9 @@ public final class FleetConfigs {
    * {@code num_instances} and the embedded pool's {@code instances}); {@code <= 0} keeps it.
    */
   public FleetConfigs withInstances(int context, int generation) {
+    if (context <= 0 && generation <= 0) {
+      return this;
+    }
     Map<String, Object> y = deepCopy(yaml);
     setInstances(y, "context_servers", "context", context);
     setInstances(y, "generation_servers", "generation", generation);
@@ -76,7 +79,7 @@ public final class FleetConfigs {
     if (generation > 0) {
       sb.append(sb.length() > 0 ? ", " : "").append(generation).append(" generation instances");
     }
-    return sb.length() == 0 ? "as written" : sb.toString();
+    return sb.toString();
   }
 
   @SuppressWarnings("unchecked")

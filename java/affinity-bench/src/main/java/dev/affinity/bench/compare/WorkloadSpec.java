@@ -31,7 +31,7 @@ public record WorkloadSpec(String spec, int agents, int limit) {
       if (agents > 0) {
         p = p.withAgents(agents);
       }
-      return new Workload.Agents(spec, AgenticWorkload.generate(p, seed), p.blockSize());
+      return new Workload.Agents(agents > 0 ? spec + "-" + agents : spec, AgenticWorkload.generate(p, seed), p.blockSize());
     }
     int colon = spec.indexOf(':');
     if (colon > 0) {

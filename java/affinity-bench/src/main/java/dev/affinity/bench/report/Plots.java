@@ -1,6 +1,9 @@
 package dev.affinity.bench.report;
 
 import dev.affinity.bench.metrics.LoadSeries;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -10,6 +13,8 @@ import java.util.Optional;
 final class Plots {
   /** The most points drawn per CDF line. */
   private static final int CDF_POINTS = 200;
+  /** How many equal time buckets the load imbalance plot averages over. */
+  static final int LOAD_BUCKETS = 60;
 
   private Plots() {}
 
@@ -74,48 +79,77 @@ final class Plots {
   }
 
   /**
-   * Per policy (its first seed), max/mean load across the context instances at each busy sample;
-   * empty when no policy has load samples (live runs).
+   * Per policy (its first seed), max/mean load across the context instances, smoothed: the run's time
+   * range is split into {@link #LOAD_BUCKETS} equal buckets and each point is the mean of that ratio
+   * over the bucket's busy samples (total context load &gt; 0); buckets without busy samples break the
+   * line. Empty when no policy has load samples (live runs).
    */
   static Optional<Plot> loadImbalance(WorkloadRuns w) {
     List<PolicyRuns> drawn = new ArrayList<>();
-    List<double[][]> lines = new ArrayList<>();
     double maxT = 0;
-    double maxY = 1;
     for (PolicyRuns p : w.policies()) {
       LoadSeries load = p.runs().get(0).load();
       if (load.timesUs().length == 0 || load.contextInstances() == 0) {
         continue;
       }
-      double[][] line = contextImbalance(load);
       drawn.add(p);
-      lines.add(line);
-      for (int i = 0; i < line[0].length; i++) {
-        maxT = Math.max(maxT, line[0][i]);
-        maxY = Math.max(maxY, line[1][i]);
+      for (long t : load.timesUs()) {
+        maxT = Math.max(maxT, t / 1e6);
       }
     }
     if (drawn.isEmpty()) {
       return Optional.empty();
     }
+    double bucket = maxT > 0 ? maxT / LOAD_BUCKETS : 1;
+    List<double[][]> lines = new ArrayList<>();
+    double maxY = 1;
+    for (PolicyRuns p : drawn) {
+      double[][] line = bucketedImbalance(p.runs().get(0).load(), bucket);
+      lines.add(line);
+      for (double v : line[1]) {
+        if (!Double.isNaN(v)) {
+          maxY = Math.max(maxY, v);
+        }
+      }
+    }
+    String seconds = new BigDecimal(bucket).round(new MathContext(3, RoundingMode.HALF_EVEN)).stripTrailingZeros()
+        .toPlainString();
     Svg svg = new Svg("Context load imbalance: " + w.workload(), Axis.linear("time (s)", 0, maxT),
-        Axis.linear("max/mean context instance load", 1, maxY * 1.05));
+        Axis.linear("max/mean context load (mean per bucket of " + seconds + " s)", 1, maxY * 1.05));
     for (int i = 0; i < drawn.size(); i++) {
-      svg.polyline(lines.get(i)[0], lines.get(i)[1], Svg.colour(drawn.get(i).index()));
+      String colour = Svg.colour(drawn.get(i).index());
+      double[] xs = lines.get(i)[0];
+      double[] ys = lines.get(i)[1];
+      // One line per run of consecutive non-empty buckets.
+      for (int from = 0; from < xs.length; ) {
+        if (Double.isNaN(ys[from])) {
+          from++;
+          continue;
+        }
+        int to = from;
+        while (to < xs.length && !Double.isNaN(ys[to])) {
+          to++;
+        }
+        svg.polyline(Arrays.copyOfRange(xs, from, to), Arrays.copyOfRange(ys, from, to), colour);
+        from = to;
+      }
     }
     svg.legend(drawn.stream().map(PolicyRuns::policy).toList(),
         drawn.stream().map(p -> Svg.colour(p.index())).toList());
     return Optional.of(new Plot("Load imbalance", "load-" + w.fileStem() + ".svg", svg.finish()));
   }
 
-  /** {times (s), max/mean load} over the samples where the context fleet is busy. */
-  private static double[][] contextImbalance(LoadSeries load) {
-    int samples = load.timesUs().length;
+  /**
+   * {bucket centres (s), mean max/mean load over the bucket's busy samples, NaN where it has none},
+   * for buckets of {@code bucket} seconds from time 0 up to the last sample (at most
+   * {@link #LOAD_BUCKETS}; the last sample falls into the last bucket).
+   */
+  private static double[][] bucketedImbalance(LoadSeries load, double bucket) {
     int instances = load.contextInstances();
-    double[] t = new double[samples];
-    double[] ratio = new double[samples];
-    int n = 0;
-    for (int s = 0; s < samples; s++) {
+    double[] sum = new double[LOAD_BUCKETS];
+    int[] count = new int[LOAD_BUCKETS];
+    int used = 0;
+    for (int s = 0; s < load.timesUs().length; s++) {
       int max = 0;
       long total = 0;
       for (int i = 0; i < instances; i++) {
@@ -124,11 +158,19 @@ final class Plots {
         total += v;
       }
       if (total > 0) {
-        t[n] = load.timesUs()[s] / 1e6;
-        ratio[n++] = max / ((double) total / instances);
+        int b = (int) Math.min(LOAD_BUCKETS - 1, Math.max(0, Math.floor(load.timesUs()[s] / 1e6 / bucket)));
+        sum[b] += max / ((double) total / instances);
+        count[b]++;
+        used = Math.max(used, b + 1);
       }
     }
-    return new double[][] {Arrays.copyOf(t, n), Arrays.copyOf(ratio, n)};
+    double[] t = new double[used];
+    double[] ratio = new double[used];
+    for (int b = 0; b < used; b++) {
+      t[b] = (b + 0.5) * bucket;
+      ratio[b] = count[b] == 0 ? Double.NaN : sum[b] / count[b];
+    }
+    return new double[][] {t, ratio};
   }
 
   private static Svg legend(Svg svg, WorkloadRuns w, boolean withIdeal) {

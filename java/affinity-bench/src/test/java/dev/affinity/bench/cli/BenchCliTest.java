@@ -63,6 +63,17 @@ class BenchCliTest {
   }
 
   @Test
+  void severalAgentCountsMakeALoadSweep(@TempDir Path dir) throws Exception {
+    Path out = dir.resolve("sweep");
+    Run r = run("compare", "--policies", "affinity", "--workloads", "agentic", "--agents", "1,2", "--out", out.toString(),
+        "--quiet");
+    assertEquals(0, r.code(), r.err());
+    List<String> csv = Files.readAllLines(out.resolve("results.csv"));
+    assertEquals(3, csv.size());
+    assertTrue(csv.get(1).startsWith("affinity,agentic-1,") && csv.get(2).startsWith("affinity,agentic-2,"), csv.toString());
+  }
+
+  @Test
   void workloadWritesTheAgenticWorkloadAsATrace(@TempDir Path dir) throws Exception {
     Path f = dir.resolve("agentic.jsonl");
     Run r = run("workload", "agentic", "--agents", "2", "--seed", "3", "--out", f.toString());

@@ -172,6 +172,115 @@ class ReportWriterTest {
     assertTrue(e.getMessage().contains("md") && e.getMessage().contains("markdown") && e.getMessage().contains("html"));
   }
 
+  @Test
+  void legendAndDocumentWidenToFitTheLongestName() throws IOException {
+    String longName = "conversation+header-both-and-then-some";
+    ReportWriter.write(tmp.resolve("short"), ReportFormat.MARKDOWN, "t", List.of(), grid(List.of("a", "b")));
+    ReportWriter.write(tmp.resolve("long"), ReportFormat.MARKDOWN, "t", List.of(), grid(List.of("a", longName)));
+    for (String plot : List.of("ttft-cdf-agentic.svg", "hit-ratio-agentic.svg", "load-agentic.svg")) {
+      String shortSvg = Files.readString(tmp.resolve("short").resolve(plot));
+      String longSvg = Files.readString(tmp.resolve("long").resolve(plot));
+      assertTrue(svgWidth(longSvg) > svgWidth(shortSvg), plot);
+      Matcher legend = Pattern.compile("<text x=\"([0-9.]+)\" y=\"[0-9.]+\" text-anchor=\"start\">"
+          + Pattern.quote(longName) + "</text>").matcher(longSvg);
+      assertTrue(legend.find(), plot);
+      assertTrue(Double.parseDouble(legend.group(1)) + Svg.CHAR_PX * longName.length() <= svgWidth(longSvg), plot);
+    }
+  }
+
+  @Test
+  void longCategoryLabelsAreRotatedAndFitTheDocument() throws IOException {
+    List<String> policies = List.of("round_robin", "load_balancing", "kv_cache_aware", "conversation",
+        "conversation+header", "conversation+header-both", "affinity");
+    ReportWriter.write(tmp, ReportFormat.MARKDOWN, "t", List.of(), grid(policies));
+    String svg = Files.readString(tmp.resolve("hit-ratio-agentic.svg"));
+    double width = svgWidth(svg);
+    double height = Double.parseDouble(attribute(svg, "height"));
+    double angle = Math.toRadians(Svg.LABEL_ANGLE);
+    Matcher tick = Pattern.compile("<text x=\"([0-9.]+)\" y=\"([0-9.]+)\" text-anchor=\"end\" "
+        + "transform=\"rotate\\(-" + Svg.LABEL_ANGLE + " \\1 \\2\\)\">([^<]+)</text>").matcher(svg);
+    List<String> labels = new ArrayList<>();
+    double previousX = -1;
+    double lowest = 0;
+    while (tick.find()) {
+      double x = Double.parseDouble(tick.group(1));
+      double y = Double.parseDouble(tick.group(2));
+      double w = Svg.CHAR_PX * tick.group(3).length();
+      labels.add(tick.group(3));
+      assertTrue(x - w * Math.cos(angle) >= 0, tick.group(3));
+      assertTrue(y + w * Math.sin(angle) < height, tick.group(3));
+      assertTrue(x < width);
+      // Parallel rotated baselines this far apart (perpendicular distance) cannot overlap at 12 px.
+      if (previousX >= 0) {
+        assertTrue((x - previousX) * Math.sin(angle) >= 14, tick.group(3));
+      }
+      previousX = x;
+      lowest = Math.max(lowest, y + w * Math.sin(angle));
+    }
+    assertEquals(policies, labels);
+    Matcher title = Pattern.compile("<text x=\"[0-9.]+\" y=\"([0-9.]+)\" text-anchor=\"middle\">policy</text>")
+        .matcher(svg);
+    assertTrue(title.find());
+    assertTrue(Double.parseDouble(title.group(1)) > lowest + 10);
+    assertTrue(Double.parseDouble(title.group(1)) < height);
+
+    // Short names still sit level under their bars.
+    ReportWriter.write(tmp.resolve("short"), ReportFormat.MARKDOWN, "t", List.of(), grid(POLICIES));
+    assertFalse(Files.readString(tmp.resolve("short/hit-ratio-agentic.svg")).contains("rotate(-" + Svg.LABEL_ANGLE));
+  }
+
+  @Test
+  void loadPlotAveragesBusySamplesPerTimeBucket() throws IOException {
+    // 1201 samples a second apart (buckets of 20 s): ratio 2 and 1 alternate, so every bucket's mean is
+    // 1.5; samples 400..459 (buckets 20..22) and the last one are idle, which breaks the line.
+    int samples = 1201;
+    long[] times = new long[samples];
+    int[][][] ranks = new int[samples][][];
+    for (int s = 0; s < samples; s++) {
+      times[s] = s * 1_000_000L;
+      boolean idle = (s >= 400 && s < 460) || s == samples - 1;
+      ranks[s] = idle ? new int[][] {{0}, {0}, {0}} : s % 2 == 0 ? new int[][] {{2}, {0}, {1}} : new int[][] {{1}, {1}, {1}};
+    }
+    LoadSeries load = new LoadSeries(List.of("ctx-0", "ctx-1", "gen-0"), 2, times, ranks);
+    List<RunResult> runs = new ArrayList<>(grid(List.of("first")));
+    List<RequestRecord> records = records(20, 1);
+    runs.add(new RunResult("bursty", "agentic", 1, RunMetrics.of(records, load, null, null, Slo.defaults()), records,
+        load, 1, 1200));
+    ReportWriter.write(tmp, ReportFormat.MARKDOWN, "t", List.of(), runs);
+    String svg = Files.readString(tmp.resolve("load-agentic.svg"));
+    assertTrue(svg.contains("(mean per bucket of 20 s)"));
+
+    Matcher line = Pattern.compile("<polyline fill=\"none\" stroke=\"" + Svg.colour(1)
+        + "\" stroke-width=\"2\" points=\"([^\"]+)\"/>").matcher(svg);
+    List<Integer> pointsPerLine = new ArrayList<>();
+    List<String> ys = new ArrayList<>();
+    while (line.find()) {
+      String[] points = line.group(1).split(" ");
+      pointsPerLine.add(points.length);
+      for (String point : points) {
+        ys.add(point.split(",")[1]);
+      }
+    }
+    assertEquals(List.of(20, 37), pointsPerLine);
+    assertEquals(1, ys.stream().distinct().count(), ys.toString());
+    // Every policy's line has at most one point per bucket.
+    Matcher any = Pattern.compile("points=\"([^\"]+)\"").matcher(svg);
+    while (any.find()) {
+      assertTrue(any.group(1).split(" ").length <= Plots.LOAD_BUCKETS);
+    }
+  }
+
+  private static double svgWidth(String svg) {
+    return Double.parseDouble(attribute(svg, "width"));
+  }
+
+  /** An attribute of the root {@code <svg>} element. */
+  private static String attribute(String svg, String name) {
+    Matcher m = Pattern.compile("<svg [^>]*?\\b" + name + "=\"([^\"]+)\"").matcher(svg);
+    assertTrue(m.find(), name);
+    return m.group(1);
+  }
+
   /** Every policy x workload x seed 1, 2, with latencies and reuse that differ by policy and seed. */
   private static List<RunResult> grid(List<String> policies) {
     List<RunResult> runs = new ArrayList<>();
