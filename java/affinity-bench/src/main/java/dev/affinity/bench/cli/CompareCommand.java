@@ -3,11 +3,7 @@ package dev.affinity.bench.cli;
 import dev.affinity.bench.compare.Comparison;
 import dev.affinity.bench.compare.FleetConfigs;
 import dev.affinity.bench.compare.Policy;
-import dev.affinity.bench.compare.ProgressBar;
-import dev.affinity.bench.metrics.RunMetrics;
 import dev.affinity.bench.metrics.RunResult;
-import dev.affinity.bench.report.ReportWriter;
-import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,9 +46,6 @@ final class CompareCommand implements Callable<Integer> {
   @Option(names = "--stream", description = "Simulate streaming responses (one response per token: the same numbers, slower).")
   boolean stream;
 
-  @Option(names = "--quiet", description = "No progress bar.")
-  boolean quiet;
-
   @Mixin
   WorkloadOptions workloads;
 
@@ -61,7 +54,6 @@ final class CompareCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    PrintWriter out = spec.commandLine().getOut();
     if (sampleMs <= 0) {
       throw new IllegalArgumentException("--sample-ms must be > 0");
     }
@@ -71,13 +63,11 @@ final class CompareCommand implements Callable<Integer> {
     for (String p : policies == null ? Policy.builtIn().stream().map(Policy::name).toList() : policies) {
       chosen.add(Policy.named(p.trim()));
     }
-    var format = report.reportFormat();
+    report.reportFormat();  // a bad --format fails before the runs
     Comparison comparison = new Comparison(fleet, chosen, workloads.specs(), workloads.seeds, report.slo(),
         Duration.ofMillis(sampleMs), stream);
-    ProgressBar bar = quiet ? null : new ProgressBar(System.err, comparison.runs());
-    List<RunResult> results = comparison.run(bar);
+    List<RunResult> results = comparison.run(report.progress(comparison.runs()));
     List<String> notes = new ArrayList<>();
-    notes.add("Command: `affinity bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`");
     notes.add("Fleet: " + fleet.source() + "; simulated in virtual time by CPU executors (JNI) behind the DisaggService and "
         + "routers that serve runs.");
     notes.add(String.format(Locale.ROOT, "SLO per agent: P95 TTFT <= %.0f ms and P25 output speed >= %.0f tokens/s.",
@@ -85,14 +75,7 @@ final class CompareCommand implements Callable<Integer> {
     for (Policy p : chosen) {
       notes.add("Policy " + p.name() + ": " + p.description() + ".");
     }
-    Path written = ReportWriter.write(report.out, format, "Affinity policy comparison", notes, results);
-    for (RunResult r : results) {
-      RunMetrics m = r.metrics();
-      out.printf(Locale.ROOT, "%-26s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  hit %.3f (ideal %.3f)  agents %d/%d  "
-          + "errors %d  wall %.1f s%n", r.policy(), r.workload(), r.seed(), m.ttftMs()[0], m.ttftMs()[1], m.hitRatio(),
-          m.idealHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
-    }
-    out.println("report: " + written);
+    report.write(spec, "Affinity policy comparison", notes, results);
     return 0;
   }
 }

@@ -4,15 +4,10 @@ import dev.affinity.bench.compare.ProgressBar;
 import dev.affinity.bench.compare.WorkloadSpec;
 import dev.affinity.bench.drive.Workload;
 import dev.affinity.bench.live.LiveRun;
-import dev.affinity.bench.metrics.RunMetrics;
 import dev.affinity.bench.metrics.RunResult;
-import dev.affinity.bench.report.ReportWriter;
-import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -50,9 +45,6 @@ final class LiveCommand implements Callable<Integer> {
   @Option(names = "--deadline-s", defaultValue = "3600", description = "Give up after this many seconds (default: ${DEFAULT-VALUE}).")
   long deadlineS;
 
-  @Option(names = "--quiet", description = "No progress bar.")
-  boolean quiet;
-
   @Mixin
   WorkloadOptions workloads;
 
@@ -61,12 +53,11 @@ final class LiveCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    PrintWriter out = spec.commandLine().getOut();
-    var format = report.reportFormat();
+    report.reportFormat();  // a bad --format fails before the runs
     LiveRun live = new LiveRun(url, model, sessionHeader, parentHeader, report.slo(), Duration.ofSeconds(deadlineS));
     List<RunResult> results = new ArrayList<>();
     int runs = workloads.specs().size() * workloads.seeds.size();
-    ProgressBar bar = quiet ? null : new ProgressBar(System.err, runs);
+    ProgressBar bar = report.progress(runs);
     int index = 0;
     for (WorkloadSpec ws : workloads.specs()) {
       for (long seed : workloads.seeds) {
@@ -86,17 +77,8 @@ final class LiveCommand implements Callable<Integer> {
     if (bar != null) {
       bar.finish();
     }
-    List<String> notes = List.of(
-        "Command: `affinity bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`",
-        "Live run against " + url + " in wall-clock time (queue waits and load over time are not visible from outside).");
-    Path written = ReportWriter.write(report.out, format, "Affinity live run", notes, results);
-    for (RunResult r : results) {
-      RunMetrics m = r.metrics();
-      out.printf(Locale.ROOT, "%-12s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  ITL p50 %.1f ms  hit %.3f (ideal %.3f)  "
-          + "agents %d/%d  errors %d  wall %.1f s%n", r.policy(), r.workload(), r.seed(), m.ttftMs()[0], m.ttftMs()[1],
-          m.itlMs()[0], m.hitRatio(), m.idealHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
-    }
-    out.println("report: " + written);
+    report.write(spec, "Affinity live run", List.of("Live run against " + url
+        + " in wall-clock time (queue waits and load over time are not visible from outside)."), results);
     return results.stream().allMatch(r -> r.metrics().errors() == 0) ? 0 : 1;
   }
 }

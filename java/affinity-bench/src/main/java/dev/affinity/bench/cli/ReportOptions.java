@@ -1,11 +1,21 @@
 package dev.affinity.bench.cli;
 
+import dev.affinity.bench.compare.ProgressBar;
+import dev.affinity.bench.metrics.RunMetrics;
+import dev.affinity.bench.metrics.RunResult;
 import dev.affinity.bench.metrics.Slo;
 import dev.affinity.bench.report.ReportFormat;
+import dev.affinity.bench.report.ReportWriter;
+import java.io.IOException;
+import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 
-/** Options shared by the commands that write a report. */
+/** Options and output shared by the commands that run workloads and write a report. */
 final class ReportOptions {
   @Option(names = "--out", defaultValue = "bench-report", description = "Report directory (default: ${DEFAULT-VALUE}).")
   Path out;
@@ -20,6 +30,33 @@ final class ReportOptions {
   @Option(names = "--slo-tokens-per-s", defaultValue = "20",
       description = "SLO: an agent's P25 output speed at least this, tokens/s (default: ${DEFAULT-VALUE}).")
   double sloTokensPerS;
+
+  @Option(names = "--quiet", description = "No progress bar.")
+  boolean quiet;
+
+  /** A progress bar on stderr for {@code runs} runs, or null with {@code --quiet}. */
+  ProgressBar progress(int runs) {
+    return quiet ? null : new ProgressBar(System.err, runs);
+  }
+
+  /**
+   * Writes the report (its first note is the command line), prints a line per run and the report's
+   * path to the command's output.
+   */
+  void write(CommandSpec spec, String title, List<String> notes, List<RunResult> results) throws IOException {
+    List<String> all = new ArrayList<>();
+    all.add("Command: `affinity bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs()) + "`");
+    all.addAll(notes);
+    Path written = ReportWriter.write(out, reportFormat(), title, all, results);
+    PrintWriter w = spec.commandLine().getOut();
+    for (RunResult r : results) {
+      RunMetrics m = r.metrics();
+      w.printf(Locale.ROOT, "%-26s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  ITL p50 %5.1f ms  hit %.3f (ideal %.3f)  "
+          + "agents %d/%d  errors %d  wall %.1f s%n", r.policy(), r.workload(), r.seed(), m.ttftMs()[0], m.ttftMs()[1],
+          m.itlMs()[0], m.hitRatio(), m.idealHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
+    }
+    w.println("report: " + written);
+  }
 
   ReportFormat reportFormat() {
     return ReportFormat.parse(format);

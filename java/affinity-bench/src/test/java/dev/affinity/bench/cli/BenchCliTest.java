@@ -3,10 +3,14 @@ package dev.affinity.bench.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.affinity.bench.live.LiveFixtures;
 import dev.affinity.bench.sim.SimFixtures;
 import dev.affinity.bench.trace.AffinityTrace;
+import dev.affinity.bench.trace.TraceRequest;
 import dev.affinity.bench.workload.AgenticParams;
 import dev.affinity.bench.workload.AgenticWorkload;
+import dev.affinity.server.fleet.AffinityServer;
+import dev.affinity.server.http.FrontendOptions;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
@@ -71,6 +75,26 @@ class BenchCliTest {
     List<String> csv = Files.readAllLines(out.resolve("results.csv"));
     assertEquals(3, csv.size());
     assertTrue(csv.get(1).startsWith("affinity,agentic-1,") && csv.get(2).startsWith("affinity,agentic-2,"), csv.toString());
+  }
+
+  @Test
+  void liveRunsATraceAgainstARunningFrontend(@TempDir Path dir) throws Exception {
+    Path trace = dir.resolve("burst.jsonl");
+    List<TraceRequest> burst = new java.util.ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      burst.add(new TraceRequest(i * 10, "s" + (i % 2), i >= 2 ? "s" + (i % 2) + "-parent" : null, 300, 5, 64,
+          List.of(1L, 2L, 3L + i, 100L + i, 200L + i)));
+    }
+    AffinityTrace.write(burst, trace);
+    var config = LiveFixtures.zeroCostFleet();
+    try (AffinityServer server = AffinityServer.start(config, FrontendOptions.fromConfig(config, "test").withPort(0))) {
+      Run r = run("live", "--url", "http://127.0.0.1:" + server.port(), "--workloads", "trace:" + trace, "--out",
+          dir.resolve("live").toString(), "--quiet");
+      assertEquals(0, r.code(), r.err() + r.out());
+      List<String> csv = Files.readAllLines(dir.resolve("live").resolve("results.csv"));
+      assertEquals(2, csv.size());
+      assertTrue(csv.get(1).startsWith("live,trace-burst,1,6,0,"), csv.get(1));
+    }
   }
 
   @Test

@@ -11,7 +11,6 @@ import dev.affinity.bench.metrics.RunResult;
 import dev.affinity.bench.metrics.Slo;
 import dev.affinity.bench.workload.AgenticParams;
 import dev.affinity.bench.workload.AgenticWorkload;
-import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.server.fleet.AffinityServer;
 import dev.affinity.server.http.FrontendOptions;
@@ -23,26 +22,9 @@ import org.junit.jupiter.api.Test;
 
 /** The live driver against a real frontend over HTTP (embedded workers with a zero-cost timing model). */
 class LiveRunTest {
-  private static final String ZERO = "{iteration_overhead_us: 0, prefill_us_per_token: 0, prefill_us_per_token_sq: 0, "
-      + "decode_base_us: 0, decode_us_per_seq: 0, decode_us_per_kv_token: 0, transfer_latency_us: 0}";
-  private static final String CONFIG = """
-      hostname: 127.0.0.1
-      port: 8000
-      conversation_affinity_header_for_subagents: X-Dynamo-Parent-Session-ID
-      subagent_affinity_scope: context
-      context_servers: {num_instances: 2, router: {type: conversation}}
-      generation_servers: {num_instances: 1, router: {type: load_balancing}}
-      affinity:
-        model: affinity-sim
-        debug_headers: true
-        workers:
-          context: {instances: 2, ranks: 2, executor: {timing: %s}}
-          generation: {instances: 1, ranks: 2, executor: {timing: %s}}
-      """.formatted(ZERO, ZERO);
-
   @Test
   void playsAnAgenticWorkloadOverHttpWithTheAgentsHeaders() throws Exception {
-    DisaggConfig config = ConfigLoader.parse(CONFIG, "live-test.yaml").config();
+    DisaggConfig config = LiveFixtures.zeroCostFleet();
     AgenticParams p = new AgenticParams(3, 20.0, 2, 2_000, 200, 3, 4, 200, 400, 8, 16, 20, 50, 16_000, 0.6, 2, 2, 2,
         AgenticParams.SubAgentStyle.FRESH, 2, 1_000, 100, 64);
     Workload.Agents workload = new Workload.Agents("tiny-agentic", AgenticWorkload.generate(p, 2), p.blockSize());
