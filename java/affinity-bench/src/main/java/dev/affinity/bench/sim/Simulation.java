@@ -87,12 +87,15 @@ public final class Simulation {
     }
   }
 
-  /** Queue waits of finished legs: from arrival at the executor (after any KV transfer) to first scheduling. */
+  /**
+   * Queue waits of finished legs: from arrival at the executor to admission into its batch (a
+   * generation leg's KV transfer starts at admission, once it has a slot and KV blocks).
+   */
   private static void observe(VirtualExecutor ex, ExecutorResponse r, Histogram ctxQueue, Histogram genQueue) {
     if (!r.isFinal() || r.isError() || r.metrics().scheduledUs() < 0 || r.metrics().arrivalUs() < 0) {
       return;
     }
-    long wait = r.metrics().scheduledUs() - r.metrics().arrivalUs() - Math.max(0, r.metrics().transferUs());
+    long wait = r.metrics().scheduledUs() - r.metrics().arrivalUs();
     Histogram h = ex.fleet() == Fleet.CONTEXT ? ctxQueue : genQueue;
     h.recordValue(Math.max(0, Math.min(wait, h.getHighestTrackableValue())));
   }
