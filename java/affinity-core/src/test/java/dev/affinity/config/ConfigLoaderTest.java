@@ -39,7 +39,7 @@ class ConfigLoaderTest {
     try (Stream<Path> s = Files.list(EXAMPLES)) {
       files = s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
     }
-    assertEquals(4, files.size(), files.toString());
+    assertEquals(6, files.size(), files.toString());
     for (Path f : files) {
       LoadedConfig c = ConfigLoader.load(f);
       assertEquals(List.of(), c.warnings(), f.toString());
