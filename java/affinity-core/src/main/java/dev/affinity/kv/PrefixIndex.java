@@ -3,8 +3,6 @@ package dev.affinity.kv;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -32,7 +30,7 @@ public final class PrefixIndex {
   private static final class LocationState {
     final String worker;
     final int rank;
-    final LinkedHashMap<Long, Boolean> lru = new LinkedHashMap<>(16, 0.75f, true);
+    final LongLruSet lru = new LongLruSet();
 
     LocationState(String worker, int rank) {
       this.worker = worker;
@@ -88,17 +86,15 @@ public final class PrefixIndex {
       // Deepest block first, so that a chain's prefix is its most recently used part and the LRU
       // drops suffixes before prefixes (as a KV cache evicts).
       for (int i = to - 1; i >= from; i--) {
-        Long k = keys[i];
-        if (st.lru.put(k, Boolean.TRUE) == null) {
+        long k = keys[i];
+        if (st.lru.add(k)) {
           entries.incrementAndGet();
           holders.compute(k, (key, set) -> Bits.with(set, location));
         }
       }
       long over = st.lru.size() - maxBlocksPerLocation;
-      Iterator<Long> it = st.lru.keySet().iterator();
-      while (over-- > 0 && it.hasNext()) {
-        Long k = it.next();
-        it.remove();
+      while (over-- > 0 && st.lru.size() > 0) {
+        long k = st.lru.removeOldest();
         entries.decrementAndGet();
         holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
       }
@@ -114,7 +110,7 @@ public final class PrefixIndex {
     LocationState st = state(location);
     synchronized (st) {
       for (long k : keys) {
-        if (st.lru.remove(k) != null) {
+        if (st.lru.remove(k)) {
           entries.decrementAndGet();
           holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
         }
@@ -126,10 +122,10 @@ public final class PrefixIndex {
   public void clear(int location) {
     LocationState st = state(location);
     synchronized (st) {
-      for (Long k : st.lru.keySet()) {
+      st.lru.forEach(k -> {
         entries.decrementAndGet();
         holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
-      }
+      });
       st.lru.clear();
     }
   }
@@ -152,7 +148,7 @@ public final class PrefixIndex {
     LocationState st = state(location);
     synchronized (st) {
       for (int i = Math.min(count, keys.length) - 1; i >= 0; i--) {
-        st.lru.get(keys[i]);
+        st.lru.touch(keys[i]);
       }
     }
   }
