@@ -30,45 +30,67 @@ public record LoadSeries(List<String> instances, int contextInstances, long[] ti
    * where the fleet is idle; 1 when it never was busy.
    */
   public double instanceImbalance(boolean context) {
-    int from = context ? 0 : contextInstances;
-    int to = context ? contextInstances : instances.size();
+    return meanOverSamples(s -> instanceImbalanceAt(s, context));
+  }
+
+  /** Mean over samples of {@link #rankImbalanceAt}; 1 when the fleet never was busy. */
+  public double rankImbalance(boolean context) {
+    return meanOverSamples(s -> rankImbalanceAt(s, context));
+  }
+
+  /** Max/mean load across a fleet's instances at one sample; NaN when the fleet is idle then. */
+  public double instanceImbalanceAt(int sample, boolean context) {
+    int max = 0;
+    long total = 0;
+    int from = from(context);
+    int to = to(context);
+    for (int i = from; i < to; i++) {
+      int v = instanceLoad(sample, i);
+      max = Math.max(max, v);
+      total += v;
+    }
+    return total == 0 ? Double.NaN : max / ((double) total / (to - from));
+  }
+
+  /**
+   * Mean over a fleet's busy instances of max/mean load across the instance's ranks, at one sample;
+   * NaN when no instance of the fleet is busy then.
+   */
+  public double rankImbalanceAt(int sample, boolean context) {
     double sum = 0;
     int n = 0;
-    for (int s = 0; s < timesUs.length; s++) {
+    for (int i = from(context); i < to(context); i++) {
+      int[] ranks = rankLoad[sample][i];
       int max = 0;
       long total = 0;
-      for (int i = from; i < to; i++) {
-        int v = instanceLoad(s, i);
+      for (int v : ranks) {
         max = Math.max(max, v);
         total += v;
       }
       if (total > 0) {
-        sum += max / ((double) total / (to - from));
+        sum += max / ((double) total / ranks.length);
         n++;
       }
     }
-    return n == 0 ? 1.0 : sum / n;
+    return n == 0 ? Double.NaN : sum / n;
   }
 
-  /** Mean over busy samples and instances of a fleet of max/mean load across an instance's ranks. */
-  public double rankImbalance(boolean context) {
-    int from = context ? 0 : contextInstances;
-    int to = context ? contextInstances : instances.size();
+  private int from(boolean context) {
+    return context ? 0 : contextInstances;
+  }
+
+  private int to(boolean context) {
+    return context ? contextInstances : instances.size();
+  }
+
+  private double meanOverSamples(java.util.function.IntToDoubleFunction at) {
     double sum = 0;
     int n = 0;
     for (int s = 0; s < timesUs.length; s++) {
-      for (int i = from; i < to; i++) {
-        int[] ranks = rankLoad[s][i];
-        int max = 0;
-        long total = 0;
-        for (int v : ranks) {
-          max = Math.max(max, v);
-          total += v;
-        }
-        if (total > 0) {
-          sum += max / ((double) total / ranks.length);
-          n++;
-        }
+      double v = at.applyAsDouble(s);
+      if (!Double.isNaN(v)) {
+        sum += v;
+        n++;
       }
     }
     return n == 0 ? 1.0 : sum / n;

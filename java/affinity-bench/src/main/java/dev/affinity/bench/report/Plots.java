@@ -9,7 +9,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 
-/** Draws a workload's plots: the TTFT CDF, hit ratios next to the ideal, and load imbalance over time. */
+/**
+ * Draws a workload's plots: the TTFT CDF, hit ratios next to the ideal, and load imbalance over time
+ * across context instances and across the ranks inside them.
+ */
 final class Plots {
   /** The most points drawn per CDF line. */
   private static final int CDF_POINTS = 200;
@@ -24,6 +27,7 @@ final class Plots {
     plots.add(ttftCdf(w));
     plots.add(hitRatio(w, summaries));
     loadImbalance(w).ifPresent(plots::add);
+    rankImbalance(w).ifPresent(plots::add);
     return plots;
   }
 
@@ -85,6 +89,23 @@ final class Plots {
    * line. Empty when no policy has load samples (live runs).
    */
   static Optional<Plot> loadImbalance(WorkloadRuns w) {
+    return imbalance(w, "Context load imbalance: ", "max/mean context load", "Load imbalance", "load-",
+        (load, s) -> load.instanceImbalanceAt(s, true));
+  }
+
+  /** The same for the attention-DP ranks inside each context instance (mean over busy instances). */
+  static Optional<Plot> rankImbalance(WorkloadRuns w) {
+    return imbalance(w, "Context rank imbalance: ", "max/mean rank load in an instance", "Rank imbalance", "rank-load-",
+        (load, s) -> load.rankImbalanceAt(s, true));
+  }
+
+  /** An imbalance ratio of one sample (NaN when idle). */
+  private interface SampleRatio {
+    double at(LoadSeries load, int sample);
+  }
+
+  private static Optional<Plot> imbalance(WorkloadRuns w, String title, String yLabel, String plotName, String filePrefix,
+      SampleRatio ratio) {
     List<PolicyRuns> drawn = new ArrayList<>();
     double maxT = 0;
     for (PolicyRuns p : w.policies()) {
@@ -104,7 +125,7 @@ final class Plots {
     List<double[][]> lines = new ArrayList<>();
     double maxY = 1;
     for (PolicyRuns p : drawn) {
-      double[][] line = bucketedImbalance(p.runs().get(0).load(), bucket);
+      double[][] line = bucketed(p.runs().get(0).load(), bucket, ratio);
       lines.add(line);
       for (double v : line[1]) {
         if (!Double.isNaN(v)) {
@@ -114,8 +135,8 @@ final class Plots {
     }
     String seconds = new BigDecimal(bucket).round(new MathContext(3, RoundingMode.HALF_EVEN)).stripTrailingZeros()
         .toPlainString();
-    Svg svg = new Svg("Context load imbalance: " + w.workload(), Axis.linear("time (s)", 0, maxT),
-        Axis.linear("max/mean context load (mean per bucket of " + seconds + " s)", 1, maxY * 1.05));
+    Svg svg = new Svg(title + w.workload(), Axis.linear("time (s)", 0, maxT),
+        Axis.linear(yLabel + " (mean per bucket of " + seconds + " s)", 1, maxY * 1.05));
     for (int i = 0; i < drawn.size(); i++) {
       String colour = Svg.colour(drawn.get(i).index());
       double[] xs = lines.get(i)[0];
@@ -136,41 +157,34 @@ final class Plots {
     }
     svg.legend(drawn.stream().map(PolicyRuns::policy).toList(),
         drawn.stream().map(p -> Svg.colour(p.index())).toList());
-    return Optional.of(new Plot("Load imbalance", "load-" + w.fileStem() + ".svg", svg.finish()));
+    return Optional.of(new Plot(plotName, filePrefix + w.fileStem() + ".svg", svg.finish()));
   }
 
   /**
-   * {bucket centres (s), mean max/mean load over the bucket's busy samples, NaN where it has none},
-   * for buckets of {@code bucket} seconds from time 0 up to the last sample (at most
+   * {bucket centres (s), mean ratio over the bucket's busy samples, NaN where it has none}, for
+   * buckets of {@code bucket} seconds from time 0 up to the last sample (at most
    * {@link #LOAD_BUCKETS}; the last sample falls into the last bucket).
    */
-  private static double[][] bucketedImbalance(LoadSeries load, double bucket) {
-    int instances = load.contextInstances();
+  private static double[][] bucketed(LoadSeries load, double bucket, SampleRatio ratio) {
     double[] sum = new double[LOAD_BUCKETS];
     int[] count = new int[LOAD_BUCKETS];
     int used = 0;
     for (int s = 0; s < load.timesUs().length; s++) {
-      int max = 0;
-      long total = 0;
-      for (int i = 0; i < instances; i++) {
-        int v = load.instanceLoad(s, i);
-        max = Math.max(max, v);
-        total += v;
-      }
-      if (total > 0) {
+      double r = ratio.at(load, s);
+      if (!Double.isNaN(r)) {
         int b = (int) Math.min(LOAD_BUCKETS - 1, Math.max(0, Math.floor(load.timesUs()[s] / 1e6 / bucket)));
-        sum[b] += max / ((double) total / instances);
+        sum[b] += r;
         count[b]++;
         used = Math.max(used, b + 1);
       }
     }
     double[] t = new double[used];
-    double[] ratio = new double[used];
+    double[] mean = new double[used];
     for (int b = 0; b < used; b++) {
       t[b] = (b + 0.5) * bucket;
-      ratio[b] = count[b] == 0 ? Double.NaN : sum[b] / count[b];
+      mean[b] = count[b] == 0 ? Double.NaN : sum[b] / count[b];
     }
-    return new double[][] {t, ratio};
+    return new double[][] {t, mean};
   }
 
   private static Svg legend(Svg svg, WorkloadRuns w, boolean withIdeal) {

@@ -12,7 +12,8 @@ import java.util.Objects;
 /**
  * Writes a comparison report for any number of runs (policies x workloads x seeds) into a directory:
  * {@code results.csv} with one row per run, SVG plots per workload ({@code ttft-cdf-<workload>.svg},
- * {@code hit-ratio-<workload>.svg}, and {@code load-<workload>.svg} when load was sampled), and the
+ * {@code hit-ratio-<workload>.svg}, and {@code load-<workload>.svg} and {@code rank-load-<workload>.svg} when load was
+ * sampled), and the
  * main report ({@code report.md} linking the plots, or a self-contained {@code report.html}).
  * Policies and workloads appear in the order they first occur in the runs; the same input always
  * gives byte-identical files.

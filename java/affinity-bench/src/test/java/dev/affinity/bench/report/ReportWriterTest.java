@@ -68,12 +68,12 @@ class ReportWriterTest {
     }
     assertTrue(md.contains("1.00x"));
     for (String w : List.of("agentic", "mooncake_trace")) {
-      for (String plot : List.of("ttft-cdf-", "hit-ratio-", "load-")) {
+      for (String plot : List.of("ttft-cdf-", "hit-ratio-", "load-", "rank-load-")) {
         assertTrue(Files.exists(tmp.resolve(plot + w + ".svg")), plot + w);
       }
     }
     List<Path> svgs = svgFiles(tmp);
-    assertEquals(6, svgs.size());
+    assertEquals(8, svgs.size());
     for (Path svg : svgs) {
       assertTrue(md.contains("(" + svg.getFileName() + ")"), svg.toString());
       Document doc = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(svg.toFile());
@@ -131,6 +131,7 @@ class ReportWriterTest {
       Path dir = tmp.resolve(format.name());
       String report = Files.readString(ReportWriter.write(dir, format, "Live", List.of(), List.of(live)));
       assertFalse(Files.exists(dir.resolve("load-live.svg")));
+      assertFalse(Files.exists(dir.resolve("rank-load-live.svg")));
       assertFalse(report.contains("load-live.svg"));
       assertTrue(Files.exists(dir.resolve("ttft-cdf-live.svg")));
       assertTrue(report.contains("affinity"));
