@@ -91,6 +91,12 @@ public final class AffinityRouter extends AbstractRouter {
     }
   }
 
+  /** The generation variant weighs decode slots and in-flight tokens, never cached prefixes. */
+  @Override
+  public boolean usesKvEvents() {
+    return context.fleet() == Fleet.CONTEXT;
+  }
+
   @Override
   protected Object prepare(RoutingRequest request, List<Worker> candidates) {
     if (context.fleet() == Fleet.GENERATION) {
