@@ -44,6 +44,12 @@ class ResponseDispatcherTest {
       }
       return out;
     });
+    // The executor answers a cancel with a final response. Stubbed here, before the poller thread
+    // starts: stubbing a mock that another thread is calling is not safe in Mockito.
+    org.mockito.Mockito.doAnswer(inv -> {
+      ready.add(response(inv.getArgument(0), true));
+      return null;
+    }).when(executor).cancel(org.mockito.ArgumentMatchers.anyLong());
     dispatcher = new ResponseDispatcher(executor, "test", 16, Duration.ofMillis(10));
   }
 
@@ -101,11 +107,6 @@ class ResponseDispatcherTest {
   @Test
   void closeCancelsOutstandingRequestsAndRefusesNewOnes() {
     long id = dispatcher.submit(request(), r -> { });
-    // the executor answers the cancel with a final response
-    org.mockito.Mockito.doAnswer(inv -> {
-      ready.add(response(inv.getArgument(0), true));
-      return null;
-    }).when(executor).cancel(id);
     dispatcher.close();
     verify(executor).cancel(id);
     assertEquals(0, dispatcher.outstanding());

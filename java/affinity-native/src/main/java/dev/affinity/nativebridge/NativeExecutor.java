@@ -93,9 +93,10 @@ public final class NativeExecutor implements Executor {
   }
 
   /**
-   * One thread's native buffers for a call: a request spec, a token buffer, a response batch, a KV
-   * event batch and copy-out buffers. Reused, because allocating JavaCPP pointers per call dominates
-   * short calls (each allocation checks the process's physical memory).
+   * Native buffers for one call at a time: a request spec, a token buffer, a response batch, a KV
+   * event batch and copy-out buffers. Pooled and reused across calls (a call takes one from the pool
+   * and returns it), because allocating JavaCPP pointers per call dominates short calls (each
+   * allocation checks the process's physical memory).
    */
   private static final class Scratch {
     final RequestSpecPeer spec = new RequestSpecPeer();
@@ -419,6 +420,7 @@ public final class NativeExecutor implements Executor {
         }
         return out;
       } finally {
+        sc.kvEvents.clear();
         scratch.offer(sc);
       }
     });

@@ -24,7 +24,8 @@ public final class BenchCli {
     CommandLine cli = new CommandLine(new BenchCli());
     cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
       if (e instanceof IllegalArgumentException || e instanceof java.io.IOException
-          || e instanceof java.util.concurrent.TimeoutException) {
+          || e instanceof java.util.concurrent.TimeoutException || e instanceof dev.affinity.config.ConfigException
+          || e instanceof dev.affinity.bench.trace.TraceFormatException || e instanceof dev.affinity.executor.ExecutorException) {
         cmd.getErr().println("error: " + e.getMessage());
         return 2;
       }

@@ -42,8 +42,13 @@ final class LiveCommand implements Callable<Integer> {
       description = "Header carrying a sub-agent's parent session id (default: ${DEFAULT-VALUE}).")
   String parentHeader;
 
-  @Option(names = "--deadline-s", defaultValue = "3600", description = "Give up after this many seconds (default: ${DEFAULT-VALUE}).")
+  @Option(names = "--deadline-s", defaultValue = "3600",
+      description = "Give up on a run after this many seconds (default: ${DEFAULT-VALUE}).")
   long deadlineS;
+
+  @Option(names = "--request-timeout-s", defaultValue = "600",
+      description = "Time allowed for a response's headers (default: ${DEFAULT-VALUE}).")
+  long requestTimeoutS;
 
   @Mixin
   WorkloadOptions workloads;
@@ -54,7 +59,8 @@ final class LiveCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     report.reportFormat();  // a bad --format fails before the runs
-    LiveRun live = new LiveRun(url, model, sessionHeader, parentHeader, report.slo(), Duration.ofSeconds(deadlineS));
+    workloads.specs().forEach(WorkloadSpec::validate);
+    LiveRun live = new LiveRun(url, model, sessionHeader, parentHeader, report.slo(), Duration.ofSeconds(requestTimeoutS));
     List<RunResult> results = new ArrayList<>();
     int runs = workloads.specs().size() * workloads.seeds.size();
     ProgressBar bar = report.progress(runs);

@@ -36,6 +36,7 @@ public record Comparison(FleetConfigs fleet, List<Policy> policies, List<Workloa
 
   /** Runs the matrix (workload, then seed, then policy); {@code progress} may be null. */
   public List<RunResult> run(ProgressBar progress) throws IOException {
+    workloads.forEach(WorkloadSpec::validate);  // a typo in the last workload fails before the first run
     List<DisaggConfig> configs = new ArrayList<>();
     for (Policy p : policies) {
       configs.add(fleet.under(p));  // every policy's configuration is validated before the first run

@@ -8,7 +8,8 @@ import java.util.Objects;
 /**
  * A routing policy to compare: the router of each fleet and whether the sub-agent header is
  * configured, and with which scope. Applied over a fleet configuration, it replaces exactly those
- * keys; instances, executors and everything else stay as the configuration has them.
+ * keys (each router becomes {@code {type: ...}} with that type's default arguments); instances,
+ * executors and everything else stay as the configuration has them.
  *
  * @param contextRouter    {@code context_servers.router.type}
  * @param generationRouter {@code generation_servers.router.type}

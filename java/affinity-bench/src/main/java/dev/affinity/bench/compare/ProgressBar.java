@@ -5,7 +5,8 @@ import java.util.Locale;
 
 /**
  * A one-line progress bar for a matrix of runs: the run being done, its requests answered so far and
- * the whole matrix's share, redrawn in place at most a few times a second.
+ * the whole matrix's share, redrawn in place at most a few times a second. Thread-safe (a live run
+ * reports from its request threads).
  */
 public final class ProgressBar {
   private static final int WIDTH = 30;
@@ -23,14 +24,14 @@ public final class ProgressBar {
   }
 
   /** Starts run {@code index} (from 0). */
-  public void startRun(int index, String label) {
+  public synchronized void startRun(int index, String label) {
     this.run = index;
     this.label = label;
     lastDraw = 0;
   }
 
   /** {@code done} of {@code total} requests of the current run have been answered. */
-  public void update(int done, int total) {
+  public synchronized void update(int done, int total) {
     long now = System.nanoTime();
     if (done < total && now - lastDraw < REDRAW_NANOS) {
       return;
@@ -44,7 +45,7 @@ public final class ProgressBar {
   }
 
   /** Ends the bar's line. */
-  public void finish() {
+  public synchronized void finish() {
     out.println();
     out.flush();
   }

@@ -21,6 +21,21 @@ import java.util.List;
  */
 public record WorkloadSpec(String spec, int agents, int limit) {
 
+  /** Checks the name and, for a trace, that its file exists, without reading it. */
+  public void validate() {
+    if (spec.equals("agentic") || spec.equals("agentic-fork")) {
+      return;
+    }
+    int colon = spec.indexOf(':');
+    if (colon <= 0 || !(spec.startsWith("mooncake:") || spec.startsWith("trace:"))) {
+      throw unknown();
+    }
+    Path path = Path.of(spec.substring(colon + 1));
+    if (!Files.isRegularFile(path)) {
+      throw new IllegalArgumentException("workload " + spec + ": no such file " + path);
+    }
+  }
+
   /** The workload for {@code seed} (agentic workloads are generated from it; traces are fixed). */
   public Workload create(long seed) throws IOException {
     if (spec.equals("agentic") || spec.equals("agentic-fork")) {

@@ -65,6 +65,8 @@ public final class HttpTransport implements RequestTransport {
     threads.execute(() -> done.accept(call(out)));
   }
 
+  /** Any failure (refused, reset mid-stream, malformed event) is one failed request, never a lost one. */
+
   private RequestRecord call(OutgoingRequest out) {
     TraceRequest r = out.request();
     long sendUs = clockUs.getAsLong();
@@ -88,8 +90,8 @@ public final class HttpTransport implements RequestTransport {
           read(lines.iterator(), o, sendUs);
         }
       }
-    } catch (IOException e) {
-      o.status = o.status == 0 ? 599 : o.status;
+    } catch (IOException | RuntimeException e) {  // RuntimeException: UncheckedIOException from the line stream
+      o.status = o.status == 0 || o.status == 200 ? 599 : o.status;
       o.error = e.toString();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

@@ -27,13 +27,13 @@ public record LoadSeries(List<String> instances, int contextInstances, long[] ti
 
   /**
    * Mean over samples of max/mean load across the instances of a fleet (1 = even), skipping samples
-   * where the fleet is idle; 1 when it never was busy.
+   * where the fleet is idle; 1 when it never was busy; NaN without samples (live runs).
    */
   public double instanceImbalance(boolean context) {
     return meanOverSamples(s -> instanceImbalanceAt(s, context));
   }
 
-  /** Mean over samples of {@link #rankImbalanceAt}; 1 when the fleet never was busy. */
+  /** Mean over samples of {@link #rankImbalanceAt}; 1 when the fleet never was busy; NaN without samples. */
   public double rankImbalance(boolean context) {
     return meanOverSamples(s -> rankImbalanceAt(s, context));
   }
@@ -92,6 +92,9 @@ public record LoadSeries(List<String> instances, int contextInstances, long[] ti
         sum += v;
         n++;
       }
+    }
+    if (timesUs.length == 0) {
+      return Double.NaN;
     }
     return n == 0 ? 1.0 : sum / n;
   }

@@ -18,8 +18,8 @@ import org.HdrHistogram.Histogram;
  * @param e2eMs               p50, p95, p99 of end-to-end latency
  * @param hitRatio            prompt tokens reused from the context instances' caches / prompt tokens
  * @param idealHitRatio       the same with an infinite cache shared by every instance
- * @param ctxQueueMs          p50, p95, p99 of the context legs' wait in their executor's queue
- * @param genQueueMs          p50, p95, p99 of the generation legs' wait (after the KV transfer)
+ * @param ctxQueueMs          p50, p95, p99 of the context legs' wait for admission into their executor's batch
+ * @param genQueueMs          p50, p95, p99 of the generation legs' wait for admission (a slot and KV)
  * @param ctxImbalance        mean max/mean load across context instances
  * @param genImbalance        mean max/mean load across generation instances
  * @param ctxRankImbalance    mean max/mean load across the ranks of a context instance

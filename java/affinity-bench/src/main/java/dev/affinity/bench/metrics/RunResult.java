@@ -12,7 +12,7 @@ import java.util.List;
  * @param records          every request, in send order
  * @param load             load over time (empty for live runs)
  * @param wallSeconds      how long the run took
- * @param simulatedSeconds virtual time the run covered (0 for live runs)
+ * @param simulatedSeconds virtual time from the start to the last answer (0 for live runs)
  */
 public record RunResult(String policy, String workload, long seed, RunMetrics metrics, List<RequestRecord> records,
     LoadSeries load, double wallSeconds, double simulatedSeconds) {

@@ -56,8 +56,9 @@ final class ResultsCsv {
     }
   }
 
+  /** A ratio with 6 decimals; empty when unknown (NaN: imbalance of a live run). */
   static String ratio(double v) {
-    return Text.fixed(v, 6);
+    return Double.isNaN(v) ? "" : Text.fixed(v, 6);
   }
 
   private static void line(StringBuilder out, List<String> fields) {

@@ -32,6 +32,7 @@ import java.util.function.BiConsumer;
 public final class SimFleet implements AutoCloseable {
   private final DisaggConfig config;
   private final VirtualScheduler clock = new VirtualScheduler();
+  private final VirtualExecutor.Epoch epoch = new VirtualExecutor.Epoch();
   private final List<VirtualExecutor> executors = new ArrayList<>();
   private final List<NativeWorker> workers = new ArrayList<>();
   private final Orchestration orchestration;
@@ -87,11 +88,16 @@ public final class SimFleet implements AutoCloseable {
       events.putIfAbsent("enabled", kvEvents);
       cfg.put("kv_events", events);
       NativeExecutor ex = NativeExecutor.create(in.backend(), new EmbeddedWorkers.Instance(in.name(), in.backend(), cfg).configJson());
-      VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, observer);
-      executors.add(ve);
-      NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
-      workers.add(w);
-      out.add(w);
+      try {
+        VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, epoch, observer);
+        NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
+        executors.add(ve);
+        workers.add(w);
+        out.add(w);
+      } catch (RuntimeException e) {
+        ex.close();
+        throw e;
+      }
     }
     return out;
   }
@@ -120,6 +126,16 @@ public final class SimFleet implements AutoCloseable {
   /** The executors, in the order of {@link #workers()}. */
   public List<VirtualExecutor> executors() {
     return List.copyOf(executors);
+  }
+
+  /** Whether any executor has an iteration to run. */
+  public boolean busy() {
+    for (VirtualExecutor e : executors) {
+      if (e.nextIterationEndMicros() >= 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Runs events until no task is pending and every executor is idle. */

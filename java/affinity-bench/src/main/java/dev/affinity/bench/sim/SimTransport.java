@@ -135,6 +135,7 @@ public final class SimTransport implements RequestTransport {
 
     @Override
     public void abort(String reason, RouteInfo route) {
+      firstTokenUs.remove(route.requestId());
       end(firstUs, clock.nowMicros(), completionTokens, route, 502, reason);
     }
 

@@ -82,8 +82,9 @@ public final class Simulation {
       List<RequestRecord> records = driver.records();
       LoadSeries load = sampler.series();
       RunMetrics metrics = RunMetrics.of(records, load, ctxQueue, genQueue, slo);
+      long lastAnswerUs = records.stream().mapToLong(r -> r.sendUs() + r.e2eUs()).max().orElse(0);
       return new RunResult(policy, workload.name(), seed, metrics, records, load, (System.nanoTime() - wallStart) / 1e9,
-          clock.nowMicros() / 1e6);
+          lastAnswerUs / 1e6);
     }
   }
 
@@ -119,13 +120,14 @@ public final class Simulation {
         VirtualExecutor e = executors.get(i);
         now[i] = new int[e.numRanks()];
         for (int rank = 0; rank < now[i].length; rank++) {
-          var st = e.kvCacheStats(rank);
-          now[i][rank] = (int) (st.activeRequests() + st.queuedRequests());
+          now[i][rank] = (int) e.kvCacheStats(rank).activeRequests();  // running or waiting for admission
         }
       }
       times.add(fleet.clock().nowMicros());
       loads.add(now);
-      if (!driver.finished()) {
+      // Only while anything else is left to happen: a lost request must end the run (and fail it
+      // below), not keep the sampler ticking forever.
+      if (!driver.finished() && (fleet.clock().pending() > 0 || fleet.busy())) {
         fleet.clock().schedule(this::sample, sampleEvery);
       }
     }

@@ -18,6 +18,10 @@ import java.util.function.BiConsumer;
  * at the simulation's current time (the executor is first advanced to it), the next iteration end
  * is cached until something changes it, and every response taken from it is shown to an observer
  * (the run's metrics) before the worker sees it.
+ *
+ * <p>Executors of one process are not independent: a generation request frees the KV its context
+ * request holds on another executor. So every request or cancellation, on any executor of the fleet,
+ * invalidates every executor's cached iteration end ({@link Epoch}).
  */
 public final class VirtualExecutor implements Executor {
   private final String name;
@@ -25,19 +29,31 @@ public final class VirtualExecutor implements Executor {
   private final Executor delegate;
   private final VirtualScheduler clock;
   private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
+  private final Epoch epoch;
   private long nextEnd;
   private boolean nextEndStale = true;
+  private long nextEndEpoch = -1;
   /** Something happened (requests, cancellations, time) that may have made responses ready. */
   private boolean touched;
 
-  VirtualExecutor(String name, Fleet fleet, Executor delegate, VirtualScheduler clock,
+  /** Counts the requests and cancellations entering any executor of one fleet. */
+  static final class Epoch {
+    private long value;
+
+    void bump() {
+      value++;
+    }
+  }
+
+  VirtualExecutor(String name, Fleet fleet, Executor delegate, VirtualScheduler clock, Epoch epoch,
       BiConsumer<VirtualExecutor, ExecutorResponse> observer) {
+    this.delegate = Objects.requireNonNull(delegate, "delegate");
     if (delegate.clockMode() != ClockMode.VIRTUAL) {
       throw new IllegalArgumentException("executor " + name + " must run on a virtual clock");
     }
+    this.epoch = epoch;
     this.name = name;
     this.fleet = fleet;
-    this.delegate = Objects.requireNonNull(delegate, "delegate");
     this.clock = clock;
     this.observer = observer;
   }
@@ -58,6 +74,7 @@ public final class VirtualExecutor implements Executor {
     }
     nextEndStale = true;
     touched = true;
+    epoch.bump();
   }
 
   /** Whether responses may be ready; clears the flag. */
@@ -150,9 +167,10 @@ public final class VirtualExecutor implements Executor {
 
   @Override
   public long nextIterationEndMicros() {
-    if (nextEndStale) {
+    if (nextEndStale || nextEndEpoch != epoch.value) {
       nextEnd = delegate.nextIterationEndMicros();
       nextEndStale = false;
+      nextEndEpoch = epoch.value;
     }
     return nextEnd;
   }

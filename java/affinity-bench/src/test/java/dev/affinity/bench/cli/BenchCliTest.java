@@ -107,7 +107,7 @@ class BenchCliTest {
   }
 
   @Test
-  void badInputIsAClearError(@TempDir Path dir) {
+  void badInputIsAClearError(@TempDir Path dir) throws Exception {
     Run policy = run("compare", "--policies", "fastest", "--out", dir.toString(), "--quiet");
     assertEquals(2, policy.code());
     assertTrue(policy.err().contains("unknown policy \"fastest\""), policy.err());
@@ -117,5 +117,16 @@ class BenchCliTest {
     assertTrue(workload.err().contains("no such file"), workload.err());
     Run format = run("compare", "--format", "pdf", "--out", dir.toString(), "--quiet");
     assertEquals(2, format.code());
+    Path fleet = dir.resolve("bad-fleet.yaml");
+    Files.writeString(fleet, "context_servers:\n  num_instances: -1\n");
+    Run config = run("compare", "--config", fleet.toString(), "--out", dir.toString(), "--quiet");
+    assertEquals(2, config.code(), config.err());
+    assertTrue(config.err().contains("bad-fleet.yaml:2"), config.err());
+    Path trace = dir.resolve("bad.jsonl");
+    Files.writeString(trace, "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\nnot json\n");
+    Run lines = run("compare", "--workloads", "mooncake:" + trace, "--policies", "round_robin", "--out", dir.toString(),
+        "--quiet");
+    assertEquals(2, lines.code(), lines.err());
+    assertTrue(lines.err().contains("bad.jsonl:2"), lines.err());
   }
 }

@@ -50,6 +50,28 @@ class SimulationTest {
     assertTrue(r.metrics().hitRatio() <= r.metrics().idealHitRatio() + 1e-9, "no policy beats the infinite cache");
   }
 
+  /**
+   * Load samples count every request once: at any sample the fleet holds at most the client
+   * requests in flight then (a context-first request is on one executor at a time).
+   */
+  @Test
+  void loadSamplesNeverExceedTheRequestsInFlight() {
+    RunResult r = run(Policy.named("round_robin"), false, 1);
+    var load = r.load();
+    int busy = 0;
+    for (int s = 0; s < load.timesUs().length; s++) {
+      long t = load.timesUs()[s];
+      long inFlight = r.records().stream().filter(x -> x.sendUs() <= t && t < x.sendUs() + x.e2eUs()).count();
+      int total = 0;
+      for (int i = 0; i < load.instances().size(); i++) {
+        total += load.instanceLoad(s, i);
+      }
+      assertTrue(total <= inFlight, "sample at " + t + " µs: " + total + " on executors, " + inFlight + " in flight");
+      busy += total > 0 ? 1 : 0;
+    }
+    assertTrue(busy > 0, "some samples saw work");
+  }
+
   @Test
   void sameSeedSameResult() {
     Policy p = Policy.named("affinity");

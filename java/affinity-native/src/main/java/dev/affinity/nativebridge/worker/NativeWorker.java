@@ -64,6 +64,7 @@ import org.slf4j.LoggerFactory;
 public final class NativeWorker implements Worker {
   private static final Logger log = LoggerFactory.getLogger(NativeWorker.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int KV_EVENT_BATCH = 4096;
 
   private final String id;
   private final Executor executor;
@@ -131,10 +132,13 @@ public final class NativeWorker implements Worker {
     int n = dispatcher.pump();
     Consumer<List<KvEvent>> sink = pumpedKvSink;
     if (sink != null && isAlive()) {
-      List<KvEvent> events = executor.drainKvEvents(Integer.MAX_VALUE);
-      if (!events.isEmpty()) {
-        sink.accept(events);
-      }
+      List<KvEvent> events;
+      do {
+        events = executor.drainKvEvents(KV_EVENT_BATCH);
+        if (!events.isEmpty()) {
+          sink.accept(events);
+        }
+      } while (events.size() == KV_EVENT_BATCH);
     }
     return n;
   }
@@ -433,7 +437,7 @@ public final class NativeWorker implements Worker {
     Thread t = new Thread(() -> {
       while (!closed.get()) {
         try {
-          List<KvEvent> events = executor.drainKvEvents(4096);
+          List<KvEvent> events = executor.drainKvEvents(KV_EVENT_BATCH);
           if (!events.isEmpty()) {
             sink.accept(events);
           } else {
