@@ -32,7 +32,7 @@ import java.util.function.BiConsumer;
 public final class SimFleet implements AutoCloseable {
   private final DisaggConfig config;
   private final VirtualScheduler clock = new VirtualScheduler();
-  private final VirtualExecutor.Epoch epoch = new VirtualExecutor.Epoch();
+  private final VirtualExecutor.Timeline timeline = new VirtualExecutor.Timeline();
   private final List<VirtualExecutor> executors = new ArrayList<>();
   private final List<NativeWorker> workers = new ArrayList<>();
   private final Orchestration orchestration;
@@ -89,7 +89,7 @@ public final class SimFleet implements AutoCloseable {
       cfg.put("kv_events", events);
       NativeExecutor ex = NativeExecutor.create(in.backend(), new EmbeddedWorkers.Instance(in.name(), in.backend(), cfg).configJson());
       try {
-        VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, epoch, observer);
+        VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, timeline, observer);
         NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
         executors.add(ve);
         workers.add(w);

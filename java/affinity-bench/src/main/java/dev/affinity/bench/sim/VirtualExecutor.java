@@ -20,8 +20,10 @@ import java.util.function.BiConsumer;
  * (the run's metrics) before the worker sees it.
  *
  * <p>Executors of one process are not independent: a generation request frees the KV its context
- * request holds on another executor. So every request or cancellation, on any executor of the fleet,
- * invalidates every executor's cached iteration end ({@link Epoch}).
+ * request holds on another executor. So before any request or cancellation enters any executor of
+ * the fleet, every executor is brought to the current virtual time (so that work such a change frees
+ * starts now, not at an idle executor's stale clock), and every cached iteration end is invalidated
+ * ({@link Timeline}).
  */
 public final class VirtualExecutor implements Executor {
   private final String name;
@@ -29,33 +31,42 @@ public final class VirtualExecutor implements Executor {
   private final Executor delegate;
   private final VirtualScheduler clock;
   private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
-  private final Epoch epoch;
+  private final Timeline timeline;
   private long nextEnd;
   private boolean nextEndStale = true;
   private long nextEndEpoch = -1;
+  /** The delegate's clock as far as this class has moved it (it only moves when we move it). */
+  private long delegateNow;
   /** Something happened (requests, cancellations, time) that may have made responses ready. */
   private boolean touched;
 
-  /** Counts the requests and cancellations entering any executor of one fleet. */
-  static final class Epoch {
-    private long value;
+  /** The executors of one fleet and a count of the changes made to any of them. */
+  static final class Timeline {
+    private final List<VirtualExecutor> members = new java.util.ArrayList<>();
+    private long epoch;
 
-    void bump() {
-      value++;
+    /** Brings every member to {@code nowUs} and invalidates every cached iteration end. */
+    void beforeChange(long nowUs) {
+      for (VirtualExecutor e : members) {
+        e.syncTo(nowUs);
+      }
+      epoch++;
     }
   }
 
-  VirtualExecutor(String name, Fleet fleet, Executor delegate, VirtualScheduler clock, Epoch epoch,
+  VirtualExecutor(String name, Fleet fleet, Executor delegate, VirtualScheduler clock, Timeline timeline,
       BiConsumer<VirtualExecutor, ExecutorResponse> observer) {
     this.delegate = Objects.requireNonNull(delegate, "delegate");
     if (delegate.clockMode() != ClockMode.VIRTUAL) {
       throw new IllegalArgumentException("executor " + name + " must run on a virtual clock");
     }
-    this.epoch = epoch;
+    this.timeline = timeline;
+    this.delegateNow = delegate.nowMicros();
     this.name = name;
     this.fleet = fleet;
     this.clock = clock;
     this.observer = observer;
+    timeline.members.add(this);
   }
 
   public String name() {
@@ -66,15 +77,19 @@ public final class VirtualExecutor implements Executor {
     return fleet;
   }
 
-  /** Brings the executor's clock to the simulation's now (running the iterations that end by then). */
+  /** Before a request or cancellation: the whole fleet to the simulation's now. */
   private void catchUp() {
-    long now = clock.nowMicros();
-    if (now > delegate.nowMicros()) {
-      delegate.advanceTo(now);
+    timeline.beforeChange(clock.nowMicros());
+  }
+
+  /** Runs the iterations that end by {@code nowUs} and sets the clock there (no-op when already there). */
+  private void syncTo(long nowUs) {
+    if (nowUs > delegateNow) {
+      delegate.advanceTo(nowUs);
+      delegateNow = nowUs;
+      nextEndStale = true;
+      touched = true;
     }
-    nextEndStale = true;
-    touched = true;
-    epoch.bump();
   }
 
   /** Whether responses may be ready; clears the flag. */
@@ -158,8 +173,9 @@ public final class VirtualExecutor implements Executor {
 
   @Override
   public void advanceTo(long timeMicros) {
-    if (timeMicros > delegate.nowMicros()) {
+    if (timeMicros > delegateNow) {
       delegate.advanceTo(timeMicros);
+      delegateNow = timeMicros;
     }
     nextEndStale = true;
     touched = true;
@@ -167,16 +183,17 @@ public final class VirtualExecutor implements Executor {
 
   @Override
   public long nextIterationEndMicros() {
-    if (nextEndStale || nextEndEpoch != epoch.value) {
+    if (nextEndStale || nextEndEpoch != timeline.epoch) {
       nextEnd = delegate.nextIterationEndMicros();
       nextEndStale = false;
-      nextEndEpoch = epoch.value;
+      nextEndEpoch = timeline.epoch;
     }
     return nextEnd;
   }
 
   @Override
   public void shutdown() {
+    timeline.epoch++;
     delegate.shutdown();
     nextEndStale = true;
     touched = true;
