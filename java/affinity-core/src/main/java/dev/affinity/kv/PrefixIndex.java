@@ -5,7 +5,6 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -13,15 +12,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * matching. Fed by KV events ({@link KvEventApplier}) and by routed-block backfill. Blocks are 64-bit
  * keys ({@link BlockHasher#keys}).
  *
- * <p>Layout: one concurrent map from block key to the set of locations holding it (a copy-on-write
- * bitset), so a lookup walks the request's blocks once for all locations; and per location an
- * access-ordered set bounding its entries (LRU) — the bound matters for backfilled blocks, which no
- * "removed" event will ever retract. Safe under concurrent updates and lookups: each key's location
- * set is replaced atomically, and each location's LRU is guarded by its own lock.
+ * <p>Layout: one map from block key to the set of locations holding it ({@link LocationBits}: striped,
+ * primitive, bitsets inline), so a lookup walks the request's blocks once for all locations; and per
+ * location a primitive LRU set bounding its entries ({@link LongLruSet}) — the bound matters for
+ * backfilled blocks, which no "removed" event will ever retract. Safe under concurrent updates and
+ * lookups: each stripe of the map and each location's LRU is guarded by its own lock, and a
+ * location's bit only changes under its LRU's lock.
  */
 public final class PrefixIndex {
   private final long maxBlocksPerLocation;
-  private final ConcurrentHashMap<Long, long[]> holders = new ConcurrentHashMap<>();
+  private final LocationBits holders = new LocationBits();
   private final Map<String, Integer> locationIds = new HashMap<>();
   private final List<LocationState> locations = new ArrayList<>();
   private final AtomicLong entries = new AtomicLong();
@@ -89,14 +89,14 @@ public final class PrefixIndex {
         long k = keys[i];
         if (st.lru.add(k)) {
           entries.incrementAndGet();
-          holders.compute(k, (key, set) -> Bits.with(set, location));
+          holders.set(k, location);
         }
       }
       long over = st.lru.size() - maxBlocksPerLocation;
       while (over-- > 0 && st.lru.size() > 0) {
         long k = st.lru.removeOldest();
         entries.decrementAndGet();
-        holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
+        holders.clear(k, location);
       }
     }
   }
@@ -112,7 +112,7 @@ public final class PrefixIndex {
       for (long k : keys) {
         if (st.lru.remove(k)) {
           entries.decrementAndGet();
-          holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
+          holders.clear(k, location);
         }
       }
     }
@@ -124,7 +124,7 @@ public final class PrefixIndex {
     synchronized (st) {
       st.lru.forEach(k -> {
         entries.decrementAndGet();
-        holders.computeIfPresent(k, (key, set) -> Bits.without(set, location));
+        holders.clear(k, location);
       });
       st.lru.clear();
     }
@@ -179,17 +179,18 @@ public final class PrefixIndex {
       alive[l >>> 6] |= 1L << l;
     }
     int[] depth = new int[maxLoc + 1];
+    long[] h = new long[alive.length];
     Arrays.fill(depth, -1);
     int block = 0;
     for (; block < keys.length; block++) {
-      long[] h = holders.get(keys[block]);
+      holders.copy(keys[block], h);
       boolean any = false;
       for (int w = 0; w < alive.length; w++) {
         long before = alive[w];
         if (before == 0) {
           continue;
         }
-        long now = h == null || w >= h.length ? 0 : before & h[w];
+        long now = before & h[w];
         long dropped = before & ~now;
         while (dropped != 0) {
           int bit = Long.numberOfTrailingZeros(dropped);

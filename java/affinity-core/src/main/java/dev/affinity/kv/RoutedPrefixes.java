@@ -1,7 +1,6 @@
 package dev.affinity.kv;
 
 import java.util.Arrays;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
@@ -14,7 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 public final class RoutedPrefixes {
   private final int stride;
   private final long ttlNanos;
-  private final ConcurrentHashMap<Long, long[]> holders = new ConcurrentHashMap<>();
+  private final LocationBits holders = new LocationBits();
   private final ConcurrentLinkedQueue<Entry> expiries = new ConcurrentLinkedQueue<>();
 
   private record Entry(long expiresNanos, int location, long[] keys) {}
@@ -42,7 +41,7 @@ public final class RoutedPrefixes {
     for (int i = 0; i < n; i++) {
       if (sampled(i, n)) {
         kept[k++] = keys[i];
-        holders.compute(keys[i], (key, set) -> Bits.with(set, location));
+        holders.set(keys[i], location);
       }
     }
     expiries.add(new Entry(nowNanos + ttlNanos, location, Arrays.copyOf(kept, k)));
@@ -54,7 +53,7 @@ public final class RoutedPrefixes {
       if (expiries.remove(e)) {
         int location = e.location();
         for (long key : e.keys()) {
-          holders.computeIfPresent(key, (k, set) -> Bits.without(set, location));
+          holders.clear(key, location);
         }
       }
     }
@@ -67,12 +66,17 @@ public final class RoutedPrefixes {
   public int[] depths(long[] keys, int fullBlocks, int locationCount) {
     int[] out = new int[locationCount];
     int n = Math.min(fullBlocks, keys.length);
+    long[] set = new long[(Math.max(locationCount, 1) + 63) >>> 6];
     for (int i = 0; i < n; i++) {
       if (!sampled(i, n)) {
         continue;
       }
-      long[] set = holders.get(keys[i]);
-      if (set == null) {
+      holders.copy(keys[i], set);
+      boolean any = false;
+      for (long w : set) {
+        any |= w != 0;
+      }
+      if (!any) {
         break;
       }
       for (int w = 0; w < set.length; w++) {
