@@ -27,6 +27,11 @@ final class HtmlRenderer {
             .append("</figcaption>\n</figure>\n");
       }
     }
+    for (Sweeps.Sweep sw : report.sweeps()) {
+      out.append("<h2>Agents sustained: ").append(Text.xml(sw.base())).append("</h2>\n");
+      out.append("<p>").append(Text.xml(Sweeps.EXPLANATION)).append("</p>\n");
+      table(out, sw.table());
+    }
     out.append("<h2>Runs</h2>\n");
     table(out, report.runs());
     out.append("</body>\n</html>\n");

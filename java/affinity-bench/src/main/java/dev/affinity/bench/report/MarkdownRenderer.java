@@ -22,6 +22,11 @@ final class MarkdownRenderer {
         out.append("![").append(p.title()).append("](").append(p.fileName()).append(")\n\n");
       }
     }
+    for (Sweeps.Sweep sw : report.sweeps()) {
+      out.append("## Agents sustained: ").append(sw.base()).append("\n\n");
+      out.append(Sweeps.EXPLANATION).append("\n\n");
+      table(out, sw.table());
+    }
     out.append("## Runs\n\n");
     table(out, report.runs());
     return out.toString();

@@ -13,8 +13,9 @@ import java.util.Objects;
  * Writes a comparison report for any number of runs (policies x workloads x seeds) into a directory:
  * {@code results.csv} with one row per run, SVG plots per workload ({@code ttft-cdf-<workload>.svg},
  * {@code hit-ratio-<workload>.svg}, and {@code load-<workload>.svg} and {@code rank-load-<workload>.svg} when load was
- * sampled), and the
- * main report ({@code report.md} linking the plots, or a self-contained {@code report.html}).
+ * sampled), and the main report ({@code report.md} linking the plots, or a self-contained
+ * {@code report.html}), which ends with a table of agents sustained within the SLO for every load
+ * sweep ({@link Sweeps}).
  * Policies and workloads appear in the order they first occur in the runs; the same input always
  * gives byte-identical files.
  */
@@ -35,7 +36,8 @@ public final class ReportWriter {
     Files.createDirectories(dir);
     writeFile(dir.resolve("results.csv"), ResultsCsv.render(runs));
     List<Section> sections = new ArrayList<>();
-    for (WorkloadRuns w : WorkloadRuns.group(runs)) {
+    List<WorkloadRuns> workloads = WorkloadRuns.group(runs);
+    for (WorkloadRuns w : workloads) {
       List<PolicySummary> summaries = w.policies().stream().map(PolicySummary::of).toList();
       List<Plot> plots = Plots.of(w, summaries);
       for (Plot p : plots) {
@@ -43,7 +45,7 @@ public final class ReportWriter {
       }
       sections.add(new Section(w.workload(), Tables.summary(summaries), plots));
     }
-    Report report = new Report(title, notes, sections, Tables.runs(runs));
+    Report report = new Report(title, notes, sections, Sweeps.of(workloads), Tables.runs(runs));
     Path main = dir.resolve(format.fileName());
     writeFile(main, switch (format) {
       case MARKDOWN -> MarkdownRenderer.render(report);
