@@ -93,8 +93,8 @@ public final class NativeExecutor implements Executor {
   }
 
   /**
-   * Native buffers for one call at a time: a request spec, a token buffer, a response batch, a KV
-   * event batch and copy-out buffers. Pooled and reused across calls (a call takes one from the pool
+   * Native buffers for one call at a time: a request spec, a token buffer, a request batch, a
+   * response batch, a KV event batch and copy-out buffers. Pooled and reused across calls (a call takes one from the pool
    * and returns it), because allocating JavaCPP pointers per call dominates short calls (each
    * allocation checks the process's physical memory).
    */
@@ -102,6 +102,7 @@ public final class NativeExecutor implements Executor {
     final RequestSpecPeer spec = new RequestSpecPeer();
     final ResponseBatchPeer responses = new ResponseBatchPeer();
     final KvEventBatchPeer kvEvents = new KvEventBatchPeer();
+    final RequestBatchPeer batch = new RequestBatchPeer();
     IntPointer tokens = new IntPointer(256);
     LongPointer longsOut = new LongPointer(256);
     IntPointer intsOut = new IntPointer(256);
@@ -137,6 +138,7 @@ public final class NativeExecutor implements Executor {
       spec.close();
       responses.close();
       kvEvents.close();
+      batch.close();
       tokens.close();
       longsOut.close();
       intsOut.close();
@@ -213,20 +215,23 @@ public final class NativeExecutor implements Executor {
       return new long[0];
     }
     return call(() -> {
-      try (RequestBatchPeer batch = new RequestBatchPeer();
-          RequestSpecPeer spec = new RequestSpecPeer();
-          LongPointer ids = new LongPointer(requests.size())) {
+      Scratch sc = takeScratch();
+      try {
+        RequestBatchPeer batch = sc.batch;
         for (ExecutorRequest r : requests) {
-          spec.reset();
-          try (IntPointer tokens = new IntPointer(r.inputTokens())) {
-            fill(spec, r, tokens);
-          }
-          batch.add(spec);
+          sc.spec.reset();
+          fill(sc.spec, r, sc.tokens(r.inputTokens()));
+          batch.add(sc.spec);  // copies the spec, tokens included: the buffers are reused for the next
         }
+        int n = requests.size();
+        LongPointer ids = sc.longs(n);
         peer.enqueueBatch(batch, ids);
-        long[] out = new long[requests.size()];
-        ids.get(out);
+        long[] out = new long[n];
+        ids.get(out, 0, n);
         return out;
+      } finally {
+        sc.batch.clear();
+        scratch.offer(sc);
       }
     });
   }
