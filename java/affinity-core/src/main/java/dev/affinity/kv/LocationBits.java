@@ -20,18 +20,13 @@ final class LocationBits {
     }
   }
 
-  private static long mix(long key) {
-    long h = key * 0x9E3779B97F4A7C15L;
-    return h ^ (h >>> 29);
-  }
-
   private Stripe stripe(long h) {
     return stripes[(int) (h >>> 58)];  // the top 6 bits pick the stripe, the low bits the bucket
   }
 
   /** Adds {@code location} to the key's set. */
   void set(long key, int location) {
-    long h = mix(key);
+    long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
     synchronized (s) {
       s.set(key, h, location);
@@ -40,7 +35,7 @@ final class LocationBits {
 
   /** Removes {@code location} from the key's set (the key goes when its set is empty). */
   void clear(long key, int location) {
-    long h = mix(key);
+    long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
     synchronized (s) {
       s.clear(key, h, location);
@@ -49,7 +44,7 @@ final class LocationBits {
 
   /** Copies the key's set into {@code out} (words beyond its width, or all when absent, are 0). */
   void copy(long key, long[] out) {
-    long h = mix(key);
+    long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
     synchronized (s) {
       s.copy(key, h, out);
@@ -146,9 +141,8 @@ final class LocationBits {
         if (!occupied(b)) {
           return;
         }
-        int home = (int) mix(keys[b]) & mask;
-        boolean between = hole <= b ? (home > hole && home <= b) : (home > hole || home <= b);
-        if (!between) {
+        int home = (int) OpenAddressing.mix(keys[b]) & mask;
+        if (OpenAddressing.fillsHole(hole, b, home)) {
           keys[hole] = keys[b];
           System.arraycopy(words, b * width, words, hole * width, width);
           Arrays.fill(words, b * width, b * width + width, 0);
@@ -174,7 +168,7 @@ final class LocationBits {
         if (!any) {
           continue;
         }
-        int to = (int) mix(oldKeys[slot]) & mask;
+        int to = (int) OpenAddressing.mix(oldKeys[slot]) & mask;
         while (occupied(to)) {
           to = (to + 1) & mask;
         }

@@ -108,15 +108,10 @@ final class LongLruSet {
 
   // ---------------------------------------------------------------------------------------------
 
-  private static int spread(long key) {
-    long h = key * 0x9E3779B97F4A7C15L;
-    return (int) (h ^ (h >>> 32));
-  }
-
   /** The bucket holding {@code key}, or the empty bucket where it would go. */
   private int find(long key) {
     int mask = table.length - 1;
-    int b = spread(key) & mask;
+    int b = (int) OpenAddressing.mix(key) & mask;
     while (table[b] != 0 && keys[table[b] - 1] != key) {
       b = (b + 1) & mask;
     }
@@ -133,10 +128,8 @@ final class LongLruSet {
       if (table[b] == 0) {
         break;
       }
-      int home = spread(keys[table[b] - 1]) & mask;
-      // Move the entry into the hole if its home is not in (hole, b] cyclically.
-      boolean between = hole <= b ? (home > hole && home <= b) : (home > hole || home <= b);
-      if (!between) {
+      int home = (int) OpenAddressing.mix(keys[table[b] - 1]) & mask;
+      if (OpenAddressing.fillsHole(hole, b, home)) {
         table[hole] = table[b];
         hole = b;
       }
@@ -148,7 +141,7 @@ final class LongLruSet {
     table = new int[capacity];
     int mask = capacity - 1;
     for (int s = head; s != NONE; s = next[s]) {
-      int b = spread(keys[s]) & mask;
+      int b = (int) OpenAddressing.mix(keys[s]) & mask;
       while (table[b] != 0) {
         b = (b + 1) & mask;
       }
