@@ -38,6 +38,7 @@ public record WorkloadSpec(String spec, int agents, int limit) {
 
   /** The workload for {@code seed} (agentic workloads are generated from it; traces are fixed). */
   public Workload create(long seed) throws IOException {
+    validate();
     if (spec.equals("agentic") || spec.equals("agentic-fork")) {
       AgenticParams p = AgenticParams.defaults();
       if (spec.equals("agentic-fork")) {
@@ -49,24 +50,14 @@ public record WorkloadSpec(String spec, int agents, int limit) {
       return new Workload.Agents(agents > 0 ? spec + "-" + agents : spec, AgenticWorkload.generate(p, seed), p.blockSize());
     }
     int colon = spec.indexOf(':');
-    if (colon > 0) {
-      String kind = spec.substring(0, colon);
-      Path path = Path.of(spec.substring(colon + 1));
-      if (!Files.isRegularFile(path)) {
-        throw new IllegalArgumentException("workload " + spec + ": no such file " + path);
-      }
-      List<TraceRequest> trace = switch (kind) {
-        case "mooncake" -> MooncakeTraceReader.read(path);
-        case "trace" -> AffinityTrace.read(path);
-        default -> throw unknown();
-      };
-      if (limit > 0 && limit < trace.size()) {
-        trace = trace.subList(0, limit);
-      }
-      String file = path.getFileName().toString().replaceFirst("\\.jsonl?$", "");
-      return new Workload.Trace(kind + "-" + file + (limit > 0 ? "-" + trace.size() : ""), trace);
+    String kind = spec.substring(0, colon);
+    Path path = Path.of(spec.substring(colon + 1));
+    List<TraceRequest> trace = kind.equals("mooncake") ? MooncakeTraceReader.read(path) : AffinityTrace.read(path);
+    if (limit > 0 && limit < trace.size()) {
+      trace = trace.subList(0, limit);
     }
-    throw unknown();
+    String file = path.getFileName().toString().replaceFirst("\\.jsonl?$", "");
+    return new Workload.Trace(kind + "-" + file + (limit > 0 ? "-" + trace.size() : ""), trace);
   }
 
   private IllegalArgumentException unknown() {

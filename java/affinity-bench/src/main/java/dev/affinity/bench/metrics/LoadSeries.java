@@ -40,16 +40,8 @@ public record LoadSeries(List<String> instances, int contextInstances, long[] ti
 
   /** Max/mean load across a fleet's instances at one sample; NaN when the fleet is idle then. */
   public double instanceImbalanceAt(int sample, boolean context) {
-    int max = 0;
-    long total = 0;
     int from = from(context);
-    int to = to(context);
-    for (int i = from; i < to; i++) {
-      int v = instanceLoad(sample, i);
-      max = Math.max(max, v);
-      total += v;
-    }
-    return total == 0 ? Double.NaN : max / ((double) total / (to - from));
+    return maxOverMean(to(context) - from, i -> instanceLoad(sample, from + i));
   }
 
   /**
@@ -61,18 +53,25 @@ public record LoadSeries(List<String> instances, int contextInstances, long[] ti
     int n = 0;
     for (int i = from(context); i < to(context); i++) {
       int[] ranks = rankLoad[sample][i];
-      int max = 0;
-      long total = 0;
-      for (int v : ranks) {
-        max = Math.max(max, v);
-        total += v;
-      }
-      if (total > 0) {
-        sum += max / ((double) total / ranks.length);
+      double r = maxOverMean(ranks.length, k -> ranks[k]);
+      if (!Double.isNaN(r)) {
+        sum += r;
         n++;
       }
     }
     return n == 0 ? Double.NaN : sum / n;
+  }
+
+  /** Max over mean of {@code count} loads; NaN when they are all 0. */
+  private static double maxOverMean(int count, java.util.function.IntUnaryOperator load) {
+    int max = 0;
+    long total = 0;
+    for (int i = 0; i < count; i++) {
+      int v = load.applyAsInt(i);
+      max = Math.max(max, v);
+      total += v;
+    }
+    return total == 0 ? Double.NaN : max / ((double) total / count);
   }
 
   private int from(boolean context) {

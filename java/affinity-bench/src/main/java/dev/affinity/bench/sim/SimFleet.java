@@ -74,20 +74,11 @@ public final class SimFleet implements AutoCloseable {
     List<NativeWorker> out = new ArrayList<>();
     for (EmbeddedWorkers.Instance in : EmbeddedWorkers.instances(section)) {
       Map<String, Object> cfg = new LinkedHashMap<>(in.config());
-      Map<String, Object> clockCfg = new LinkedHashMap<>();
-      if (cfg.get("clock") instanceof Map<?, ?> m) {
-        m.forEach((k, v) -> clockCfg.put(String.valueOf(k), v));
-      }
-      clockCfg.put("mode", "virtual");
-      cfg.put("clock", clockCfg);
-      Map<String, Object> events = new LinkedHashMap<>();
-      if (cfg.get("kv_events") instanceof Map<?, ?> m) {
-        m.forEach((k, v) -> events.put(String.valueOf(k), v));
-      }
+      section(cfg, "clock").put("mode", "virtual");
+      Map<String, Object> events = section(cfg, "kv_events");
       events.putIfAbsent("include_tokens", false);
       events.putIfAbsent("enabled", kvEvents);
-      cfg.put("kv_events", events);
-      NativeExecutor ex = NativeExecutor.create(in.backend(), new EmbeddedWorkers.Instance(in.name(), in.backend(), cfg).configJson());
+      NativeExecutor ex = NativeExecutor.create(in.backend(), in.withConfig(cfg).configJson());
       try {
         VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, timeline, observer);
         NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
@@ -100,6 +91,16 @@ public final class SimFleet implements AutoCloseable {
       }
     }
     return out;
+  }
+
+  /** A mutable copy of the nested object {@code key} of {@code cfg} (empty when absent), put back in its place. */
+  private static Map<String, Object> section(Map<String, Object> cfg, String key) {
+    Map<String, Object> copy = new LinkedHashMap<>();
+    if (cfg.get(key) instanceof Map<?, ?> m) {
+      m.forEach((k, v) -> copy.put(String.valueOf(k), v));
+    }
+    cfg.put(key, copy);
+    return copy;
   }
 
   public DisaggConfig config() {

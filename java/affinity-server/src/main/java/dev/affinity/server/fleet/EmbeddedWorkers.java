@@ -21,6 +21,11 @@ public final class EmbeddedWorkers {
 
   /** One executor of a pool: its worker name ({@code ctx-0}, {@code gen-1}, ...), backend and JSON configuration. */
   public record Instance(String name, String backend, Map<String, Object> config) {
+    /** The same instance with another configuration. */
+    public Instance withConfig(Map<String, Object> newConfig) {
+      return new Instance(name, backend, newConfig);
+    }
+
     public String configJson() {
       try {
         return JSON.writeValueAsString(config);
