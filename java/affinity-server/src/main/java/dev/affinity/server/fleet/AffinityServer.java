@@ -72,19 +72,18 @@ public final class AffinityServer implements AutoCloseable {
   private void build(FrontendOptions options) throws IOException {
     BpeTokenCodec codec = new BpeTokenCodec(config.affinity().tokenizer());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
-    List<NativeWorker> natives = new ArrayList<>();
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
       if (section.isEmbedded()) {
         List<NativeWorker> created = EmbeddedWorkers.create(section, codec, 128);
         embedded.put(fleet, created);
-        natives.addAll(created);
         synchronized (workers) {
           workers.addAll(created);
         }
       }
     }
-    PromptTokenizer tokenizer = natives.isEmpty() ? PromptTokenizer.NONE : natives.get(0)::promptTokens;
+    PromptTokenizer tokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
+        .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.NONE);
     Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
         tokenizer);
     ctxRouter = orchestration.contextRouter();
