@@ -206,7 +206,7 @@ TEST(malformed_json) {
 }
 
 TEST(factory_rejects_unknown_backend_and_bad_config) {
-  CHECK_THROWS(createExecutor("trtllm", "{}"), "unknown executor backend \"trtllm\" (available: sim)");
+  CHECK_THROWS(createExecutor("trtllm", "{}"), "unknown executor backend \"trtllm\" (available: sim,pytorch)");
   CHECK_THROWS(createExecutor("", ""), "unknown executor backend");
   CHECK_THROWS(createExecutor("sim", R"({"block_reuse":{"polcy":1}})"), "block_reuse.polcy");
   CHECK_EQ(availableBackends(), "sim");

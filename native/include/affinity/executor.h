@@ -1,6 +1,6 @@
 // Affinity native facade: the executor interface and its factory.
 //
-// Every backend (the CPU simulator "sim", later the PyTorch/TensorRT-LLM backend) implements
+// Every backend (the CPU simulator "sim", the PyTorch/TensorRT-LLM backend "pytorch") implements
 // Executor. All methods are thread-safe. Errors in a request (bad tokens, unknown context, a prompt
 // larger than the cache...) never throw: they come back as a final Response with FinishReason::kError
 // and a message naming the problem. Methods throw (std::invalid_argument / std::runtime_error) only
@@ -70,7 +70,8 @@ class Executor {
   Executor();
 };
 
-/// Creates an executor. backend: "sim" (the CPU executor). configJson: a JSON object (may be "" or
+/// Creates an executor. backend: "sim" (the CPU executor) or "pytorch" (TensorRT-LLM's PyTorch
+/// executor in an embedded CPython; docs/gpu.md). configJson: a JSON object (may be "" or
 /// "{}" for defaults). Throws std::invalid_argument naming the unknown backend or the bad key.
 Executor* createExecutor(const std::string& backend, const std::string& configJson);
 /// Shuts down (if needed) and deletes an executor created by createExecutor.
@@ -79,6 +80,10 @@ void destroyExecutor(Executor* executor);
 int64_t liveObjectCount();
 /// The names of the compiled-in backends, comma-separated.
 std::string availableBackends();
+/// Stops the process-wide backend runtimes: the pytorch backend's Python host (every engine, then
+/// the interpreter, which starts only once per process). For a shutdown hook. Returns 0 when Python
+/// finalized cleanly, -3 when it never started, -2 on timeout, else Py_FinalizeEx's result.
+int32_t shutdownBackends(int64_t timeoutMs);
 /// Facade version string.
 std::string nativeVersion();
 

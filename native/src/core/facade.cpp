@@ -3,6 +3,9 @@
 #include <stdexcept>
 
 #include "affinity/executor.h"
+#include "../pytorch/pytorch_config.h"
+#include "../pytorch/pytorch_executor.h"
+#include "../pytorch/python_runtime.h"
 #include "../sim/config.h"
 #include "../sim/sim_executor.h"
 
@@ -168,6 +171,9 @@ Executor* createExecutor(const std::string& backend, const std::string& configJs
   if (backend == "sim") {
     return new sim::SimExecutor(sim::parseSimConfig(configJson));
   }
+  if (backend == "pytorch") {
+    return new pytorch::PyTorchExecutor(pytorch::parsePyTorchConfig(configJson));
+  }
   throw std::invalid_argument("unknown executor backend \"" + backend + "\" (available: " + availableBackends() + ")");
 }
 
@@ -177,7 +183,9 @@ void destroyExecutor(Executor* executor) {
   delete executor;
 }
 
-std::string availableBackends() { return "sim"; }
+std::string availableBackends() { return "sim,pytorch"; }
+
+int32_t shutdownBackends(int64_t timeoutMs) { return pytorch::PythonRuntime::instance().stop(timeoutMs); }
 
 std::string nativeVersion() { return "affinity-native 0.1.0"; }
 

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../core/json_reader.h"
+
 namespace affinity::sim {
 namespace {
 
@@ -87,84 +89,10 @@ const std::map<std::string, TimingParams>& presets() {
   throw std::invalid_argument("sim config: '" + path + "': " + msg);
 }
 
-/// Reads the keys of one JSON object, rejecting unknown ones.
-class ObjectReader {
+/// Reads the keys of one JSON object of the sim configuration, rejecting unknown ones.
+class ObjectReader : public JsonObjectReader {
  public:
-  ObjectReader(const json& obj, std::string path) : obj_(obj), path_(std::move(path)) {
-    if (!obj_.is_object()) {
-      fail(path_.empty() ? "<root>" : path_, "expected an object, found " + std::string(obj_.type_name()));
-    }
-  }
-  ~ObjectReader() noexcept(false) {
-    if (std::uncaught_exceptions() > 0) return;
-    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
-      if (seen_.count(it.key()) == 0) {
-        std::string known;
-        for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
-        fail(key(it.key()), "unknown key (known: " + known + ")");
-      }
-    }
-  }
-  std::string key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
-  const json* find(const std::string& k) {
-    known_.insert(k);
-    seen_.insert(k);
-    auto it = obj_.find(k);
-    return it == obj_.end() ? nullptr : &*it;
-  }
-  template <typename T>
-  void integer(const std::string& k, T& out, int64_t min, int64_t max) {
-    const json* v = find(k);
-    if (v == nullptr) return;
-    if (!v->is_number_integer()) fail(key(k), "expected an integer, found " + v->dump());
-    const int64_t x = v->get<int64_t>();
-    if (x < min || x > max) {
-      fail(key(k), "expected a value in [" + std::to_string(min) + ", " + std::to_string(max) +
-                       "], found " + std::to_string(x));
-    }
-    out = static_cast<T>(x);
-  }
-  void number(const std::string& k, double& out, double min) {
-    const json* v = find(k);
-    if (v == nullptr) return;
-    if (!v->is_number()) fail(key(k), "expected a number, found " + v->dump());
-    const double x = v->get<double>();
-    if (!(x >= min)) fail(key(k), "expected a number >= " + std::to_string(min) + ", found " + v->dump());
-    out = x;
-  }
-  void boolean(const std::string& k, bool& out) {
-    const json* v = find(k);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) fail(key(k), "expected true or false, found " + v->dump());
-    out = v->get<bool>();
-  }
-  void string(const std::string& k, std::string& out) {
-    const json* v = find(k);
-    if (v == nullptr) return;
-    if (!v->is_string()) fail(key(k), "expected a string, found " + v->dump());
-    out = v->get<std::string>();
-  }
-  template <typename E>
-  void choice(const std::string& k, E& out, const std::map<std::string, E>& options) {
-    std::string s;
-    const json* v = find(k);
-    if (v == nullptr) return;
-    if (!v->is_string()) fail(key(k), "expected a string, found " + v->dump());
-    s = v->get<std::string>();
-    auto it = options.find(s);
-    if (it == options.end()) {
-      std::string names;
-      for (const auto& [n, _] : options) names += (names.empty() ? "" : ", ") + n;
-      fail(key(k), "expected one of " + names + ", found \"" + s + "\"");
-    }
-    out = it->second;
-  }
-
- private:
-  const json& obj_;
-  std::string path_;
-  std::set<std::string> seen_;
-  std::set<std::string> known_;
+  ObjectReader(const json& obj, std::string path) : JsonObjectReader(obj, std::move(path), "sim config") {}
 };
 
 const std::map<std::string, ReusePolicy> kPolicies = {{"all_reusable", ReusePolicy::kAllReusable},

@@ -1,0 +1,372 @@
+# The Python half of Affinity's "pytorch" backend. libaffinity_pyhost.so compiles this file into the
+# embedded interpreter (module "affinity_pyhost_driver") and runs Host.run() on its one host thread.
+#
+# Java threads never run Python: they queue commands in C++ and write an eventfd; the loop wakes,
+# drains the commands through the built-in module _affinity_host, and starts one asyncio task per
+# request around tensorrt_llm.LLM.generate_async. Results go back through _affinity_host.emit, which
+# hands them to the executor's response queue in C++. Every accepted request gets exactly one final
+# response, also when it is cancelled before its task starts or when its engine shuts down.
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+import traceback
+
+import _affinity_host as host
+
+log = logging.getLogger("affinity.pyhost")
+
+CREATE, SUBMIT, CANCEL, DESTROY, STOP = range(5)
+# The facade's FinishReason codes.
+NOT_FINISHED, END_ID, STOP_WORDS, LENGTH, CANCELLED, ERROR = range(6)
+REQUEST_TYPES = ("context_and_generation", "context_only", "generation_only")
+
+
+def _finish_code(output):
+    reason = getattr(output, "finish_reason", None)
+    if reason == "length":
+        return LENGTH
+    if reason == "stop":
+        return STOP_WORDS if getattr(output, "stop_reason", None) is not None else END_ID
+    if reason in ("cancelled", "abort", "aborted"):
+        return CANCELLED
+    return END_ID
+
+
+def _with_known_fields(cls, kwargs):
+    """Keeps the keyword arguments that the dataclass accepts (older releases lack newer fields)."""
+    if dataclasses.is_dataclass(cls):
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {k: v for k, v in kwargs.items() if k in names}
+    return kwargs
+
+
+def _block_key(h):
+    """A block hash as the 64-bit key Java's index uses: ints as they are, SHA-256 hex by its first 8 bytes."""
+    if isinstance(h, str):
+        return int(h[:16], 16) if len(h) == 64 else int(h)
+    return int(h)
+
+
+def _kv_event(ev, default_rank):
+    data = ev.get("data") or {}
+    kind = data.get("type")
+    rank = ev.get("attention_dp_rank")
+    rank = default_rank if rank is None else int(rank)
+    window = int(ev.get("window_size") or 0)
+    eid = int(ev.get("event_id") or 0)
+    if kind == "created":
+        return (eid, 0, rank, window, None, [], [], sum(int(n) for n in data.get("num_blocks_per_cache_level") or []), 0)
+    if kind == "stored":
+        hashes, tokens = [], []
+        for b in data.get("blocks") or []:
+            hashes.append(_block_key(b["block_hash"]))
+            tokens.extend(int(t["token_id"]) if isinstance(t, dict) else int(t) for t in b.get("tokens") or [])
+        parent = data.get("parent_hash")
+        return (eid, 1, rank, window, None if parent is None else _block_key(parent), hashes, tokens, 0, 0)
+    if kind == "removed":
+        return (eid, 2, rank, window, None, [_block_key(h) for h in data.get("block_hashes") or []], [], 0, 0)
+    if kind == "updated":
+        prio = data.get("priority")
+        value = prio.get("new_value") if isinstance(prio, dict) else prio
+        level = data.get("cache_level")
+        level = level.get("new_value") if isinstance(level, dict) else level
+        return (eid, 3, rank, window, None, [_block_key(data["block_hash"])], [], int(value or 0), int(level or 0))
+    return None
+
+
+def _stats_tuple(st):
+    if isinstance(st, str):
+        st = json.loads(st)
+    ifb = st.get("inflightBatchingStats") or {}
+    ranks = []
+    kv = st.get("kvCacheStats")
+    if kv:  # with attention DP every rank reports its own row
+        ranks.append((int(st.get("attentionDpRank") or 0), kv.get("maxNumBlocks", -1), kv.get("freeNumBlocks", -1), kv.get("usedNumBlocks", -1),
+                      kv.get("tokensPerBlock", -1), kv.get("allocTotalBlocks", -1), kv.get("allocNewBlocks", -1),
+                      kv.get("reusedBlocks", -1), kv.get("missedBlocks", -1), float(kv.get("cacheHitRate", -1))))
+    return (int(st.get("iter", -1)), float(st.get("iterLatencyMS", -1)), int(ifb.get("numContextRequests", -1)),
+            int(ifb.get("numGenRequests", -1)), int(ifb.get("numCtxTokens", -1)), ranks)
+
+
+class Engine:
+    """One tensorrt_llm.LLM and the requests running on it."""
+
+    def __init__(self, engine_id, config, loop):
+        self.id = engine_id
+        self.loop = loop
+        self.config = config
+        import tensorrt_llm
+        self.trtllm = tensorrt_llm
+        self.SamplingParams = tensorrt_llm.SamplingParams
+        self.DisaggregatedParams = tensorrt_llm.DisaggregatedParams
+        # SchedulingParams and ConversationParams are exported by tensorrt_llm.llmapi, not the top level.
+        from tensorrt_llm.llmapi import ConversationParams, SchedulingParams
+        self.SchedulingParams = SchedulingParams
+        self.ConversationParams = ConversationParams
+        self.subagent_affinity = (not dataclasses.is_dataclass(SchedulingParams)
+                                  or "subagent_affinity_id" in {f.name for f in dataclasses.fields(SchedulingParams)})
+        self.tokens_per_block = int(config["tokens_per_block"])
+        self.num_ranks = int(config["num_ranks"])
+        llm_args = dict(config.get("llm_args") or {})
+        if config.get("stats_poll_ms", 0) > 0:
+            llm_args.setdefault("enable_iter_perf_stats", True)  # get_stats_async yields nothing without it
+        if config.get("kv_events_enabled"):
+            kv = llm_args.setdefault("kv_cache_config", {})
+            if isinstance(kv, dict):
+                kv.setdefault("event_buffer_max_size", 16384)  # no KV events without a buffer
+        self.llm_args = llm_args
+        self.llm = tensorrt_llm.LLM(model=config["model"], **llm_args)
+        self.live = {}      # request id -> asyncio task
+        self.outputs = {}   # request id -> the RequestOutput being awaited (for abort)
+        self.final_sent = set()
+        self.closed = False  # set by close(): nothing is emitted afterwards
+        self.polling = True
+        self.pollers = []
+        if config.get("kv_events_enabled"):
+            self.pollers.append(loop.create_task(self._poll_kv_events(config["kv_events_poll_ms"] / 1000.0)))
+        if config.get("stats_poll_ms", 0) > 0:
+            self.pollers.append(loop.create_task(self._poll_stats(config["stats_poll_ms"] / 1000.0)))
+
+    def describe(self):
+        return json.dumps({"tensorrt_llm_version": getattr(self.trtllm, "__version__", "unknown"),
+                           "tensorrt_llm_path": getattr(self.trtllm, "__file__", None),
+                           "subagent_affinity_supported": self.subagent_affinity,
+                           "llm_args": self.llm_args}, default=str)
+
+    # -- requests --------------------------------------------------------------------------------
+
+    def submit(self, req):
+        rid = req[0]
+        self.live[rid] = self.loop.create_task(self._run(req))
+
+    def cancel(self, rid):
+        out = self.outputs.get(rid)
+        if out is not None and hasattr(out, "abort"):
+            try:
+                out.abort()
+            except Exception:  # the request may have finished meanwhile
+                pass
+        task = self.live.get(rid)
+        if task is not None:
+            task.cancel()
+
+    def _final(self, rid, code, error=None, ctx=None, tokens=(), reused=-1, rank=-1):
+        if rid in self.final_sent or self.closed:
+            return
+        self.final_sent.add(rid)
+        host.emit(self.id, rid, tokens, code, True, error, ctx, reused, rank)
+
+    def _params(self, req):
+        (rid, max_new, rtype, streaming, end_id, seed, rank_hint, relax, priority, cache_salt, ctx_phase,
+         tokens, stop_ids, conversation_id, subagent_id) = req
+        sampling = {"max_tokens": max_new}
+        if end_id >= 0:
+            sampling["end_id"] = end_id
+        if stop_ids:
+            sampling["stop_token_ids"] = list(stop_ids)
+        if seed:
+            sampling["seed"] = seed
+        kwargs = {"sampling_params": self.SamplingParams(**sampling), "streaming": bool(streaming)}
+        if rtype != 0:
+            dp = {"request_type": REQUEST_TYPES[rtype]}
+            if ctx_phase is not None:
+                ctx_id, ctx_rank, first_gen, opaque = ctx_phase
+                dp.update(ctx_request_id=ctx_id, first_gen_tokens=list(first_gen), opaque_state=opaque or None)
+                if ctx_rank >= 0:
+                    dp["ctx_dp_rank"] = ctx_rank
+            kwargs["disaggregated_params"] = self.DisaggregatedParams(**_with_known_fields(self.DisaggregatedParams, dp))
+        if rank_hint >= 0 or subagent_id:
+            sp = {"attention_dp_rank": rank_hint if rank_hint >= 0 else None, "attention_dp_relax": bool(relax)}
+            if subagent_id and self.subagent_affinity:  # releases before PR #18684 lack the field
+                sp["subagent_affinity_id"] = subagent_id
+            kwargs["scheduling_params"] = self.SchedulingParams(**sp)
+        if conversation_id:
+            kwargs["conversation_params"] = self.ConversationParams(conversation_id=conversation_id)
+        if cache_salt is not None:
+            kwargs["cache_salt"] = cache_salt
+        if priority != 0.5:
+            kwargs["priority"] = priority
+        return list(tokens), kwargs
+
+    @staticmethod
+    def _context_phase(output):
+        dp = getattr(output, "disaggregated_params", None)
+        if dp is None:
+            return None
+        rank = getattr(dp, "ctx_dp_rank", None)
+        return (int(dp.ctx_request_id or 0), -1 if rank is None else int(rank),
+                list(dp.first_gen_tokens or []), bytes(dp.opaque_state or b""))
+
+    def _reused(self, result):
+        cached = getattr(result, "cached_tokens", None)
+        return -1 if cached is None else int(cached)
+
+    async def _run(self, req):
+        rid, rtype, streaming = req[0], req[2], req[3]
+        try:
+            tokens, kwargs = self._params(req)
+            result = self.llm.generate_async(tokens, **kwargs)
+            self.outputs[rid] = result
+            if streaming:
+                async for out in result:
+                    c = out.outputs[0]
+                    if out.finished:
+                        ctx = self._context_phase(c)
+                        self._final(rid, _finish_code(c), None, ctx, list(c.token_ids_diff), self._reused(out),
+                                    ctx[1] if ctx else -1)
+                    elif c.token_ids_diff and not self.closed:
+                        host.emit(self.id, rid, list(c.token_ids_diff), NOT_FINISHED, False, None, None, -1, -1)
+                if rid not in self.final_sent:
+                    self._final(rid, END_ID)
+            else:
+                out = await result
+                c = out.outputs[0]
+                ctx = self._context_phase(c)
+                self._final(rid, _finish_code(c), None, ctx, list(c.token_ids), self._reused(out), ctx[1] if ctx else -1)
+        except asyncio.CancelledError:
+            self._final(rid, CANCELLED, "cancelled")
+        except BaseException:
+            self._final(rid, ERROR, traceback.format_exc())
+        finally:
+            self.live.pop(rid, None)
+            self.outputs.pop(rid, None)
+            self.final_sent.discard(rid)
+
+    # -- KV events and statistics -----------------------------------------------------------------
+
+    # Polling loops test self.polling instead of relying on cancellation alone: before Python 3.12,
+    # asyncio.wait_for (which the LLM's result iterators use) can swallow a cancellation that
+    # arrives as an item does, and the loop would poll forever.
+
+    async def _poll_kv_events(self, interval):
+        while self.polling:
+            batch = []
+            started = time.monotonic()
+            try:
+                # The iterator ends once no event came within the timeout.
+                async for ev in self.llm.get_kv_cache_events_async(interval):
+                    if isinstance(ev, str):
+                        ev = json.loads(ev)
+                    t = _kv_event(ev, 0)
+                    if t is not None:
+                        batch.append(t)
+            except IndexError:  # the LLM's way of saying "no more events now"
+                pass
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("engine %d: reading KV cache events failed", self.id)
+            if batch and not self.closed:
+                host.kv_events(self.id, batch)
+            elapsed = time.monotonic() - started
+            if elapsed < interval:
+                await asyncio.sleep(interval - elapsed)
+
+    async def _poll_stats(self, interval):
+        while self.polling:
+            started = time.monotonic()
+            try:
+                async for st in self.llm.get_stats_async(interval):
+                    if not self.closed:
+                        host.stats(self.id, _stats_tuple(st))
+            except IndexError:
+                pass
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("engine %d: reading iteration statistics failed", self.id)
+            elapsed = time.monotonic() - started
+            if elapsed < interval:
+                await asyncio.sleep(interval - elapsed)
+
+    # -- shutdown ---------------------------------------------------------------------------------
+
+    async def close(self, grace_s=5.0):
+        """Cancels every live request (each gets one final CANCELLED response), stops polling and
+        shuts the LLM down. Tasks that outlive the grace period (a cancellation swallowed inside the
+        LLM) are answered here and silenced."""
+        self.polling = False
+        ids = list(self.live)
+        for rid in ids:
+            self.cancel(rid)
+        for p in self.pollers:
+            p.cancel()
+        waiting = list(self.live.values()) + self.pollers
+        if waiting:
+            await asyncio.wait(waiting, timeout=grace_s)
+        for rid in ids:  # tasks cancelled before they started never ran their except clause
+            if rid in self.live:
+                self._final(rid, CANCELLED, "executor shut down")
+        self.closed = True
+        try:
+            self.llm.shutdown()
+        except Exception:
+            log.exception("engine %d: LLM.shutdown() failed", self.id)
+
+
+class Host:
+    """The loop: commands in through the eventfd, one task per request."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.engines = {}
+        self.stopping = False
+
+    def run(self):
+        self.loop.add_reader(host.wake_fd(), self._on_wake)
+        self.loop.call_soon(host.loop_ready)
+        self._on_wake()  # commands queued before the reader was added
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.run_until_complete(self._close_all())
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            self.loop.remove_reader(host.wake_fd())
+            self.loop.close()
+
+    def _on_wake(self):
+        for kind, engine_id, arg in host.drain():
+            if kind == SUBMIT:
+                engine = self.engines.get(engine_id)
+                if engine is None or self.stopping:
+                    host.emit(engine_id, arg[0], (), ERROR, True, "engine %d is not running" % engine_id, None, -1, -1)
+                else:
+                    engine.submit(arg)
+            elif kind == CANCEL:
+                engine = self.engines.get(engine_id)
+                if engine is not None:
+                    engine.cancel(arg)
+            elif kind == CREATE:
+                self._create(engine_id, arg)
+            elif kind == DESTROY:
+                self.loop.create_task(self._destroy(engine_id))
+            elif kind == STOP:
+                self.stopping = True
+                self.loop.stop()
+
+    def _create(self, engine_id, config_json):
+        try:
+            engine = Engine(engine_id, json.loads(config_json), self.loop)
+        except BaseException:
+            host.engine_ready(engine_id, traceback.format_exc(), "")
+            return
+        self.engines[engine_id] = engine
+        host.engine_ready(engine_id, None, engine.describe())
+
+    async def _destroy(self, engine_id):
+        engine = self.engines.pop(engine_id, None)
+        try:
+            if engine is not None:
+                await engine.close()
+        except BaseException:
+            log.exception("engine %d: closing failed", engine_id)
+        finally:
+            host.engine_destroyed(engine_id)  # the executor waits for this, whatever happened
+
+    async def _close_all(self):
+        for engine_id in list(self.engines):
+            await self._destroy(engine_id)

@@ -1,0 +1,304 @@
+#include "pytorch_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "python_runtime.h"
+
+namespace affinity::pytorch {
+namespace {
+
+std::atomic<int64_t> gNextEngine{1};
+
+std::string validate(const RequestSpec& s, int32_t numRanks) {
+  std::ostringstream o;
+  if (s.inputTokens.empty()) return "input_token_ids is empty";
+  if (s.maxNewTokens <= 0) {
+    o << "max_new_tokens must be > 0, got " << s.maxNewTokens;
+    return o.str();
+  }
+  if (s.requestType < 0 || s.requestType > 2) {
+    o << "request_type " << s.requestType
+      << " is not one of 0 (context_and_generation), 1 (context_only), 2 (generation_only)";
+    return o.str();
+  }
+  for (size_t i = 0; i < s.inputTokens.size(); ++i) {
+    if (s.inputTokens[i] < 0) {
+      o << "token id " << s.inputTokens[i] << " at position " << i << " is negative";
+      return o.str();
+    }
+  }
+  if (s.adpRankHint < -1 || s.adpRankHint >= numRanks) {
+    o << "attention_dp_rank " << s.adpRankHint << " is out of range [0, " << numRanks << ")";
+    return o.str();
+  }
+  if (static_cast<RequestType>(s.requestType) == RequestType::kGenerationOnly && !s.hasContextPhase) {
+    return "generation_only request without context phase params";
+  }
+  return "";
+}
+
+pyhost::HostRequest toHost(const RequestSpec& s, int64_t id) {
+  pyhost::HostRequest r;
+  r.id = id;
+  r.maxNewTokens = s.maxNewTokens;
+  r.requestType = s.requestType;
+  r.streaming = s.streaming;
+  r.endId = s.endId;
+  r.seed = s.seed;
+  r.adpRankHint = s.adpRankHint;
+  r.adpRelax = s.adpRelax;
+  r.priority = s.priority;
+  r.hasCacheSalt = s.hasCacheSalt;
+  r.hasContextPhase = s.hasContextPhase;
+  r.ctxRequestId = s.ctxRequestId;
+  r.ctxDpRank = s.ctxDpRank;
+  r.inputTokens = s.inputTokens;
+  r.stopTokenIds = s.stopTokenIds;
+  r.firstGenTokens = s.firstGenTokens;
+  r.conversationId = s.conversationId;
+  r.subagentAffinityId = s.subagentAffinityId;
+  r.cacheSalt = s.cacheSalt;
+  r.opaqueState = s.opaqueState;
+  return r;
+}
+
+}  // namespace
+
+PyTorchExecutor::PyTorchExecutor(const PyTorchConfig& cfg)
+    : cfg_(cfg), engineId_(gNextEngine.fetch_add(1)), start_(std::chrono::steady_clock::now()) {
+  host_ = &PythonRuntime::instance().host(cfg_);
+  const std::string error = host_->createEngine(engineId_, cfg_.engineJson(), this, &engineDescribe_);
+  if (!error.empty()) {
+    throw std::runtime_error("pytorch backend '" + cfg_.instanceName + "': the LLM could not be created: " + error);
+  }
+}
+
+PyTorchExecutor::~PyTorchExecutor() { shutdown(); }
+
+int64_t PyTorchExecutor::nowLocked() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_).count();
+}
+
+int64_t PyTorchExecutor::nowUs() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return nowLocked();
+}
+
+void PyTorchExecutor::pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, const std::string& message) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;  // already finished: one final response per request
+  Response r;
+  r.requestId = id;
+  r.clientRequestId = clientId;
+  r.finishReason = static_cast<int32_t>(reason);
+  r.isFinal = true;
+  r.errorMessage = message;
+  r.metrics.arrivalUs = it->second.arrivalUs;
+  r.metrics.promptTokens = it->second.promptTokens;
+  r.metrics.finishUs = nowLocked();
+  live_.erase(it);
+  ++stats_.completedRequests;
+  ready_.push_back(std::move(r));
+  respCv_.notify_all();
+}
+
+int64_t PyTorchExecutor::enqueue(const RequestSpec& spec) {
+  int64_t id;
+  const std::string invalid = validate(spec, cfg_.numRanks);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (shutdown_) throw std::runtime_error("executor '" + cfg_.instanceName + "' is shut down");
+    id = nextId_++;
+    Live l;
+    l.clientRequestId = spec.clientRequestId;
+    l.promptTokens = static_cast<int32_t>(spec.inputTokens.size());
+    l.arrivalUs = nowLocked();
+    live_.emplace(id, l);
+    if (!invalid.empty()) {
+      pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, invalid);
+      return id;
+    }
+  }
+  const int32_t rc = host_->submit(engineId_, toHost(spec, id));
+  if (rc != pyhost::kSubmitOk) {
+    std::lock_guard<std::mutex> lk(mu_);
+    const char* why = rc == pyhost::kSubmitBusy ? "the Python host has too many requests in flight (max_inflight)"
+                      : rc == pyhost::kSubmitStopped ? "the Python host is not running"
+                                                     : "the engine is shut down";
+    pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, why);
+  }
+  return id;
+}
+
+void PyTorchExecutor::enqueueBatch(const RequestBatch& batch, int64_t* idsOut) {
+  for (size_t i = 0; i < batch.specs.size(); ++i) idsOut[i] = enqueue(batch.specs[i]);
+}
+
+void PyTorchExecutor::onResponse(Response&& r) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = live_.find(r.requestId);
+  if (it == live_.end()) return;  // finished already (an error or shutdown answered it)
+  Live& l = it->second;
+  const int64_t now = nowLocked();
+  r.clientRequestId = l.clientRequestId;
+  l.outputTokens += static_cast<int32_t>(r.tokens.size());
+  if (l.firstTokenUs < 0 && !r.tokens.empty()) l.firstTokenUs = now;
+  if (r.metrics.rank >= 0) l.rank = r.metrics.rank;
+  r.metrics.arrivalUs = l.arrivalUs;
+  r.metrics.firstTokenUs = l.firstTokenUs;
+  r.metrics.promptTokens = l.promptTokens;
+  r.metrics.outputTokens = l.outputTokens;
+  r.metrics.rank = l.rank;
+  r.metrics.reusedTokens = std::max(0, r.metrics.reusedTokens);
+  if (r.isFinal) {
+    r.metrics.finishUs = now;
+    ++stats_.completedRequests;
+    stats_.totalPromptTokens += l.promptTokens;
+    stats_.totalReusedTokens += r.metrics.reusedTokens;
+    stats_.totalGeneratedTokens += l.outputTokens;
+    live_.erase(it);
+  }
+  ready_.push_back(std::move(r));
+  respCv_.notify_all();
+}
+
+int32_t PyTorchExecutor::awaitResponses(ResponseBatch& out, int32_t maxResponses, int64_t timeoutUs) {
+  out.clear();
+  std::unique_lock<std::mutex> lk(mu_);
+  auto ready = [&] { return !ready_.empty() || (shutdown_ && live_.empty()); };
+  if (timeoutUs < 0) {
+    respCv_.wait(lk, ready);
+  } else if (timeoutUs > 0) {
+    respCv_.wait_for(lk, std::chrono::microseconds(timeoutUs), ready);
+  }
+  const size_t n = std::min(ready_.size(), static_cast<size_t>(std::max(0, maxResponses)));
+  out.responses.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    out.responses.push_back(std::move(ready_.front()));
+    ready_.pop_front();
+  }
+  return out.size();
+}
+
+void PyTorchExecutor::cancel(int64_t requestId) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (live_.count(requestId) == 0) return;
+  }
+  host_->cancel(engineId_, requestId);
+}
+
+void PyTorchExecutor::onKvEvents(std::vector<KvEvent>&& events) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& e : events) events_.push_back(std::move(e));
+  while (static_cast<int64_t>(events_.size()) > cfg_.kvEventsMaxBuffered) {
+    events_.pop_front();
+    ++droppedEvents_;
+  }
+}
+
+int32_t PyTorchExecutor::drainKvEvents(KvEventBatch& out, int32_t maxEvents) {
+  out.clear();
+  std::lock_guard<std::mutex> lk(mu_);
+  const size_t n = std::min(events_.size(), static_cast<size_t>(std::max(0, maxEvents)));
+  out.events.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    out.events.push_back(std::move(events_.front()));
+    events_.pop_front();
+  }
+  return out.size();
+}
+
+void PyTorchExecutor::onStats(const pyhost::HostIterationStats& s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (s.iteration >= 0) stats_.iterations = std::max(stats_.iterations, s.iteration + 1);
+  if (s.iterationLatencyMs >= 0) {
+    stats_.lastIterationDurationUs = static_cast<int64_t>(s.iterationLatencyMs * 1000.0);
+    stats_.busyUs += stats_.lastIterationDurationUs;
+  }
+  if (s.contextRequests >= 0) stats_.lastContextRequests = s.contextRequests;
+  if (s.generationRequests >= 0) stats_.lastGenerationRequests = s.generationRequests;
+  if (s.contextTokens >= 0) stats_.lastContextTokens = s.contextTokens;
+  stats_.lastIterationStartUs = nowLocked() - stats_.lastIterationDurationUs;
+  for (const auto& r : s.ranks) {
+    if (r.rank >= 0 && r.rank < cfg_.numRanks) rankStats_[r.rank] = r;
+  }
+}
+
+void PyTorchExecutor::getIterationStats(IterationStats& out) {
+  std::lock_guard<std::mutex> lk(mu_);
+  out = stats_;
+  out.activeRequests = static_cast<int32_t>(live_.size());
+  out.pendingRequests = 0;  // the LLM does not report its waiting queue per request
+  out.heldContexts = 0;     // held contexts live in TensorRT-LLM's cache transceiver
+}
+
+void PyTorchExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
+  if (rank < 0 || rank >= cfg_.numRanks) {
+    throw std::out_of_range("rank " + std::to_string(rank) + " out of range [0, " + std::to_string(cfg_.numRanks) + ")");
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  out = KvCacheStats();
+  out.tokensPerBlock = cfg_.tokensPerBlock;
+  auto it = rankStats_.find(rank);
+  if (it != rankStats_.end()) {
+    const auto& r = it->second;
+    auto pick = [](int64_t v) { return std::max<int64_t>(0, v); };
+    out.maxNumBlocks = pick(r.maxNumBlocks);
+    out.freeNumBlocks = pick(r.freeNumBlocks);
+    out.usedNumBlocks = pick(r.usedNumBlocks);
+    out.allocTotalBlocks = pick(r.allocTotalBlocks);
+    out.allocNewBlocks = pick(r.allocNewBlocks);
+    out.reusedBlocks = pick(r.reusedBlocks);
+    out.missedBlocks = pick(r.missedBlocks);
+    out.cacheHitRate = std::max(0.0, r.cacheHitRate);
+    if (r.tokensPerBlock > 0) out.tokensPerBlock = r.tokensPerBlock;
+  }
+  for (const auto& [id, l] : live_) {
+    if (l.rank == rank) ++out.activeRequests;
+  }
+}
+
+std::string PyTorchExecutor::describe() const {
+  nlohmann::json j = nlohmann::json::parse(cfg_.toJson());
+  j["engine"] = nlohmann::json::parse(engineDescribe_.empty() ? "{}" : engineDescribe_, nullptr, false);
+  std::lock_guard<std::mutex> lk(mu_);
+  j["dropped_kv_events"] = droppedEvents_;
+  return j.dump();
+}
+
+void PyTorchExecutor::advanceTo(int64_t) {
+  throw std::logic_error("advanceTo is only valid with clock mode \"virtual\"; the pytorch backend runs in real time");
+}
+
+int64_t PyTorchExecutor::nextIterationEndUs() {
+  throw std::logic_error(
+      "nextIterationEndUs is only valid with clock mode \"virtual\"; the pytorch backend runs in real time");
+}
+
+void PyTorchExecutor::shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;  // no enqueue from here on
+  }
+  host_->destroyEngine(engineId_);  // live requests get their final (cancelled) responses meanwhile
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::pair<int64_t, int64_t>> left;
+  for (const auto& [id, l] : live_) left.emplace_back(id, l.clientRequestId);
+  std::sort(left.begin(), left.end());
+  for (const auto& [id, client] : left) pushErrorLocked(id, client, FinishReason::kCancelled, "executor shut down");
+  respCv_.notify_all();
+}
+
+bool PyTorchExecutor::isShutdown() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return shutdown_;
+}
+
+}  // namespace affinity::pytorch

@@ -1,0 +1,9 @@
+"""Stand-in for tensorrt_llm.llmapi: SchedulingParams and ConversationParams live here."""
+from .conversation_params import ConversationParams
+from .disaggregated_params import DisaggregatedParams
+from .llm import LLM, CompletionOutput, RequestOutput
+from .sampling_params import SamplingParams
+from .scheduling_params import SchedulingParams
+
+__all__ = ["LLM", "RequestOutput", "CompletionOutput", "SamplingParams", "DisaggregatedParams",
+           "SchedulingParams", "ConversationParams"]

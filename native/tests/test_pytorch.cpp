@@ -1,0 +1,265 @@
+// The "pytorch" backend against the stand-in tensorrt_llm package (native/tests/python): the
+// embedded interpreter, the request mapping onto LLM.generate_async, context phase round trips,
+// errors, cancellation, shutdown and concurrent enqueues. One interpreter per process, so the
+// tests share it and the last one stops it.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "check.h"
+#include "sim_util.h"
+
+using namespace affinity;
+using namespace testutil;
+using nlohmann::json;
+
+namespace {
+
+std::string recordPath() {
+  static const std::string p = [] {
+    std::string path = "/tmp/affinity-test-pytorch-" + std::to_string(::getpid()) + ".jsonl";
+    std::remove(path.c_str());
+    return path;
+  }();
+  return p;
+}
+
+json baseConfig(const std::string& modelOptions = "") {
+  json c;
+  c["python"] = AFFINITY_PYTHON;
+  c["libpython"] = AFFINITY_LIBPYTHON;
+  c["host_library"] = AFFINITY_PYHOST_LIB;
+  c["python_path"] = {AFFINITY_STANDIN_DIR};
+  c["model"] = "standin?record=" + recordPath() + modelOptions;
+  c["llm_args"] = {{"tensor_parallel_size", 2}, {"enable_attention_dp", true}, {"kv_cache_config", {{"tokens_per_block", 4}}}};
+  c["kv_events"] = {{"poll_interval_ms", 5}};
+  c["stats_poll_interval_ms"] = 5;
+  return c;
+}
+
+ExecPtr makePy(const json& cfg) { return ExecPtr(createExecutor("pytorch", cfg.dump())); }
+
+/// Waits for the final response of request id (collecting its chunks); fails after 20 s.
+std::vector<Response> until(Executor& e, int64_t id, std::map<int64_t, std::vector<Response>>& seen) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto& rs = seen[id];
+    if (!rs.empty() && rs.back().isFinal) return rs;
+    ResponseBatch b;
+    e.awaitResponses(b, 100, 100000);
+    for (auto& r : b.responses) seen[r.requestId].push_back(std::move(r));
+  }
+  throw check::Failure("no final response for request " + std::to_string(id));
+}
+
+std::vector<Response> run(Executor& e, const RequestSpec& s) {
+  std::map<int64_t, std::vector<Response>> seen;
+  return until(e, e.enqueue(s), seen);
+}
+
+/// The generate_async calls the stand-in recorded, in order.
+std::vector<json> calls() {
+  std::vector<json> out;
+  for (const auto& line : check::readLines(recordPath())) {
+    json j = json::parse(line);
+    if (j["call"] == "generate_async") out.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(config_errors_name_the_key) {
+  json c = baseConfig();
+  c.erase("python");
+  CHECK_THROWS(makePy(c), "pytorch config: 'python': required");
+  c = baseConfig();
+  c["num_ranks"] = 3;
+  CHECK_THROWS(makePy(c), "'num_ranks': 3 disagrees with llm_args");
+  c = baseConfig();
+  c["bogus"] = 1;
+  CHECK_THROWS(makePy(c), "pytorch config: 'bogus': unknown key");
+  c = baseConfig();
+  c["host_library"] = "/nonexistent/libaffinity_pyhost.so";
+  CHECK_THROWS(makePy(c), "cannot load the Python host library");
+}
+
+TEST(llm_start_failure_carries_the_traceback) {
+  CHECK_THROWS(makePy(baseConfig("&fail=init")), "stand-in LLM refused to start (fail=init)");
+}
+
+TEST(routing_intent_reaches_generate_async) {
+  ExecPtr e = makePy(baseConfig());
+  CHECK_EQ(e->numRanks(), 2);
+  CHECK_EQ(e->tokensPerBlock(), 4);
+  RequestSpec s = spec(seqTokens(10, 9), 3, 77);
+  setConv(s, "child-1");
+  setAffinity(s, "parent-1");
+  s.setAdpRankHint(1, false);
+  const std::string salt = "tenant";
+  s.setCacheSalt(salt.data(), static_cast<int32_t>(salt.size()));
+  s.setStreaming(true);
+  auto rs = run(*e, s);
+  CHECK(rs.size() == 3);  // two chunks, then the final response with the last token
+  CHECK_EQ(rs.back().clientRequestId, 77);
+  CHECK_EQ(rs.back().finishReason, static_cast<int32_t>(FinishReason::kLength));
+  CHECK_EQ(rs.back().metrics.outputTokens, 3);
+  const json call = calls().back();
+  CHECK_EQ(call["conversation_params"]["conversation_id"].get<std::string>(), "child-1");
+  CHECK_EQ(call["scheduling_params"]["subagent_affinity_id"].get<std::string>(), "parent-1");
+  CHECK_EQ(call["scheduling_params"]["attention_dp_rank"].get<int>(), 1);
+  CHECK_EQ(call["scheduling_params"]["attention_dp_relax"].get<bool>(), false);
+  CHECK_EQ(call["cache_salt"].get<std::string>(), "tenant");
+  CHECK_EQ(call["sampling_params"]["max_tokens"].get<int>(), 3);
+  CHECK(call["disaggregated_params"].is_null());
+}
+
+TEST(context_phase_params_round_trip) {
+  ExecPtr ctx = makePy(baseConfig());
+  ExecPtr gen = makePy(baseConfig());
+  RequestSpec c = spec(seqTokens(100, 12), 8, 5);
+  c.setRequestType(static_cast<int32_t>(RequestType::kContextOnly));
+  c.setAdpRankHint(1, true);
+  const Response cr = run(*ctx, c).back();
+  CHECK(cr.hasContextPhase);
+  CHECK_EQ(cr.ctxDpRank, 1);
+  CHECK_EQ(cr.metrics.rank, 1);
+  CHECK(cr.opaqueState.rfind("standin-ctx:", 0) == 0);
+  CHECK_EQ(cr.firstGenTokens.size(), 1u);
+  RequestSpec g = spec(seqTokens(100, 12), 4, 5);
+  g.setRequestType(static_cast<int32_t>(RequestType::kGenerationOnly));
+  g.setContextPhase(cr.ctxRequestId, cr.ctxDpRank, cr.firstGenTokens.data(), 1, cr.opaqueState.data(),
+                    static_cast<int32_t>(cr.opaqueState.size()));
+  const auto gr = run(*gen, g);
+  CHECK_EQ(gr.back().errorMessage, "");
+  CHECK_EQ(gr.back().tokens.front(), cr.firstGenTokens.front());
+  const json call = calls().back();
+  CHECK_EQ(call["disaggregated_params"]["request_type"].get<std::string>(), "generation_only");
+  CHECK_EQ(call["disaggregated_params"]["ctx_request_id"].get<int64_t>(), cr.ctxRequestId);
+  CHECK_EQ(call["disaggregated_params"]["ctx_dp_rank"].get<int>(), 1);
+  // A second pull of the same context fails in the LLM: the error comes back as a final response.
+  const auto again = run(*gen, g);
+  CHECK_EQ(again.back().finishReason, static_cast<int32_t>(FinishReason::kError));
+  CHECK(again.back().errorMessage.find("no context") != std::string::npos);
+}
+
+TEST(python_errors_become_error_responses_and_the_next_request_works) {
+  ExecPtr e = makePy(baseConfig());
+  const auto bad = run(*e, spec({1, 2, 999999}, 4));
+  CHECK_EQ(bad.back().finishReason, static_cast<int32_t>(FinishReason::kError));
+  CHECK(bad.back().errorMessage.find("Traceback") != std::string::npos);
+  CHECK(bad.back().errorMessage.find("the prompt asked for an error") != std::string::npos);
+  CHECK_EQ(run(*e, spec({1, 2, 3}, 2)).back().finishReason, static_cast<int32_t>(FinishReason::kLength));
+  CHECK(run(*e, spec({}, 2)).back().errorMessage.find("input_token_ids is empty") != std::string::npos);
+}
+
+TEST(cancel_ends_a_request_once) {
+  ExecPtr e = makePy(baseConfig("&delay_ms=20"));
+  RequestSpec s = spec(seqTokens(1, 8), 1000);
+  s.setStreaming(true);
+  std::map<int64_t, std::vector<Response>> seen;
+  const int64_t id = e->enqueue(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  e->cancel(id);
+  const auto rs = until(*e, id, seen);
+  CHECK_EQ(rs.back().finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+  int finals = 0;
+  for (const auto& r : rs) finals += r.isFinal ? 1 : 0;
+  CHECK_EQ(finals, 1);
+}
+
+TEST(kv_events_and_stats_arrive) {
+  ExecPtr e = makePy(baseConfig());
+  RequestSpec s = spec(seqTokens(500, 16), 2);
+  s.setAdpRankHint(0, false);
+  run(*e, s);
+  s.setClientRequestId(2);
+  const Response second = run(*e, s).back();
+  CHECK_EQ(second.metrics.reusedTokens, 16);  // the stand-in's cached_tokens
+  std::vector<KvEvent> events;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  IterationStats st;
+  while ((events.size() < 4 || st.iterations == 0) && std::chrono::steady_clock::now() < deadline) {
+    KvEventBatch b;
+    e->drainKvEvents(b, 100);
+    for (auto& ev : b.events) events.push_back(ev);
+    e->getIterationStats(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_EQ(events.size(), 4u);  // 16 tokens = 4 blocks of 4, stored once
+  CHECK_EQ(events[0].type, static_cast<int32_t>(KvEventType::kStored));
+  CHECK_EQ(events[0].tokens.size(), 4u);
+  CHECK_EQ(events[1].parentHash, events[0].blockHashes[0]);
+  CHECK(st.iterations > 0);
+  KvCacheStats kv;
+  e->getKvCacheStats(0, kv);
+  CHECK_EQ(kv.maxNumBlocks, 1000);
+  CHECK_THROWS(e->getKvCacheStats(2, kv), "out of range");
+  CHECK(e->describe().find("0.0.0+affinity.standin") != std::string::npos);
+  CHECK_THROWS(e->advanceTo(1), "virtual");
+}
+
+TEST(many_threads_enqueue_at_once) {
+  ExecPtr e = makePy(baseConfig());
+  constexpr int kThreads = 8, kEach = 100;
+  std::vector<std::thread> ts;
+  std::atomic<int> enqueued{0};
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        e->enqueue(spec(seqTokens(t * 1000 + i, 5), 2, t * kEach + i));
+        ++enqueued;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  std::map<int64_t, int> finals;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (static_cast<int>(finals.size()) < kThreads * kEach && std::chrono::steady_clock::now() < deadline) {
+    ResponseBatch b;
+    e->awaitResponses(b, 1000, 100000);
+    for (const auto& r : b.responses) {
+      if (r.isFinal) ++finals[r.clientRequestId];
+      CHECK_EQ(r.errorMessage, "");
+    }
+  }
+  CHECK_EQ(static_cast<int>(finals.size()), kThreads * kEach);
+  for (const auto& [client, n] : finals) CHECK_EQ(n, 1);
+}
+
+TEST(shutdown_finishes_live_requests_once) {
+  ExecPtr e = makePy(baseConfig("&delay_ms=50"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(e->enqueue(spec(seqTokens(i, 6), 1000, i)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  e->shutdown();
+  CHECK_THROWS(e->enqueue(spec({1}, 1)), "shut down");
+  std::map<int64_t, int> finals;
+  for (auto& r : take(*e)) {
+    if (r.isFinal) {
+      ++finals[r.requestId];
+      CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+    }
+  }
+  CHECK_EQ(finals.size(), ids.size());
+  for (const auto& [id, n] : finals) CHECK_EQ(n, 1);
+  int shutdowns = 0;
+  for (const auto& line : check::readLines(recordPath())) shutdowns += json::parse(line)["call"] == "shutdown";
+  CHECK(shutdowns >= 1);  // the LLM itself was shut down
+}
+
+TEST(zz_stopping_the_host_is_final) {
+  ExecPtr e = makePy(baseConfig("&delay_ms=50"));
+  const int64_t id = e->enqueue(spec(seqTokens(1, 4), 1000));
+  CHECK_EQ(shutdownBackends(10000), 0);  // engines first, then Py_FinalizeEx
+  std::map<int64_t, std::vector<Response>> seen;
+  CHECK_EQ(until(*e, id, seen).back().finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+  e.reset();
+  CHECK_THROWS(makePy(baseConfig()), "starts once per process");
+  std::remove(recordPath().c_str());
+}
