@@ -209,7 +209,10 @@ TEST(factory_rejects_unknown_backend_and_bad_config) {
   CHECK_THROWS(createExecutor("trtllm", "{}"), "unknown executor backend \"trtllm\" (available: sim,pytorch)");
   CHECK_THROWS(createExecutor("", ""), "unknown executor backend");
   CHECK_THROWS(createExecutor("sim", R"({"block_reuse":{"polcy":1}})"), "block_reuse.polcy");
-  CHECK_EQ(availableBackends(), "sim");
+  CHECK_EQ(availableBackends(), "sim,pytorch");
+  // The pytorch backend without a Python: a config error naming the key, and no libpython loaded.
+  CHECK_THROWS(createExecutor("pytorch", "{}"), "pytorch config: 'python': required");
+  CHECK_THROWS(createExecutor("pytorch", R"({"python":"/x","libpython":"/x","host_library":"/x","model":"m","llm_args":{"model":"m"}})"), "llm_args.model");
   CHECK(!nativeVersion().empty());
   const int64_t live = liveObjectCount();
   try {
