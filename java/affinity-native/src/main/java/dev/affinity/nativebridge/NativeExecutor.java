@@ -13,6 +13,7 @@ import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import dev.affinity.executor.RequestMetrics;
 import dev.affinity.nativebridge.peer.AffinityNative;
+import dev.affinity.nativebridge.python.PyTorchBackend;
 import dev.affinity.nativebridge.peer.ExecutorPeer;
 import dev.affinity.nativebridge.peer.IterationStatsPeer;
 import dev.affinity.nativebridge.peer.KvCacheStatsPeer;
@@ -65,12 +66,16 @@ public final class NativeExecutor implements Executor {
   }
 
   /**
-   * Creates an executor of the named backend ("sim" is the CPU executor) from a JSON configuration
+   * Creates an executor of the named backend ("sim" is the CPU executor, "pytorch" TensorRT-LLM's
+   * PyTorch executor in an embedded CPython, see {@link PyTorchBackend}) from a JSON configuration
    * ("" or "{}" for defaults). Throws {@link ExecutorException} naming an unknown backend or a bad key.
    */
   public static NativeExecutor create(String backend, String configJson) {
     Objects.requireNonNull(backend, "backend");
     NativeBridge.ensureAvailability();
+    if (PyTorchBackend.NAME.equals(backend)) {
+      configJson = PyTorchBackend.prepare(configJson);
+    }
     ExecutorPeer p;
     try (BytePointer b = new BytePointer(backend, StandardCharsets.UTF_8);
         BytePointer c = new BytePointer(configJson == null ? "" : configJson, StandardCharsets.UTF_8)) {

@@ -36,4 +36,7 @@ public final class AffinityNative {
   public static native @StdString BytePointer availableBackends();
 
   public static native @StdString BytePointer nativeVersion();
+
+  /** Stops process-wide backend runtimes (the pytorch backend's Python host); see executor.h. */
+  public static native int shutdownBackends(@Cast("int64_t") long timeoutMs);
 }

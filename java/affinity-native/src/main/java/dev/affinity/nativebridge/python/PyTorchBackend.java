@@ -1,0 +1,109 @@
+package dev.affinity.nativebridge.python;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.executor.ExecutorException;
+import dev.affinity.nativebridge.peer.AffinityNative;
+import java.io.File;
+import java.io.IOException;
+import java.net.URL;
+import org.bytedeco.javacpp.Loader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Java's part of the native {@code pytorch} backend (docs/gpu.md): before the native factory runs, it
+ * fills in what only the JVM knows: the interpreter's real executable, its libpython, and the Python
+ * host library extracted from this jar. It also registers one shutdown hook that stops the process's
+ * Python host (every LLM first, then the interpreter), so that TensorRT-LLM's worker processes end
+ * with the JVM. Nothing here loads Python unless a pytorch executor is created.
+ */
+public final class PyTorchBackend {
+  /** The backend's name in {@code createExecutor} and in a worker pool's {@code backend:}. */
+  public static final String NAME = "pytorch";
+  /** The host library's resource name, next to this class in the jar. */
+  static final String HOST_LIBRARY = "libaffinity_pyhost.so";
+  private static final Logger log = LoggerFactory.getLogger(PyTorchBackend.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long STOP_TIMEOUT_MS = 60_000;
+  private static boolean hookRegistered;
+
+  private PyTorchBackend() {}
+
+  /**
+   * The configuration with {@code python} resolved to the interpreter's executable and
+   * {@code libpython} / {@code host_library} filled in where absent. Throws ExecutorException naming
+   * the problem (no such interpreter, no shared libpython, no host library in this build).
+   */
+  public static String prepare(String configJson) {
+    ObjectNode cfg;
+    try {
+      JsonNode root = configJson == null || configJson.isBlank() ? JSON.createObjectNode() : JSON.readTree(configJson);
+      if (!(root instanceof ObjectNode o)) {
+        throw new ExecutorException("pytorch config: expected a JSON object, found " + root.getNodeType());
+      }
+      cfg = o;
+    } catch (JsonProcessingException e) {
+      throw new ExecutorException("pytorch config: malformed JSON: " + e.getOriginalMessage(), e);
+    }
+    JsonNode python = cfg.get("python");
+    if (python != null && !python.isTextual()) {
+      throw new ExecutorException("pytorch config: 'python': expected a string, found " + python);
+    }
+    PythonEnvironment env;
+    try {
+      env = PythonEnvironment.probe(PythonEnvironment.defaultInterpreter(python == null ? null : python.asText()));
+    } catch (IllegalArgumentException e) {
+      throw new ExecutorException("pytorch config: 'python': " + e.getMessage(), e);
+    }
+    cfg.put("python", env.executable());
+    if (!cfg.hasNonNull("libpython")) {
+      cfg.put("libpython", env.libpython());
+    }
+    if (!cfg.hasNonNull("host_library")) {
+      cfg.put("host_library", hostLibrary());
+    }
+    registerShutdownHook();
+    log.debug("pytorch backend: python {} at {}, libpython {}", env.version(), env.executable(), cfg.get("libpython").asText());
+    return cfg.toString();
+  }
+
+  /** The host library of this build, extracted from the jar (or found in target/classes). */
+  public static String hostLibrary() {
+    URL url = PyTorchBackend.class.getResource(HOST_LIBRARY);
+    if (url == null) {
+      throw new ExecutorException("this build has no Python host library (" + HOST_LIBRARY + "): it was built without "
+          + "Python development headers; install them (apt-get install python3-dev) and rebuild, or build against "
+          + "the interpreter that has tensorrt_llm with -Daffinity.python=/path/to/venv/bin/python (docs/gpu.md)");
+    }
+    try {
+      File f = Loader.cacheResource(PyTorchBackend.class, HOST_LIBRARY);
+      return f.getAbsolutePath();
+    } catch (IOException e) {
+      throw new ExecutorException("cannot extract " + HOST_LIBRARY + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static synchronized void registerShutdownHook() {
+    if (hookRegistered) {
+      return;
+    }
+    hookRegistered = true;
+    Runtime.getRuntime().addShutdownHook(new Thread(PyTorchBackend::stopHost, "affinity-python-stop"));
+  }
+
+  /**
+   * Stops the process's Python host: every LLM is shut down, then the interpreter finalizes. It starts
+   * only once per process, so no pytorch executor can be created afterwards. Returns the native
+   * result (0 clean, -3 never started, -2 timed out).
+   */
+  public static int stopHost() {
+    int rc = AffinityNative.shutdownBackends(STOP_TIMEOUT_MS);
+    if (rc != 0 && rc != -3) {
+      log.warn("the Python host did not stop cleanly (code {})", rc);
+    }
+    return rc;
+  }
+}
