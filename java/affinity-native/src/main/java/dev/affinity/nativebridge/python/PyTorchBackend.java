@@ -70,6 +70,23 @@ public final class PyTorchBackend {
     return cfg.toString();
   }
 
+  /**
+   * Why the backend cannot run here with the given interpreter (null: {@code $AFFINITY_PYTHON} or
+   * python3), or empty when it can: this build has a host library and the interpreter runs and has
+   * a shared libpython. Does not load Python.
+   */
+  public static java.util.Optional<String> unavailability(String python) {
+    if (PyTorchBackend.class.getResource(HOST_LIBRARY) == null) {
+      return java.util.Optional.of("no Python host library in this build (built without Python development headers)");
+    }
+    try {
+      PythonEnvironment.probe(PythonEnvironment.defaultInterpreter(python));
+      return java.util.Optional.empty();
+    } catch (IllegalArgumentException e) {
+      return java.util.Optional.of(e.getMessage());
+    }
+  }
+
   /** The host library of this build, extracted from the jar (or found in target/classes). */
   public static String hostLibrary() {
     URL url = PyTorchBackend.class.getResource(HOST_LIBRARY);

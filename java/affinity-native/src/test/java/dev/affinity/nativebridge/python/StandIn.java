@@ -27,13 +27,7 @@ public final class StandIn {
 
   /** Skips the calling test unless the pytorch backend can run here. */
   public static void assumeAvailable() {
-    assumeTrue(PyTorchBackend.class.getResource(PyTorchBackend.HOST_LIBRARY) != null,
-        "no Python host library in this build (Python development headers missing)");
-    try {
-      PythonEnvironment.probe(PythonEnvironment.defaultInterpreter(null));
-    } catch (IllegalArgumentException e) {
-      assumeTrue(false, e.getMessage());
-    }
+    PyTorchBackend.unavailability(null).ifPresent(why -> assumeTrue(false, why));
   }
 
   /** The directory holding the stand-in package. */
