@@ -2,6 +2,9 @@ package dev.affinity.server.cli;
 
 import dev.affinity.nativebridge.NativeBridge;
 import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.nativebridge.gpu.GpuInventory;
+import dev.affinity.nativebridge.python.PyTorchBackend;
+import dev.affinity.nativebridge.python.PythonEnvironment;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -13,7 +16,7 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(
     name = "native-info",
     mixinStandardHelpOptions = true,
-    description = "Show whether the native executor library loads, its backends, and a resolved executor config.")
+    description = "Show whether the native executor library loads, its backends, the GPUs, and a resolved executor config.")
 final class NativeInfoCommand implements Callable<Integer> {
 
   @Spec
@@ -34,6 +37,9 @@ final class NativeInfoCommand implements Callable<Integer> {
     }
     out.println("native: " + NativeBridge.version());
     out.println("backends: " + NativeBridge.availableBackends());
+    out.println("pytorch backend: " + PyTorchBackend.unavailability(null).map(why -> "unavailable: " + why)
+        .orElse("available (python from $" + PythonEnvironment.PYTHON_ENV + " or python3)"));
+    out.println("gpus: " + GpuInventory.detect().describe());
     try (NativeExecutor ex = NativeExecutor.create(backend, ExecutorConfigs.read(config))) {
       out.println("resolved " + backend + " config: " + ex.describe());
     }
