@@ -74,6 +74,9 @@ class Executor {
 /// executor in an embedded CPython; docs/gpu.md). configJson: a JSON object (may be "" or
 /// "{}" for defaults). Throws std::invalid_argument naming the unknown backend or the bad key.
 Executor* createExecutor(const std::string& backend, const std::string& configJson);
+/// Validates a configuration without creating the executor (no thread, no Python, no model):
+/// throws what createExecutor would throw for a bad backend name or a bad key.
+void checkExecutorConfig(const std::string& backend, const std::string& configJson);
 /// Shuts down (if needed) and deletes an executor created by createExecutor.
 void destroyExecutor(Executor* executor);
 /// Number of live facade objects (executors, specs, batches, stats). For leak tests.

@@ -177,6 +177,16 @@ Executor* createExecutor(const std::string& backend, const std::string& configJs
   throw std::invalid_argument("unknown executor backend \"" + backend + "\" (available: " + availableBackends() + ")");
 }
 
+void checkExecutorConfig(const std::string& backend, const std::string& configJson) {
+  if (backend == "sim") {
+    sim::parseSimConfig(configJson);
+  } else if (backend == "pytorch") {
+    pytorch::parsePyTorchConfig(configJson);
+  } else {
+    throw std::invalid_argument("unknown executor backend \"" + backend + "\" (available: " + availableBackends() + ")");
+  }
+}
+
 void destroyExecutor(Executor* executor) {
   if (executor == nullptr) return;
   executor->shutdown();

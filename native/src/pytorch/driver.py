@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import time
 import traceback
 
@@ -117,7 +118,19 @@ class Engine:
             if isinstance(kv, dict):
                 kv.setdefault("event_buffer_max_size", 16384)  # no KV events without a buffer
         self.llm_args = llm_args
-        self.llm = tensorrt_llm.LLM(model=config["model"], **llm_args)
+        # The environment the LLM's worker processes start with (e.g. CUDA_VISIBLE_DEVICES to give
+        # colocated context and generation LLMs their own GPUs); restored once the LLM is built.
+        env = config.get("env") or {}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            self.llm = tensorrt_llm.LLM(model=config["model"], **llm_args)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         self.live = {}      # request id -> asyncio task
         self.outputs = {}   # request id -> the RequestOutput being awaited (for abort)
         self.final_sent = set()

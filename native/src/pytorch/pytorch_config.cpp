@@ -53,6 +53,13 @@ PyTorchConfig parsePyTorchConfig(const std::string& text) {
       if (a->contains("model")) fail("llm_args.model", "set the model with the top-level key 'model'");
       llmArgs = *a;
     }
+    if (const json* e = r.find("env")) {
+      if (!e->is_object()) fail("env", "expected an object of environment variables, found " + e->dump());
+      for (auto it = e->begin(); it != e->end(); ++it) {
+        if (!it.value().is_string()) fail("env." + it.key(), "expected a string, found " + it.value().dump());
+      }
+      c.envJson = e->dump();
+    }
     ranksGiven = root.is_object() && root.contains("num_ranks");
     blockGiven = root.is_object() && root.contains("tokens_per_block");
     r.integer("num_ranks", c.numRanks, 1, 1024);
@@ -107,6 +114,7 @@ std::string PyTorchConfig::engineJson() const {
   json j;
   j["model"] = model;
   j["llm_args"] = json::parse(llmArgsJson);
+  j["env"] = json::parse(envJson);
   j["num_ranks"] = numRanks;
   j["tokens_per_block"] = tokensPerBlock;
   j["kv_events_enabled"] = kvEventsEnabled;
@@ -126,6 +134,7 @@ std::string PyTorchConfig::toJson() const {
   j["python_path"] = pythonPath;
   j["model"] = model;
   j["llm_args"] = json::parse(llmArgsJson);
+  j["env"] = json::parse(envJson);
   j["num_ranks"] = numRanks;
   j["tokens_per_block"] = tokensPerBlock;
   j["stats_poll_interval_ms"] = statsPollMs;

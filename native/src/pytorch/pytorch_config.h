@@ -16,6 +16,7 @@ struct PyTorchConfig {
   std::vector<std::string> pythonPath;  ///< extra sys.path entries
   std::string model;                    ///< LLM(model=...): a Hugging Face id or a checkpoint directory
   std::string llmArgsJson = "{}";       ///< further LLM(...) keyword arguments, as a JSON object
+  std::string envJson = "{}";           ///< environment set while the LLM is built (its worker processes inherit it)
   int32_t numRanks = 1;                 ///< attention-DP ranks (tensor_parallel_size with enable_attention_dp)
   int32_t tokensPerBlock = 32;          ///< kv_cache_config.tokens_per_block
   bool kvEventsEnabled = true;

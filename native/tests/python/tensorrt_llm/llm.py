@@ -4,6 +4,7 @@ import base64
 import hashlib
 import itertools
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -143,7 +144,7 @@ class LLM:
         self._record_path = options.get("record")
         self._delay = float(options.get("delay_ms", 0)) / 1000.0
         self._record({"call": "LLM", "model": model, "tensor_parallel_size": tensor_parallel_size,
-                      "kwargs": kwargs}, default=str)
+                      "kwargs": kwargs, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}, default=str)
         if options.get("fail") == "init":
             raise RuntimeError("stand-in LLM refused to start (fail=init)")
         known = {"enable_attention_dp", "kv_cache_config", "cache_transceiver_config", "attention_dp_config",

@@ -39,7 +39,7 @@ class ConfigLoaderTest {
     try (Stream<Path> s = Files.list(EXAMPLES)) {
       files = s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
     }
-    assertEquals(6, files.size(), files.toString());
+    assertEquals(8, files.size(), files.toString());
     for (Path f : files) {
       LoadedConfig c = ConfigLoader.load(f);
       assertEquals(List.of(), c.warnings(), f.toString());
@@ -65,6 +65,11 @@ class ConfigLoaderTest {
     DisaggConfig cond = ConfigLoader.load(EXAMPLES.resolve("conditional-disagg.yaml")).config();
     assertEquals(2048, cond.conditionalDisagg().orElseThrow().maxLocalPrefillLength());
     assertEquals(32L, cond.generation().router().args().get("tokens_per_block"));
+
+    DisaggConfig gpu = ConfigLoader.load(EXAMPLES.resolve("gpu-inprocess.yaml")).config();
+    assertEquals("pytorch", gpu.context().embedded().orElseThrow().backend());
+    assertEquals("pytorch", gpu.generation().embedded().orElseThrow().backend());
+    assertEquals(Map.of("CUDA_VISIBLE_DEVICES", "0,1,2,3"), gpu.context().embedded().orElseThrow().executorConfig().get("env"));
 
     DisaggConfig sub = ConfigLoader.load(EXAMPLES.resolve("subagent-affinity.yaml")).config();
     assertEquals("x-dynamo-session-id", sub.affinity().sessionHeaders().get(6));

@@ -92,6 +92,24 @@ public final class NativeExecutor implements Executor {
     return ex;
   }
 
+  /**
+   * Validates a configuration as {@link #create} would, without creating anything (no thread, no
+   * Python interpreter, no model load). Throws {@link ExecutorException} naming the bad key.
+   */
+  public static void checkConfig(String backend, String configJson) {
+    Objects.requireNonNull(backend, "backend");
+    NativeBridge.ensureAvailability();
+    if (PyTorchBackend.NAME.equals(backend)) {
+      configJson = PyTorchBackend.prepare(configJson);
+    }
+    try (BytePointer b = new BytePointer(backend, StandardCharsets.UTF_8);
+        BytePointer c = new BytePointer(configJson == null ? "" : configJson, StandardCharsets.UTF_8)) {
+      AffinityNative.checkExecutorConfig(b, c);
+    } catch (RuntimeException e) {
+      throw new ExecutorException(e.getMessage(), e);
+    }
+  }
+
   @Override
   public String backend() {
     return backend;

@@ -31,6 +31,8 @@ public final class AffinityNative {
 
   public static native void destroyExecutor(ExecutorPeer executor);
 
+  public static native void checkExecutorConfig(@StdString BytePointer backend, @StdString BytePointer configJson);
+
   public static native @Cast("int64_t") long liveObjectCount();
 
   public static native @StdString BytePointer availableBackends();

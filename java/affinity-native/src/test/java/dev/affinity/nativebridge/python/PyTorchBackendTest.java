@@ -60,7 +60,9 @@ class PyTorchBackendTest {
   @Test
   void conversationSubagentAndRankHintReachSchedulingAndConversationParams() {
     Path record = dir.resolve("calls.jsonl");
-    try (NativeExecutor ex = create(record, "")) {
+    var cfg = StandIn.config(record, "");
+    cfg.putObject("env").put("CUDA_VISIBLE_DEVICES", "3");
+    try (NativeExecutor ex = NativeExecutor.create(PyTorchBackend.NAME, cfg.toString())) {
       assertEquals("pytorch", ex.backend());
       assertEquals(2, ex.numRanks());
       assertEquals(4, ex.tokensPerBlock());
@@ -92,6 +94,7 @@ class PyTorchBackendTest {
       assertTrue(calls.get(1).path("conversation_params").isNull());
       // The LLM was built with what the backend adds for events and statistics.
       JsonNode init = StandIn.calls(record, "LLM").get(0);
+      assertEquals("3", init.path("cuda_visible_devices").asText(), "env is in place while the LLM is built");
       assertEquals(16384, init.at("/kwargs/kv_cache_config/event_buffer_max_size").asInt());
       assertTrue(init.at("/kwargs/enable_iter_perf_stats").asBoolean());
     }

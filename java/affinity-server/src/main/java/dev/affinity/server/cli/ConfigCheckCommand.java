@@ -86,8 +86,9 @@ final class ConfigCheckCommand implements Callable<Integer> {
           + NativeBridge.unavailabilityCause() + ")");
       return;
     }
-    try (NativeExecutor ignored = NativeExecutor.create(pool.backend(), JSON.writeValueAsString(pool.executorConfig()))) {
-      // created and closed: the native layer accepted every key
+    try {
+      // parsed by the native layer (no executor built: a pytorch pool would load its model)
+      NativeExecutor.checkConfig(pool.backend(), JSON.writeValueAsString(pool.executorConfig()));
     } catch (ExecutorException | IOException e) {
       errors.add(where + ": " + e.getMessage());
     }
