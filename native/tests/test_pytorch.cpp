@@ -204,6 +204,22 @@ TEST(kv_events_and_stats_arrive) {
   CHECK_THROWS(e->advanceTo(1), "virtual");
 }
 
+TEST(the_model_tokenizer_is_the_llms) {
+  ExecPtr e = makePy(baseConfig());
+  std::vector<int32_t> out(64);
+  CHECK_EQ(e->tokenize("hi", 0, out.data(), 64), 3);  // BOS + 2 characters
+  CHECK_EQ(out[0], 1);
+  CHECK_EQ(out[1], static_cast<int32_t>('h'));
+  const int32_t n = e->tokenize(R"([{"role":"user","content":"hi"}])", 1, out.data(), 4);
+  CHECK_EQ(n, 1 + static_cast<int32_t>(std::string("<|user|>hi\n<|assistant|>").size()));  // the count, beyond capacity
+  const std::vector<int32_t> ids = {1, 'o', 'k'};
+  CHECK_EQ(e->detokenize(ids.data(), 3), "ok");
+  CHECK_THROWS(e->tokenize("x", 7, out.data(), 64), "mode 7");
+  CHECK_THROWS(e->tokenize("[not json", 1, out.data(), 64), "JSONDecodeError");
+  ExecPtr sim = ExecPtr(createExecutor("sim", "{}"));
+  CHECK_THROWS(sim->tokenize("x", 0, out.data(), 64), "no model tokenizer");
+}
+
 TEST(many_threads_enqueue_at_once) {
   ExecPtr e = makePy(baseConfig());
   constexpr int kThreads = 8, kEach = 100;

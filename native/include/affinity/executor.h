@@ -52,6 +52,15 @@ class Executor {
   /// The configuration actually in effect, defaults filled in, as JSON.
   virtual std::string describe() const = 0;
 
+  /// The model's tokenizer, for backends that run a real model ("pytorch": the LLM's own tokenizer
+  /// and chat template). mode 0: text (special tokens added as the model does); mode 1: a JSON array
+  /// of chat messages ({"role", "content"}), rendered with the model's chat template and a generation
+  /// prompt. Writes at most capacity ids to out and returns the full count (call again with a larger
+  /// buffer when it exceeds capacity). Backends without a tokenizer throw std::logic_error. Blocking.
+  virtual int32_t tokenize(const std::string& text, int32_t mode, int32_t* out, int32_t capacity);
+  /// Token ids to text with the model's tokenizer (special tokens skipped); std::logic_error without one.
+  virtual std::string detokenize(const int32_t* tokens, int32_t n);
+
   virtual int32_t clockMode() const = 0;
   /// Current time of the executor's clock, in microseconds since it was created.
   virtual int64_t nowUs() = 0;

@@ -18,6 +18,12 @@ int64_t liveObjectCount() { return gLive.load(); }
 
 Executor::Executor() { ++gLive; }
 Executor::~Executor() { --gLive; }
+int32_t Executor::tokenize(const std::string&, int32_t, int32_t*, int32_t) {
+  throw std::logic_error("this backend has no model tokenizer (only backends that run a model, such as pytorch, do)");
+}
+std::string Executor::detokenize(const int32_t*, int32_t) {
+  throw std::logic_error("this backend has no model tokenizer (only backends that run a model, such as pytorch, do)");
+}
 RequestSpec::RequestSpec() { ++gLive; }
 RequestSpec::RequestSpec(const RequestSpec& o)
     : clientRequestId(o.clientRequestId),

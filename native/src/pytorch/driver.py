@@ -18,7 +18,8 @@ import _affinity_host as host
 
 log = logging.getLogger("affinity.pyhost")
 
-CREATE, SUBMIT, CANCEL, DESTROY, STOP = range(5)
+CREATE, SUBMIT, CANCEL, DESTROY, STOP, CALL = range(6)
+TOKENIZE, TOKENIZE_CHAT, DETOKENIZE = range(3)
 # The facade's FinishReason codes.
 NOT_FINISHED, END_ID, STOP_WORDS, LENGTH, CANCELLED, ERROR = range(6)
 REQUEST_TYPES = ("context_and_generation", "context_only", "generation_only")
@@ -247,6 +248,25 @@ class Engine:
             self.outputs.pop(rid, None)
             self.final_sent.discard(rid)
 
+    # -- tokenizer -------------------------------------------------------------------------------
+
+    def call(self, op, text, tokens):
+        """The LLM's own tokenizer: (error, text, tokens)."""
+        tok = getattr(self.llm, "tokenizer", None)
+        if tok is None:
+            return "the LLM has no tokenizer (was it built with skip_tokenizer_init?)", None, None
+        if op == TOKENIZE:
+            return None, None, [int(t) for t in tok.encode(text)]
+        if op == TOKENIZE_CHAT:
+            template = getattr(tok, "apply_chat_template", None) or tok.tokenizer.apply_chat_template
+            ids = template(json.loads(text), tokenize=True, add_generation_prompt=True)
+            if isinstance(ids, dict) or hasattr(ids, "keys"):  # newer transformers return a BatchEncoding
+                ids = ids["input_ids"]
+            return None, None, [int(t) for t in ids]
+        if op == DETOKENIZE:
+            return None, tok.decode(list(tokens), skip_special_tokens=True), None
+        return "unknown tokenizer operation %d" % op, None, None
+
     # -- KV events and statistics -----------------------------------------------------------------
 
     # Polling loops test self.polling instead of relying on cancellation alone: before Python 3.12,
@@ -353,6 +373,15 @@ class Host:
                 engine = self.engines.get(engine_id)
                 if engine is not None:
                     engine.cancel(arg)
+            elif kind == CALL:
+                call_id, op, text, tokens = arg
+                engine = self.engines.get(engine_id)
+                try:
+                    error, out_text, out_tokens = (engine.call(op, text, tokens) if engine is not None
+                                                   else ("engine %d is not running" % engine_id, None, None))
+                except BaseException:
+                    error, out_text, out_tokens = traceback.format_exc(), None, None
+                host.reply(call_id, error, out_text, out_tokens)
             elif kind == CREATE:
                 self._create(engine_id, arg)
             elif kind == DESTROY:

@@ -83,6 +83,11 @@ struct HostStartConfig {
   std::vector<std::string> pythonPath;  ///< extra sys.path entries, first first
 };
 
+/// Tokenizer operations of Host::call.
+constexpr int32_t kCallTokenize = 0;
+constexpr int32_t kCallTokenizeChat = 1;
+constexpr int32_t kCallDetokenize = 2;
+
 /// Submit results.
 constexpr int32_t kSubmitOk = 0;
 constexpr int32_t kSubmitStopped = -1;  ///< the host is not running (stopped, or never started)
@@ -107,6 +112,11 @@ class Host {
   /// Queues one request; returns a kSubmit* code. Exactly one final response follows kSubmitOk.
   virtual int32_t submit(int64_t engineId, HostRequest&& request) = 0;
   virtual void cancel(int64_t engineId, int64_t requestId) = 0;
+  /// Runs a tokenizer operation on the engine's LLM (kCallTokenize / kCallTokenizeChat: text in,
+  /// tokensOut; kCallDetokenize: tokensIn in, textOut) and waits up to timeoutMs for it. Returns ""
+  /// or the error (a traceback).
+  virtual std::string call(int64_t engineId, int32_t op, const std::string& text, const std::vector<int32_t>& tokensIn,
+                           std::vector<int32_t>* tokensOut, std::string* textOut, int64_t timeoutMs) = 0;
   /// Cancels the engine's live requests (each gets a final kCancelled response), shuts its LLM down
   /// and forgets its sink; blocks until done. No sink call happens after this returns.
   virtual void destroyEngine(int64_t engineId) = 0;

@@ -23,14 +23,23 @@
 namespace affinity::pyhost {
 namespace {
 
-constexpr int32_t kCreate = 0, kSubmit = 1, kCancel = 2, kDestroy = 3, kStop = 4;
+constexpr int32_t kCreate = 0, kSubmit = 1, kCancel = 2, kDestroy = 3, kStop = 4, kCall = 5;
 
 struct Command {
   int32_t kind = 0;
   int64_t engine = 0;
   int64_t requestId = 0;  // cancel
-  std::string text;       // create: configuration JSON
+  std::string text;       // create: configuration JSON; call: text
   HostRequest request;    // submit
+  int32_t op = 0;         // call: the operation; requestId: the call id
+  std::vector<int32_t> tokens;  // call: tokens in
+};
+
+struct CallSlot {
+  bool done = false;
+  std::string error;
+  std::string text;
+  std::vector<int32_t> tokens;
 };
 
 struct EngineSlot {
@@ -192,6 +201,44 @@ class HostImpl final : public Host {
     pushLocked(std::move(c));
   }
 
+  std::string call(int64_t engineId, int32_t op, const std::string& text, const std::vector<int32_t>& tokensIn,
+                   std::vector<int32_t>* tokensOut, std::string* textOut, int64_t timeoutMs) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (state_ != State::kRunning || !accepting_) return "the Python host is not running";
+    auto it = engines_.find(engineId);
+    if (it == engines_.end() || !it->second.ready || it->second.destroying) return "the engine is shut down";
+    const int64_t id = nextCall_++;
+    calls_[id];
+    Command c;
+    c.kind = kCall;
+    c.engine = engineId;
+    c.requestId = id;
+    c.op = op;
+    c.text = text;
+    c.tokens = tokensIn;
+    pushLocked(std::move(c));
+    const bool done = cv_.wait_for(lk, std::chrono::milliseconds(timeoutMs),
+                                   [&] { return calls_[id].done || state_ != State::kRunning; });
+    CallSlot slot = std::move(calls_[id]);
+    calls_.erase(id);  // a late reply finds no slot and is dropped
+    if (!done) return "the Python host did not answer within " + std::to_string(timeoutMs) + " ms";
+    if (!slot.done) return "the Python host stopped";
+    if (tokensOut != nullptr) *tokensOut = std::move(slot.tokens);
+    if (textOut != nullptr) *textOut = std::move(slot.text);
+    return slot.error;
+  }
+
+  void reply(int64_t callId, std::string error, std::string text, std::vector<int32_t> tokens) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(callId);
+    if (it == calls_.end()) return;
+    it->second.done = true;
+    it->second.error = std::move(error);
+    it->second.text = std::move(text);
+    it->second.tokens = std::move(tokens);
+    cv_.notify_all();
+  }
+
   void destroyEngine(int64_t engineId) override {
     std::unique_lock<std::mutex> lk(mu_);
     auto it = engines_.find(engineId);
@@ -318,6 +365,8 @@ class HostImpl final : public Host {
   int wakeFd_ = -1;
   std::vector<Command> in_;
   std::map<int64_t, EngineSlot> engines_;
+  std::map<int64_t, CallSlot> calls_;
+  int64_t nextCall_ = 1;
   int64_t inflight_ = 0;
   int64_t maxInflight_ = 65536;
   std::thread* thread_ = nullptr;
@@ -372,6 +421,11 @@ PyObject* mDrain(PyObject*, PyObject*) {
       case kSubmit: arg = requestTuple(c.request); break;
       case kCancel: arg = PyLong_FromLongLong(c.requestId); break;
       case kCreate: arg = PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "strict"); break;
+      case kCall:
+        arg = Py_BuildValue("(LiNN)", static_cast<long long>(c.requestId), c.op,
+                            PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "replace"),
+                            intList(c.tokens));
+        break;
       default: arg = Py_NewRef(Py_None); break;
     }
     if (arg == nullptr) {
@@ -524,6 +578,29 @@ PyObject* mStats(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// reply(call_id, error|None, text|None, tokens|None)
+PyObject* mReply(PyObject*, PyObject* args) {
+  long long id = 0;
+  PyObject *error = nullptr, *text = nullptr, *tokens = nullptr;
+  if (!PyArg_ParseTuple(args, "LOOO", &id, &error, &text, &tokens)) return nullptr;
+  std::string err, out;
+  std::vector<int32_t> toks;
+  if (error != Py_None) {
+    const char* e = PyUnicode_AsUTF8(error);
+    if (e == nullptr) return nullptr;
+    err = e;
+  }
+  if (text != Py_None) {
+    Py_ssize_t n = 0;
+    const char* t = PyUnicode_AsUTF8AndSize(text, &n);
+    if (t == nullptr) return nullptr;
+    out.assign(t, static_cast<size_t>(n));
+  }
+  if (tokens != Py_None && !readInts(tokens, toks)) return nullptr;
+  impl().reply(id, std::move(err), std::move(out), std::move(toks));
+  Py_RETURN_NONE;
+}
+
 PyObject* mLoopReady(PyObject*, PyObject*) {
   impl().loopReady();
   Py_RETURN_NONE;
@@ -558,6 +635,7 @@ PyMethodDef kMethods[] = {
     {"emit", mEmit, METH_VARARGS, "Hands one response to the engine's executor."},
     {"kv_events", mKvEvents, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
     {"stats", mStats, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
+    {"reply", mReply, METH_VARARGS, "Answers a tokenizer call."},
     {"loop_ready", mLoopReady, METH_NOARGS, "The loop runs: start() may return."},
     {"engine_ready", mEngineReady, METH_VARARGS, "An engine was built (or failed)."},
     {"engine_destroyed", mEngineDestroyed, METH_VARARGS, "An engine shut down; its sink is forgotten."},

@@ -13,6 +13,7 @@ namespace affinity::pytorch {
 namespace {
 
 std::atomic<int64_t> gNextEngine{1};
+constexpr int64_t kTokenizerTimeoutMs = 60'000;
 
 std::string validate(const RequestSpec& s, int32_t numRanks) {
   std::ostringstream o;
@@ -270,6 +271,25 @@ std::string PyTorchExecutor::describe() const {
   std::lock_guard<std::mutex> lk(mu_);
   j["dropped_kv_events"] = droppedEvents_;
   return j.dump();
+}
+
+int32_t PyTorchExecutor::tokenize(const std::string& text, int32_t mode, int32_t* out, int32_t capacity) {
+  if (mode != pyhost::kCallTokenize && mode != pyhost::kCallTokenizeChat) {
+    throw std::invalid_argument("tokenize: mode " + std::to_string(mode) + " is not 0 (text) or 1 (chat messages)");
+  }
+  std::vector<int32_t> ids;
+  const std::string error = host_->call(engineId_, mode, text, {}, &ids, nullptr, kTokenizerTimeoutMs);
+  if (!error.empty()) throw std::runtime_error("pytorch backend '" + cfg_.instanceName + "': tokenize failed: " + error);
+  if (out != nullptr) std::copy_n(ids.begin(), std::min<size_t>(ids.size(), static_cast<size_t>(std::max(0, capacity))), out);
+  return static_cast<int32_t>(ids.size());
+}
+
+std::string PyTorchExecutor::detokenize(const int32_t* tokens, int32_t n) {
+  std::string text;
+  const std::vector<int32_t> ids(tokens, tokens + std::max(0, n));
+  const std::string error = host_->call(engineId_, pyhost::kCallDetokenize, "", ids, nullptr, &text, kTokenizerTimeoutMs);
+  if (!error.empty()) throw std::runtime_error("pytorch backend '" + cfg_.instanceName + "': detokenize failed: " + error);
+  return text;
 }
 
 void PyTorchExecutor::advanceTo(int64_t) {

@@ -35,6 +35,8 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   int32_t numRanks() const override { return cfg_.numRanks; }
   int32_t tokensPerBlock() const override { return cfg_.tokensPerBlock; }
   std::string describe() const override;
+  int32_t tokenize(const std::string& text, int32_t mode, int32_t* out, int32_t capacity) override;
+  std::string detokenize(const int32_t* tokens, int32_t n) override;
   int32_t clockMode() const override { return static_cast<int32_t>(ClockMode::kReal); }
   int64_t nowUs() override;
   void advanceTo(int64_t timeUs) override;

@@ -117,6 +117,23 @@ class RequestOutput:
         return run().__await__()
 
 
+class StandInTokenizer:
+    """Characters as token ids, with BOS = 1 first: enough to tell text, chat template and decoding apart."""
+    BOS = 1
+
+    def encode(self, text, add_special_tokens=True):
+        return ([self.BOS] if add_special_tokens else []) + [ord(c) for c in text]
+
+    def decode(self, token_ids, skip_special_tokens=False):
+        return "".join(chr(t) for t in token_ids if not (skip_special_tokens and t == self.BOS))
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
+        text = "".join("<|%s|>%s\n" % (m["role"], m["content"]) for m in messages)
+        if add_generation_prompt:
+            text += "<|assistant|>"
+        return self.encode(text) if tokenize else text
+
+
 class _Timed:
     """An async iterator over a queue that ends once nothing arrived within the timeout, as
     tensorrt_llm's IterationResult does."""
@@ -168,6 +185,7 @@ class LLM:
         self._events = None
         self._stats = None
         self.closed = False
+        self.tokenizer = StandInTokenizer()
 
     # -- recording -----------------------------------------------------------------------------
 

@@ -45,6 +45,29 @@ public interface Executor extends AutoCloseable {
   /** The configuration in effect, defaults filled in, as JSON. */
   String describe();
 
+  /**
+   * Whether the backend runs a real model with its own tokenizer ({@code pytorch}); the tokenizer
+   * methods below throw {@link UnsupportedOperationException} where it does not.
+   */
+  default boolean hasModelTokenizer() {
+    return false;
+  }
+
+  /** Text to token ids with the model's tokenizer (special tokens added as the model does). */
+  default int[] tokenize(String text) {
+    throw new UnsupportedOperationException("the " + backend() + " backend has no model tokenizer");
+  }
+
+  /** Chat messages (a JSON array of role/content objects) through the model's chat template, with a generation prompt. */
+  default int[] tokenizeChat(String messagesJson) {
+    throw new UnsupportedOperationException("the " + backend() + " backend has no model tokenizer");
+  }
+
+  /** Token ids to text with the model's tokenizer (special tokens skipped). */
+  default String detokenize(int[] tokens) {
+    throw new UnsupportedOperationException("the " + backend() + " backend has no model tokenizer");
+  }
+
   ClockMode clockMode();
 
   /** The executor's clock, microseconds since it started. */

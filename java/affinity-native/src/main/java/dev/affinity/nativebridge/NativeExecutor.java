@@ -501,6 +501,61 @@ public final class NativeExecutor implements Executor {
   }
 
   @Override
+  public boolean hasModelTokenizer() {
+    return PyTorchBackend.NAME.equals(backend);
+  }
+
+  @Override
+  public int[] tokenize(String text) {
+    return tokenize(text, 0);
+  }
+
+  @Override
+  public int[] tokenizeChat(String messagesJson) {
+    return tokenize(messagesJson, 1);
+  }
+
+  private int[] tokenize(String text, int mode) {
+    Objects.requireNonNull(text, "text");
+    requireModelTokenizer();
+    return call(() -> {
+      Scratch s = takeScratch();
+      try (BytePointer t = new BytePointer(text, StandardCharsets.UTF_8)) {
+        int capacity = Math.max(256, (int) Math.min(Integer.MAX_VALUE, t.limit() + 64));
+        int n = peer.tokenize(t, mode, s.ints(capacity), capacity);
+        if (n > capacity) {
+          n = peer.tokenize(t, mode, s.ints(n), n);
+        }
+        int[] out = new int[n];
+        s.intsOut.get(out);
+        return out;
+      } finally {
+        scratch.add(s);
+      }
+    });
+  }
+
+  @Override
+  public String detokenize(int[] tokens) {
+    Objects.requireNonNull(tokens, "tokens");
+    requireModelTokenizer();
+    return call(() -> {
+      Scratch s = takeScratch();
+      try {
+        return NativeBridge.utf8(peer.detokenize(s.tokens(tokens), tokens.length));
+      } finally {
+        scratch.add(s);
+      }
+    });
+  }
+
+  private void requireModelTokenizer() {
+    if (!hasModelTokenizer()) {
+      throw new UnsupportedOperationException("the " + backend + " backend has no model tokenizer");
+    }
+  }
+
+  @Override
   public ClockMode clockMode() {
     return clockMode;
   }

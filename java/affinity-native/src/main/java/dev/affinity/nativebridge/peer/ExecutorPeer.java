@@ -1,6 +1,7 @@
 package dev.affinity.nativebridge.peer;
 
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.IntPointer;
 import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.annotation.ByRef;
@@ -40,6 +41,11 @@ public class ExecutorPeer extends Pointer {
   public native int tokensPerBlock();
 
   public native @StdString BytePointer describe();
+
+  /** The model's tokenizer (executor.h): writes up to capacity ids, returns the full count. */
+  public native int tokenize(@StdString BytePointer text, int mode, @Cast("int32_t*") IntPointer out, int capacity);
+
+  public native @StdString BytePointer detokenize(@Cast("const int32_t*") IntPointer tokens, int n);
 
   public native int clockMode();
 

@@ -55,8 +55,9 @@ import org.slf4j.LoggerFactory;
  * An in-process worker over a native executor (the CPU executor here, the TensorRT-LLM backend on
  * GPU machines). It speaks the same OpenAI + {@code disaggregated_params} contract as a trtllm-serve
  * worker, but hands the conversation id, the sub-agent affinity id and the router's rank hint straight
- * to the executor. Text prompts are tokenized with a real BPE tokenizer; chat messages are rendered
- * with a plain template ({@code <|role|>\ncontent\n} per message, then {@code <|assistant|>\n}).
+ * to the executor. Text prompts and chat messages are tokenized by the worker's {@link TokenCodec}: a
+ * real BPE tokenizer with a plain chat template for the CPU executor, the model's own tokenizer and
+ * chat template ({@link ModelTokenCodec}) for the pytorch backend.
  * Responses come in batches ({@link ResponseDispatcher}): from one poller thread, or, for a
  * {@linkplain #pumped pumped} worker, whenever its owner calls {@link #pump()} (the fleet simulator
  * drives virtual-clock executors that way, on one thread, with a virtual-time {@link Scheduler}).
@@ -177,16 +178,7 @@ public final class NativeWorker implements Worker {
     if (chat.promptTokenIds() != null) {
       return chat.promptTokenIds().toArray();
     }
-    return codec.encode(render(chat));
-  }
-
-  /** The chat template of the simulated model. */
-  public static String render(ChatCompletionRequest chat) {
-    StringBuilder sb = new StringBuilder();
-    for (ChatMessage m : chat.messages()) {
-      sb.append("<|").append(m.role()).append("|>\n").append(m.contentText()).append('\n');
-    }
-    return sb.append("<|assistant|>\n").toString();
+    return codec.encodeChat(chat);
   }
 
   @Override

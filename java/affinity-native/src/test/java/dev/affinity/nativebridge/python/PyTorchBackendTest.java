@@ -1,5 +1,6 @@
 package dev.affinity.nativebridge.python;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -16,6 +17,9 @@ import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import dev.affinity.executor.RequestType;
 import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.nativebridge.worker.ModelTokenCodec;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatMessage;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -238,6 +242,26 @@ class PyTorchBackendTest {
       assertTrue(st.iterations() > 0);
       assertEquals(1000, ex.kvCacheStats(0).maxNumBlocks());
       assertTrue(ex.describe().contains("0.0.0+affinity.standin"), ex.describe());
+    }
+  }
+
+  @Test
+  void theModelTokenizerAndChatTemplateComeFromTheLlm() {
+    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "")) {
+      assertTrue(ex.hasModelTokenizer());
+      assertArrayEquals(new int[] {1, 'h', 'i'}, ex.tokenize("hi"));
+      assertEquals(1 + 300, ex.tokenize("\u00e9".repeat(300)).length, "one id per character of a multi-byte text");
+      ModelTokenCodec codec = new ModelTokenCodec(ex);
+      ChatCompletionRequest chat = ChatCompletionRequest.builder("m", List.of(ChatMessage.of("user", "hi"))).build();
+      int[] ids = codec.encodeChat(chat);
+      assertEquals("<|user|>hi\n<|assistant|>", new String(ids, 1, ids.length - 1));
+      assertEquals("ok", codec.decode(new int[] {1, 'o', 'k'}), "special tokens skipped");
+    }
+    try (NativeExecutor sim = NativeExecutor.create("sim", "{}")) {
+      assertFalse(sim.hasModelTokenizer());
+      assertThrows(UnsupportedOperationException.class, () -> sim.tokenize("x"));
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ModelTokenCodec(sim));
+      assertTrue(e.getMessage().contains("needs workers that run a model (backend pytorch)"), e.getMessage());
     }
   }
 }

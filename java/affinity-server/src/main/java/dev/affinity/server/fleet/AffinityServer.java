@@ -11,7 +11,6 @@ import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.PromptTokenizer;
 import dev.affinity.disagg.RealScheduler;
 import dev.affinity.disagg.RequestIds;
-import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterStats;
@@ -70,12 +69,11 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   private void build(FrontendOptions options) throws IOException {
-    BpeTokenCodec codec = new BpeTokenCodec(config.affinity().tokenizer());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
       if (section.isEmbedded()) {
-        List<NativeWorker> created = EmbeddedWorkers.create(section, codec, 128);
+        List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128);
         embedded.put(fleet, created);
         synchronized (workers) {
           workers.addAll(created);

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.WorkerPool;
 import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.nativebridge.worker.BpeTokenCodec;
+import dev.affinity.nativebridge.worker.ModelTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.worker.TokenCodec;
 import java.io.IOException;
@@ -48,12 +50,24 @@ public final class EmbeddedWorkers {
     return out;
   }
 
-  /** One {@link NativeWorker} per instance, named {@code <fleet>-<i>}; the caller closes them. */
-  public static List<NativeWorker> create(ServerSection section, TokenCodec codec, int defaultMaxTokens) {
+  /**
+   * One {@link NativeWorker} per instance, named {@code <fleet>-<i>}; the caller closes them. The
+   * codec is a BPE encoding name, or {@code model} for the model's own tokenizer from each executor.
+   */
+  public static List<NativeWorker> create(ServerSection section, String tokenizer, int defaultMaxTokens) {
+    TokenCodec shared = ModelTokenCodec.NAME.equals(tokenizer) ? null : new BpeTokenCodec(tokenizer);
     List<NativeWorker> out = new ArrayList<>();
     try {
       for (Instance in : instances(section)) {
-        out.add(new NativeWorker(in.name(), NativeExecutor.create(in.backend(), in.configJson()), codec, defaultMaxTokens));
+        NativeExecutor ex = NativeExecutor.create(in.backend(), in.configJson());
+        TokenCodec codec;
+        try {
+          codec = shared != null ? shared : new ModelTokenCodec(ex);
+        } catch (RuntimeException e) {
+          ex.close();
+          throw e;
+        }
+        out.add(new NativeWorker(in.name(), ex, codec, defaultMaxTokens));
       }
     } catch (RuntimeException e) {
       out.forEach(NativeWorker::close);

@@ -98,6 +98,52 @@ class PyTorchWorkersEndToEndTest {
     }
   }
 
+  @Test
+  void withTokenizerModelTheLlmsTokenizerAndChatTemplateAreUsed() throws Exception {
+    Path ctxRecord = dir.resolve("ctx.jsonl");
+    Path genRecord = dir.resolve("gen.jsonl");
+    DisaggConfig cfg = ConfigLoader.parse("""
+        context_servers: {num_instances: 1}
+        generation_servers: {num_instances: 1}
+        affinity:
+          model: m
+          tokenizer: model
+          workers:
+        """ + pool("context", ctxRecord) + pool("generation", genRecord), "pytorch.yaml").config();
+    try (AffinityServer server = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0)
+        .withAccessLog(AccessLog.none()))) {
+      HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+              URI.create("http://127.0.0.1:" + server.port() + "/v1/chat/completions"))
+          .header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString(
+              "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 3}"))
+          .build(), HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, r.statusCode(), r.body());
+      // The stand-in's tokenizer: BOS 1, then one id per character of its chat template.
+      String rendered = "<|user|>hi\n<|assistant|>";
+      JsonNode prompt = calls(ctxRecord).get(0).path("prompt_token_ids");
+      assertEquals(rendered.length() + 1, prompt.size(), prompt.toString());
+      assertEquals(1, prompt.get(0).asInt());
+      assertEquals('<', prompt.get(1).asInt());
+      // The answer is the generated ids decoded by the same tokenizer (the stand-in's ids: 1 + (base + 7k) % 1000).
+      JsonNode gen = calls(genRecord).get(0);
+      assertEquals(prompt, gen.path("prompt_token_ids"));
+      int base = 0;
+      for (JsonNode t : prompt) {
+        base += t.asInt();
+      }
+      base %= 997;
+      StringBuilder expected = new StringBuilder();
+      for (int k = 1; k <= 3; k++) {
+        int id = 1 + (base + 7 * k) % 1000;
+        if (id != 1) {
+          expected.appendCodePoint(id);
+        }
+      }
+      assertEquals(expected.toString(), JSON.readTree(r.body()).at("/choices/0/message/content").asText());
+    }
+  }
+
   private static HttpResponse<String> post(HttpClient http, int port, String session, String parent) throws Exception {
     HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/completions"))
         .header("Content-Type", "application/json").header("X-Session-ID", session)
