@@ -112,9 +112,11 @@ class Engine:
         self.tokens_per_block = int(config["tokens_per_block"])
         self.num_ranks = int(config["num_ranks"])
         llm_args = dict(config.get("llm_args") or {})
-        if config.get("stats_poll_ms", 0) > 0:
+        events = config.get("kv_events") or {}
+        stats_ms = config.get("stats_poll_interval_ms", 0)
+        if stats_ms > 0:
             llm_args.setdefault("enable_iter_perf_stats", True)  # get_stats_async yields nothing without it
-        if config.get("kv_events_enabled"):
+        if events.get("enabled"):
             kv = llm_args.setdefault("kv_cache_config", {})
             if isinstance(kv, dict):
                 kv.setdefault("event_buffer_max_size", 16384)  # no KV events without a buffer
@@ -138,10 +140,10 @@ class Engine:
         self.closed = False  # set by close(): nothing is emitted afterwards
         self.polling = True
         self.pollers = []
-        if config.get("kv_events_enabled"):
-            self.pollers.append(loop.create_task(self._poll_kv_events(config["kv_events_poll_ms"] / 1000.0)))
-        if config.get("stats_poll_ms", 0) > 0:
-            self.pollers.append(loop.create_task(self._poll_stats(config["stats_poll_ms"] / 1000.0)))
+        if events.get("enabled"):
+            self.pollers.append(loop.create_task(self._poll_kv_events(events["poll_interval_ms"] / 1000.0)))
+        if stats_ms > 0:
+            self.pollers.append(loop.create_task(self._poll_stats(stats_ms / 1000.0)))
 
     def describe(self):
         return json.dumps({"tensorrt_llm_version": getattr(self.trtllm, "__version__", "unknown"),

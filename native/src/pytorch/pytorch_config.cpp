@@ -110,20 +110,6 @@ PyTorchConfig parsePyTorchConfig(const std::string& text) {
   return c;
 }
 
-std::string PyTorchConfig::engineJson() const {
-  json j;
-  j["model"] = model;
-  j["llm_args"] = json::parse(llmArgsJson);
-  j["env"] = json::parse(envJson);
-  j["num_ranks"] = numRanks;
-  j["tokens_per_block"] = tokensPerBlock;
-  j["kv_events_enabled"] = kvEventsEnabled;
-  j["kv_events_poll_ms"] = kvEventsPollMs;
-  j["stats_poll_ms"] = statsPollMs;
-  j["instance_name"] = instanceName;
-  return j.dump();
-}
-
 std::string PyTorchConfig::toJson() const {
   json j;
   j["backend"] = "pytorch";

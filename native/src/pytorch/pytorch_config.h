@@ -24,9 +24,7 @@ struct PyTorchConfig {
   int64_t kvEventsMaxBuffered = 1'000'000;
   int64_t statsPollMs = 200;            ///< 0: no statistics polling
 
-  /// The settings the Python engine receives (model, llm_args, ranks, polling), as JSON.
-  std::string engineJson() const;
-  /// The configuration in effect as JSON.
+  /// The configuration in effect as JSON (also what the Python engine receives).
   std::string toJson() const;
 };
 

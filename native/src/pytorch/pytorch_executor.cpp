@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "python_runtime.h"
+#include "../core/queues.h"
 
 namespace affinity::pytorch {
 namespace {
@@ -73,7 +74,7 @@ pyhost::HostRequest toHost(const RequestSpec& s, int64_t id) {
 PyTorchExecutor::PyTorchExecutor(const PyTorchConfig& cfg)
     : cfg_(cfg), engineId_(gNextEngine.fetch_add(1)), start_(std::chrono::steady_clock::now()) {
   host_ = &PythonRuntime::instance().host(cfg_);
-  const std::string error = host_->createEngine(engineId_, cfg_.engineJson(), this, &engineDescribe_);
+  const std::string error = host_->createEngine(engineId_, cfg_.toJson(), this, &engineDescribe_);
   if (!error.empty()) {
     throw std::runtime_error("pytorch backend '" + cfg_.instanceName + "': the LLM could not be created: " + error);
   }
@@ -172,17 +173,8 @@ int32_t PyTorchExecutor::awaitResponses(ResponseBatch& out, int32_t maxResponses
   out.clear();
   std::unique_lock<std::mutex> lk(mu_);
   auto ready = [&] { return !ready_.empty() || (shutdown_ && live_.empty()); };
-  if (timeoutUs < 0) {
-    respCv_.wait(lk, ready);
-  } else if (timeoutUs > 0) {
-    respCv_.wait_for(lk, std::chrono::microseconds(timeoutUs), ready);
-  }
-  const size_t n = std::min(ready_.size(), static_cast<size_t>(std::max(0, maxResponses)));
-  out.responses.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    out.responses.push_back(std::move(ready_.front()));
-    ready_.pop_front();
-  }
+  waitReady(respCv_, lk, timeoutUs, ready);
+  takeFront(ready_, out.responses, maxResponses);
   return out.size();
 }
 
@@ -206,12 +198,7 @@ void PyTorchExecutor::onKvEvents(std::vector<KvEvent>&& events) {
 int32_t PyTorchExecutor::drainKvEvents(KvEventBatch& out, int32_t maxEvents) {
   out.clear();
   std::lock_guard<std::mutex> lk(mu_);
-  const size_t n = std::min(events_.size(), static_cast<size_t>(std::max(0, maxEvents)));
-  out.events.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    out.events.push_back(std::move(events_.front()));
-    events_.pop_front();
-  }
+  takeFront(events_, out.events, maxEvents);
   return out.size();
 }
 

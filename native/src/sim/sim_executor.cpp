@@ -9,6 +9,7 @@
 
 #include "hash.h"
 #include "registry.h"
+#include "../core/queues.h"
 
 namespace affinity::sim {
 namespace {
@@ -226,29 +227,15 @@ int32_t SimExecutor::awaitResponses(ResponseBatch& out, int32_t maxResponses, in
   out.clear();
   std::unique_lock<std::mutex> lk(mu_);
   auto ready = [&] { return !ready_.empty() || shutdown_; };
-  if (timeoutUs < 0) {
-    respCv_.wait(lk, ready);
-  } else if (timeoutUs > 0) {
-    respCv_.wait_for(lk, std::chrono::microseconds(timeoutUs), ready);
-  }
-  const size_t n = std::min(ready_.size(), static_cast<size_t>(std::max(0, maxResponses)));
-  out.responses.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    out.responses.push_back(std::move(ready_.front()));
-    ready_.pop_front();
-  }
+  waitReady(respCv_, lk, timeoutUs, ready);
+  takeFront(ready_, out.responses, maxResponses);
   return out.size();
 }
 
 int32_t SimExecutor::drainKvEvents(KvEventBatch& out, int32_t maxEvents) {
   out.clear();
   std::lock_guard<std::mutex> lk(mu_);
-  const size_t n = std::min(events_.size(), static_cast<size_t>(std::max(0, maxEvents)));
-  out.events.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    out.events.push_back(std::move(events_.front()));
-    events_.pop_front();
-  }
+  takeFront(events_, out.events, maxEvents);
   return out.size();
 }
 
