@@ -466,6 +466,16 @@ public final class ConfigLoader {
           r.error(m.get("session_headers").getValueNode(), p + ".session_headers[" + i + "]", "is empty");
         }
       }
+      if ("model".equals(tokenizer)) {
+        for (Optional<WorkerPool> pool : List.of(ctx, gen)) {
+          if (pool.isPresent() && !"pytorch".equals(pool.get().backend())) {
+            r.error(m.get("tokenizer").getValueNode(), p + ".tokenizer", "\"model\" takes the tokenizer of a model the "
+                + "workers run, but the " + pool.get().backend() + " backend runs none: use backend pytorch, or a BPE "
+                + "encoding such as cl100k_base");
+            break;
+          }
+        }
+      }
       return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
           tokenizer), ctx, gen);
     }

@@ -76,6 +76,21 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void tokenizerModelNeedsWorkersThatRunAModel() {
+    ConfigException e = fails("""
+        context_servers: {num_instances: 1}
+        generation_servers: {num_instances: 1}
+        affinity:
+          tokenizer: model
+          workers:
+            context: {instances: 1}
+            generation: {instances: 1, backend: pytorch, executor: {model: m}}
+        """);
+    assertTrue(e.getMessage().contains("test.yaml:4:14: affinity.tokenizer: \"model\" takes the tokenizer of a model the "
+        + "workers run, but the sim backend runs none"), e.getMessage());
+  }
+
+  @Test
   void defaultsAreUpstreams() {
     DisaggConfig c = parse(MINIMAL).config();
     assertEquals("localhost", c.hostname());
