@@ -173,14 +173,30 @@ TEST(cancel_ends_a_request_once) {
   CHECK_EQ(finals, 1);
 }
 
+TEST(cancel_right_after_enqueue_ends_the_request_once) {
+  ExecPtr e = makePy(baseConfig("&delay_ms=20"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(e->enqueue(spec(seqTokens(i, 6), 1000, i)));
+    e->cancel(ids.back());  // usually drained with its submit: the task is cancelled before it starts
+  }
+  std::map<int64_t, std::vector<Response>> seen;
+  for (int64_t id : ids) {
+    const auto rs = until(*e, id, seen);
+    CHECK_EQ(rs.back().finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+  }
+  IterationStats st;
+  e->getIterationStats(st);
+  CHECK_EQ(st.activeRequests, 0);
+}
+
 TEST(kv_events_and_stats_arrive) {
-  ExecPtr e = makePy(baseConfig());
+  ExecPtr e = makePy(baseConfig("&delay_ms=20"));  // the request outlasts several 5 ms polls
   RequestSpec s = spec(seqTokens(500, 16), 2);
   s.setAdpRankHint(0, false);
   run(*e, s);
-  s.setClientRequestId(2);
-  const Response second = run(*e, s).back();
-  CHECK_EQ(second.metrics.reusedTokens, 16);  // the stand-in's cached_tokens
+  // The request's events arrive without another request after it (the LLM's event stream ends
+  // after a quiet timeout until reopened: a sub-agent must see its parent's blocks).
   std::vector<KvEvent> events;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   IterationStats st;
@@ -191,6 +207,9 @@ TEST(kv_events_and_stats_arrive) {
     e->getIterationStats(st);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  s.setClientRequestId(2);
+  const Response second = run(*e, s).back();
+  CHECK_EQ(second.metrics.reusedTokens, 16);  // the stand-in's cached_tokens
   CHECK_EQ(events.size(), 4u);  // 16 tokens = 4 blocks of 4, stored once
   CHECK_EQ(events[0].type, static_cast<int32_t>(KvEventType::kStored));
   CHECK_EQ(events[0].tokens.size(), 4u);
@@ -260,6 +279,7 @@ TEST(shutdown_finishes_live_requests_once) {
     if (r.isFinal) {
       ++finals[r.requestId];
       CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+      CHECK(r.errorMessage.find("no answer from the Python host") == std::string::npos);  // the driver answered
     }
   }
   CHECK_EQ(finals.size(), ids.size());

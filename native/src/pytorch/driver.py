@@ -27,7 +27,7 @@ REQUEST_TYPES = ("context_and_generation", "context_only", "generation_only")
 
 def _finish_code(output):
     reason = getattr(output, "finish_reason", None)
-    if reason == "length":
+    if reason in ("length", "timeout"):  # timeout: the request's allotted time ran out
         return LENGTH
     if reason == "stop":
         return STOP_WORDS if getattr(output, "stop_reason", None) is not None else END_ID
@@ -140,10 +140,13 @@ class Engine:
         self.closed = False  # set by close(): nothing is emitted afterwards
         self.polling = True
         self.pollers = []
+        # Started with the first request: before it, the LLM has no event or statistics stream yet
+        # (TensorRT-LLM asserts on it).
+        self.poll_plan = []
         if events.get("enabled"):
-            self.pollers.append(loop.create_task(self._poll_kv_events(events["poll_interval_ms"] / 1000.0)))
+            self.poll_plan.append((self._poll_kv_events, events["poll_interval_ms"] / 1000.0))
         if stats_ms > 0:
-            self.pollers.append(loop.create_task(self._poll_stats(stats_ms / 1000.0)))
+            self.poll_plan.append((self._poll_stats, stats_ms / 1000.0))
 
     def describe(self):
         return json.dumps({"tensorrt_llm_version": getattr(self.trtllm, "__version__", "unknown"),
@@ -155,7 +158,25 @@ class Engine:
 
     def submit(self, req):
         rid = req[0]
-        self.live[rid] = self.loop.create_task(self._run(req))
+        task = self.loop.create_task(self._run(req))
+        self.live[rid] = task
+        # Also runs for a task cancelled before it started, whose coroutine never runs its except.
+        task.add_done_callback(lambda t, rid=rid: self._task_done(rid, t))
+
+    def _start_polling(self):
+        """Starts the KV event and statistics pollers once the LLM has had its first request."""
+        if self.poll_plan:
+            self.pollers = [self.loop.create_task(fn(interval)) for fn, interval in self.poll_plan]
+            self.poll_plan = []
+
+    def _task_done(self, rid, task):
+        if task.cancelled():
+            self._final(rid, CANCELLED, "cancelled")
+        elif task.exception() is not None:
+            self._final(rid, ERROR, "".join(traceback.format_exception(task.exception())))
+        self.live.pop(rid, None)
+        self.outputs.pop(rid, None)
+        self.final_sent.discard(rid)
 
     def cancel(self, rid):
         out = self.outputs.get(rid)
@@ -169,10 +190,15 @@ class Engine:
             task.cancel()
 
     def _final(self, rid, code, error=None, ctx=None, tokens=(), reused=-1, rank=-1):
+        """The request's one final response (later calls for the same request do nothing)."""
         if rid in self.final_sent or self.closed:
             return
+        try:
+            host.emit(self.id, rid, tokens, code, True, error, ctx, reused, rank)
+        except Exception:  # e.g. a result the bridge cannot read: still end the request
+            log.exception("engine %d: request %d: emitting its result failed", self.id, rid)
+            host.emit(self.id, rid, (), ERROR, True, "the result could not be passed on (see the host log)", None, -1, -1)
         self.final_sent.add(rid)
-        host.emit(self.id, rid, tokens, code, True, error, ctx, reused, rank)
 
     def _params(self, req):
         (rid, max_new, rtype, streaming, end_id, seed, rank_hint, relax, priority, cache_salt, ctx_phase,
@@ -225,6 +251,7 @@ class Engine:
             tokens, kwargs = self._params(req)
             result = self.llm.generate_async(tokens, **kwargs)
             self.outputs[rid] = result
+            self._start_polling()
             if streaming:
                 async for out in result:
                     c = out.outputs[0]
@@ -245,10 +272,6 @@ class Engine:
             self._final(rid, CANCELLED, "cancelled")
         except BaseException:
             self._final(rid, ERROR, traceback.format_exc())
-        finally:
-            self.live.pop(rid, None)
-            self.outputs.pop(rid, None)
-            self.final_sent.discard(rid)
 
     # -- tokenizer -------------------------------------------------------------------------------
 
@@ -271,6 +294,15 @@ class Engine:
 
     # -- KV events and statistics -----------------------------------------------------------------
 
+    @staticmethod
+    def _stream(result):
+        """TensorRT-LLM hands out one long-lived result per stream, which stays "done" after a
+        timeout until the next request is submitted; reopen it so that events of a finished
+        request arrive before the next one (a sub-agent after its parent)."""
+        if hasattr(result, "mark_undone"):
+            result.mark_undone()
+        return result
+
     # Polling loops test self.polling instead of relying on cancellation alone: before Python 3.12,
     # asyncio.wait_for (which the LLM's result iterators use) can swallow a cancellation that
     # arrives as an item does, and the loop would poll forever.
@@ -281,7 +313,7 @@ class Engine:
             started = time.monotonic()
             try:
                 # The iterator ends once no event came within the timeout.
-                async for ev in self.llm.get_kv_cache_events_async(interval):
+                async for ev in self._stream(self.llm.get_kv_cache_events_async(interval)):
                     if isinstance(ev, str):
                         ev = json.loads(ev)
                     t = _kv_event(ev, 0)
@@ -303,7 +335,7 @@ class Engine:
         while self.polling:
             started = time.monotonic()
             try:
-                async for st in self.llm.get_stats_async(interval):
+                async for st in self._stream(self.llm.get_stats_async(interval)):
                     if not self.closed:
                         host.stats(self.id, _stats_tuple(st))
             except IndexError:
@@ -331,9 +363,8 @@ class Engine:
         waiting = list(self.live.values()) + self.pollers
         if waiting:
             await asyncio.wait(waiting, timeout=grace_s)
-        for rid in ids:  # tasks cancelled before they started never ran their except clause
-            if rid in self.live:
-                self._final(rid, CANCELLED, "executor shut down")
+        for rid in list(self.live):  # still running after the grace period: answer and silence them
+            self._final(rid, CANCELLED, "executor shut down")
         self.closed = True
         try:
             self.llm.shutdown()
@@ -348,6 +379,7 @@ class Host:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.engines = {}
+        self.destroying = set()
         self.stopping = False
 
     def run(self):
@@ -357,6 +389,8 @@ class Host:
         try:
             self.loop.run_forever()
         finally:
+            if self.destroying:  # engines already being destroyed: let them finish
+                self.loop.run_until_complete(asyncio.gather(*self.destroying, return_exceptions=True))
             self.loop.run_until_complete(self._close_all())
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
@@ -365,32 +399,49 @@ class Host:
 
     def _on_wake(self):
         for kind, engine_id, arg in host.drain():
-            if kind == SUBMIT:
-                engine = self.engines.get(engine_id)
-                if engine is None or self.stopping:
-                    host.emit(engine_id, arg[0], (), ERROR, True, "engine %d is not running" % engine_id, None, -1, -1)
-                else:
-                    engine.submit(arg)
-            elif kind == CANCEL:
-                engine = self.engines.get(engine_id)
-                if engine is not None:
-                    engine.cancel(arg)
-            elif kind == CALL:
-                call_id, op, text, tokens = arg
-                engine = self.engines.get(engine_id)
-                try:
-                    error, out_text, out_tokens = (engine.call(op, text, tokens) if engine is not None
-                                                   else ("engine %d is not running" % engine_id, None, None))
-                except BaseException:
-                    error, out_text, out_tokens = traceback.format_exc(), None, None
-                host.reply(call_id, error, out_text, out_tokens)
-            elif kind == CREATE:
-                self._create(engine_id, arg)
-            elif kind == DESTROY:
-                self.loop.create_task(self._destroy(engine_id))
-            elif kind == STOP:
-                self.stopping = True
-                self.loop.stop()
+            try:
+                self._command(kind, engine_id, arg)
+            except BaseException:  # one bad command must not drop the rest of the batch
+                error = traceback.format_exc()
+                log.error("command %d for engine %d failed: %s", kind, engine_id, error)
+                if kind == SUBMIT:
+                    host.emit(engine_id, arg[0], (), ERROR, True, error, None, -1, -1)
+                elif kind == CALL:
+                    host.reply(arg[0], error, None, None)
+                elif kind == CREATE:
+                    host.engine_ready(engine_id, error, "")
+                elif kind == DESTROY:
+                    host.engine_destroyed(engine_id)
+
+    def _command(self, kind, engine_id, arg):
+        if kind == SUBMIT:
+            engine = self.engines.get(engine_id)
+            if engine is None or self.stopping:
+                host.emit(engine_id, arg[0], (), ERROR, True, "engine %d is not running" % engine_id, None, -1, -1)
+            else:
+                engine.submit(arg)
+        elif kind == CANCEL:
+            engine = self.engines.get(engine_id)
+            if engine is not None:
+                engine.cancel(arg)
+        elif kind == CALL:
+            call_id, op, text, tokens = arg
+            engine = self.engines.get(engine_id)
+            try:
+                error, out_text, out_tokens = (engine.call(op, text, tokens) if engine is not None
+                                               else ("engine %d is not running" % engine_id, None, None))
+            except Exception:
+                error, out_text, out_tokens = traceback.format_exc(), None, None
+            host.reply(call_id, error, out_text, out_tokens)
+        elif kind == CREATE:
+            self._create(engine_id, arg)
+        elif kind == DESTROY:
+            task = self.loop.create_task(self._destroy(engine_id))
+            self.destroying.add(task)
+            task.add_done_callback(self.destroying.discard)
+        elif kind == STOP:
+            self.stopping = True
+            self.loop.stop()
 
     def _create(self, engine_id, config_json):
         try:

@@ -75,6 +75,9 @@ class EngineSink {
   virtual void onResponse(Response&& response) = 0;
   virtual void onKvEvents(std::vector<KvEvent>&& events) = 0;
   virtual void onStats(const HostIterationStats& stats) = 0;
+  /// The host's loop ended without shutting this engine down (it failed): no response will come for
+  /// the engine's live requests, which must be ended here.
+  virtual void onHostStopped(const std::string& why) = 0;
 };
 
 /// The host's settings, fixed for the life of the process (the interpreter starts once).

@@ -310,6 +310,26 @@ class HostImpl final : public Host {
     if (inflight_ > 0) --inflight_;
   }
 
+  /// Answers a command that never reached Python (host thread).
+  void failCommand(const Command& c, const std::string& why) {
+    switch (c.kind) {
+      case kSubmit: {
+        Response r;
+        r.requestId = c.request.id;
+        r.finishReason = static_cast<int32_t>(FinishReason::kError);
+        r.isFinal = true;
+        r.errorMessage = why;
+        if (EngineSink* s = sink(c.engine)) s->onResponse(std::move(r));
+        finished();
+        break;
+      }
+      case kCreate: engineReady(c.engine, why, ""); break;
+      case kCall: reply(c.requestId, why, "", {}); break;
+      case kDestroy: engineDestroyed(c.engine); break;
+      default: break;
+    }
+  }
+
   void loopReady() {
     std::lock_guard<std::mutex> lk(mu_);
     state_ = State::kRunning;
@@ -383,8 +403,25 @@ HostImpl& impl() {
 
 PyObject* intList(const std::vector<int32_t>& v) {
   PyObject* l = PyList_New(static_cast<Py_ssize_t>(v.size()));
-  for (size_t i = 0; l != nullptr && i < v.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLong(v[i]));
+  for (size_t i = 0; l != nullptr && i < v.size(); ++i) {
+    PyObject* x = PyLong_FromLong(v[i]);
+    if (x == nullptr) {
+      Py_DECREF(l);
+      return nullptr;
+    }
+    PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), x);
+  }
   return l;
+}
+
+/// A Python str as UTF-8; unencodable characters (lone surrogates) become '?'. False with an error set
+/// when obj is not a str.
+bool utf8Of(PyObject* obj, std::string& out) {
+  PyObject* bytes = PyUnicode_AsEncodedString(obj, "utf-8", "replace");
+  if (bytes == nullptr) return false;
+  out.assign(PyBytes_AS_STRING(bytes), static_cast<size_t>(PyBytes_GET_SIZE(bytes)));
+  Py_DECREF(bytes);
+  return true;
 }
 
 PyObject* utf8OrNone(const std::string& s, bool present) {
@@ -412,15 +449,17 @@ PyObject* mWakeFd(PyObject*, PyObject*) { return PyLong_FromLong(impl().wakeFd()
 
 PyObject* mDrain(PyObject*, PyObject*) {
   std::vector<Command> batch = impl().drain();
-  PyObject* out = PyList_New(static_cast<Py_ssize_t>(batch.size()));
-  if (out == nullptr) return nullptr;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const Command& c = batch[i];
+  PyObject* out = PyList_New(0);
+  if (out == nullptr) {
+    for (const Command& c : batch) impl().failCommand(c, "the Python host ran out of memory");
+    return nullptr;
+  }
+  for (const Command& c : batch) {
     PyObject* arg = nullptr;
     switch (c.kind) {
       case kSubmit: arg = requestTuple(c.request); break;
       case kCancel: arg = PyLong_FromLongLong(c.requestId); break;
-      case kCreate: arg = PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "strict"); break;
+      case kCreate: arg = PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "replace"); break;
       case kCall:
         arg = Py_BuildValue("(LiNN)", static_cast<long long>(c.requestId), c.op,
                             PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "replace"),
@@ -428,11 +467,13 @@ PyObject* mDrain(PyObject*, PyObject*) {
         break;
       default: arg = Py_NewRef(Py_None); break;
     }
-    if (arg == nullptr) {
-      Py_DECREF(out);
-      return nullptr;
+    PyObject* item = arg != nullptr ? Py_BuildValue("(iLN)", c.kind, static_cast<long long>(c.engine), arg) : nullptr;
+    if (item == nullptr || PyList_Append(out, item) != 0) {
+      // Not handed to Python: answer it here, so that no caller waits for it.
+      PyErr_Clear();
+      impl().failCommand(c, "the Python host could not take the command (out of memory)");
     }
-    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), Py_BuildValue("(iLN)", c.kind, static_cast<long long>(c.engine), arg));
+    Py_XDECREF(item);
   }
   return out;
 }
@@ -474,11 +515,7 @@ PyObject* mEmit(PyObject*, PyObject* args) {
   r.finishReason = finish;
   r.isFinal = PyObject_IsTrue(isFinal) == 1;
   if (!readInts(tokens, r.tokens)) return nullptr;
-  if (error != Py_None) {
-    const char* e = PyUnicode_AsUTF8(error);
-    if (e == nullptr) return nullptr;
-    r.errorMessage = e;
-  }
+  if (error != Py_None && !utf8Of(error, r.errorMessage)) return nullptr;
   if (ctx != Py_None) {
     long long ctxId = 0;
     int ctxRank = -1;
@@ -585,17 +622,8 @@ PyObject* mReply(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "LOOO", &id, &error, &text, &tokens)) return nullptr;
   std::string err, out;
   std::vector<int32_t> toks;
-  if (error != Py_None) {
-    const char* e = PyUnicode_AsUTF8(error);
-    if (e == nullptr) return nullptr;
-    err = e;
-  }
-  if (text != Py_None) {
-    Py_ssize_t n = 0;
-    const char* t = PyUnicode_AsUTF8AndSize(text, &n);
-    if (t == nullptr) return nullptr;
-    out.assign(t, static_cast<size_t>(n));
-  }
+  if (error != Py_None && !utf8Of(error, err)) return nullptr;
+  if (text != Py_None && !utf8Of(text, out)) return nullptr;
   if (tokens != Py_None && !readInts(tokens, toks)) return nullptr;
   impl().reply(id, std::move(err), std::move(out), std::move(toks));
   Py_RETURN_NONE;
@@ -613,11 +641,7 @@ PyObject* mEngineReady(PyObject*, PyObject* args) {
   const char* describe = nullptr;
   if (!PyArg_ParseTuple(args, "LOs", &engine, &error, &describe)) return nullptr;
   std::string err;
-  if (error != Py_None) {
-    const char* e = PyUnicode_AsUTF8(error);
-    if (e == nullptr) return nullptr;
-    err = e;
-  }
+  if (error != Py_None && !utf8Of(error, err)) return nullptr;
   impl().engineReady(engine, std::move(err), describe);
   Py_RETURN_NONE;
 }
@@ -703,10 +727,24 @@ void HostImpl::hostThread() {
   Py_XDECREF(r);
   Py_DECREF(hostObj);
   Py_DECREF(driver);
+  std::vector<EngineSink*> orphans;  // engines the loop did not shut down (it died): their requests end here
   {
     std::lock_guard<std::mutex> lk(mu_);
     accepting_ = false;
     if (!loopError.empty()) startError_ = "the Python host loop failed: " + loopError;
+    for (auto& [id, slot] : engines_) {
+      if (slot.sink != nullptr) orphans.push_back(slot.sink);
+    }
+  }
+  // Sinks stay valid here: their executors wait in destroyEngine until the engine is marked destroyed.
+  for (EngineSink* s : orphans) s->onHostStopped(startError_.empty() ? "the Python host stopped" : startError_);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [id, slot] : engines_) {
+      slot.sink = nullptr;
+      slot.destroyed = true;
+    }
+    cv_.notify_all();
   }
   const int rc = Py_FinalizeEx();
   signals_.restore();

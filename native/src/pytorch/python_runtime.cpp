@@ -60,6 +60,9 @@ pyhost::Host& PythonRuntime::host(const PyTorchConfig& cfg) {
   } else if (cfg.libpython != libpythonPath_) {
     throw std::runtime_error("this process already runs Python from " + libpythonPath_ + "; it cannot also load " +
                              cfg.libpython + " (one interpreter per process)");
+  } else if (cfg.hostLibrary != hostPath_) {
+    throw std::runtime_error("this process already runs the Python host " + hostPath_ + "; it cannot also load " +
+                             cfg.hostLibrary);
   }
   pyhost::HostStartConfig start;  // same program: "", another one: an error
   start.programName = cfg.python;

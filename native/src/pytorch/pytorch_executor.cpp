@@ -126,7 +126,14 @@ int64_t PyTorchExecutor::enqueue(const RequestSpec& spec) {
       return id;
     }
   }
-  const int32_t rc = host_->submit(engineId_, toHost(spec, id));
+  int32_t rc;
+  try {
+    rc = host_->submit(engineId_, toHost(spec, id));
+  } catch (const std::exception& e) {  // e.g. bad_alloc copying the request: answer it, keep nothing
+    std::lock_guard<std::mutex> lk(mu_);
+    pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, std::string("request not submitted: ") + e.what());
+    return id;
+  }
   if (rc != pyhost::kSubmitOk) {
     std::lock_guard<std::mutex> lk(mu_);
     const char* why = rc == pyhost::kSubmitBusy ? "the Python host has too many requests in flight (max_inflight)"
@@ -296,11 +303,20 @@ void PyTorchExecutor::shutdown() {
   }
   host_->destroyEngine(engineId_);  // live requests get their final (cancelled) responses meanwhile
   std::lock_guard<std::mutex> lk(mu_);
+  failAllLocked(FinishReason::kCancelled, "executor shut down (no answer from the Python host)");
+  respCv_.notify_all();
+}
+
+void PyTorchExecutor::failAllLocked(FinishReason reason, const std::string& message) {
   std::vector<std::pair<int64_t, int64_t>> left;
   for (const auto& [id, l] : live_) left.emplace_back(id, l.clientRequestId);
   std::sort(left.begin(), left.end());
-  for (const auto& [id, client] : left) pushErrorLocked(id, client, FinishReason::kCancelled, "executor shut down");
-  respCv_.notify_all();
+  for (const auto& [id, client] : left) pushErrorLocked(id, client, reason, message);
+}
+
+void PyTorchExecutor::onHostStopped(const std::string& why) {
+  std::lock_guard<std::mutex> lk(mu_);
+  failAllLocked(FinishReason::kError, why);
 }
 
 bool PyTorchExecutor::isShutdown() const {

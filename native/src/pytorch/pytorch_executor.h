@@ -58,6 +58,9 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   void onResponse(Response&& response) override;
   void onKvEvents(std::vector<KvEvent>&& events) override;
   void onStats(const pyhost::HostIterationStats& stats) override;
+  void onHostStopped(const std::string& why) override;
+  /// Ends every live request with one final response (ids in order).
+  void failAllLocked(FinishReason reason, const std::string& message);
 
   int64_t nowLocked() const;
   void pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, const std::string& message);

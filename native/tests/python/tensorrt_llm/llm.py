@@ -118,11 +118,15 @@ class RequestOutput:
 
 
 class StandInTokenizer:
-    """Characters as token ids, with BOS = 1 first: enough to tell text, chat template and decoding apart."""
+    """Characters as token ids, with BOS = 1 first: enough to tell text, chat template and decoding
+    apart. With repeat=n every character becomes n ids (more ids than the text has bytes)."""
     BOS = 1
 
+    def __init__(self, repeat=1):
+        self.repeat = repeat
+
     def encode(self, text, add_special_tokens=True):
-        return ([self.BOS] if add_special_tokens else []) + [ord(c) for c in text]
+        return ([self.BOS] if add_special_tokens else []) + [ord(c) for c in text for _ in range(self.repeat)]
 
     def decode(self, token_ids, skip_special_tokens=False):
         return "".join(chr(t) for t in token_ids if not (skip_special_tokens and t == self.BOS))
@@ -134,21 +138,35 @@ class StandInTokenizer:
         return self.encode(text) if tokenize else text
 
 
-class _Timed:
-    """An async iterator over a queue that ends once nothing arrived within the timeout, as
-    tensorrt_llm's IterationResult does."""
+class IterationResult:
+    """One long-lived stream of KV events or statistics, as tensorrt_llm's IterationResult: an
+    iteration ends once nothing arrived within the timeout and stays ended ("done") until
+    mark_undone(), which generate_async calls."""
 
-    def __init__(self, queue, timeout):
-        self._queue = queue
+    def __init__(self):
+        self._queue = asyncio.Queue()
+        self._done = False
+        self._timeout = 2
+
+    def set_timeout(self, timeout):
         self._timeout = timeout
+
+    def mark_undone(self):
+        self._done = False
+
+    def put(self, item):
+        self._queue.put_nowait(item)
 
     def __aiter__(self):
         return self
 
     async def __anext__(self):
+        if self._done:
+            raise StopAsyncIteration
         try:
             return await asyncio.wait_for(self._queue.get(), self._timeout)
         except asyncio.TimeoutError:
+            self._done = True
             raise StopAsyncIteration
 
 
@@ -185,7 +203,7 @@ class LLM:
         self._events = None
         self._stats = None
         self.closed = False
-        self.tokenizer = StandInTokenizer()
+        self.tokenizer = StandInTokenizer(int(options.get("token_repeat", 1)))
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -215,6 +233,10 @@ class LLM:
         self._check("conversation_params", conversation_params, ConversationParams)
         sampling_params = sampling_params or SamplingParams()
         rid = next(_ids)
+        if self._events is None:  # the streams exist once the first request was submitted
+            self._events, self._stats = IterationResult(), IterationResult()
+        self._events.mark_undone()
+        self._stats.mark_undone()
         rank = self._rank_for(scheduling_params, conversation_params)
         cached = self._match(rank, inputs)
 
@@ -269,7 +291,7 @@ class LLM:
                 if self._events_on:
                     self._event_id += 1
                     blk = tokens[b * self._block:(b + 1) * self._block]
-                    self._queue("_events").put_nowait({
+                    self._events.put({
                         "event_id": self._event_id, "window_size": 4096, "attention_dp_rank": rank,
                         "data": {"type": "stored", "parent_hash": parent, "blocks": [{
                             "type": "stored_block", "block_hash": key, "cache_level": 0, "priority": 35,
@@ -281,7 +303,7 @@ class LLM:
             return
         self._iter += 1
         used = len(self._cached[rank])
-        self._queue("_stats").put_nowait({
+        self._stats.put({
             "iter": self._iter, "iterLatencyMS": 1.5, "numActiveRequests": 1, "attentionDpRank": rank,
             "kvCacheStats": {"maxNumBlocks": 1000, "freeNumBlocks": 1000 - used, "usedNumBlocks": used,
                              "tokensPerBlock": self._block, "allocTotalBlocks": used, "allocNewBlocks": used,
@@ -289,18 +311,15 @@ class LLM:
             "inflightBatchingStats": {"numContextRequests": ctx_requests, "numGenRequests": 1 - ctx_requests,
                                       "numCtxTokens": ctx_tokens}})
 
-    def _queue(self, name):
-        q = getattr(self, name)
-        if q is None:
-            q = asyncio.Queue()
-            setattr(self, name, q)
-        return q
-
     def get_kv_cache_events_async(self, timeout=2):
-        return _Timed(self._queue("_events"), timeout)
+        assert self._events is not None, "no KV event stream before the first request"
+        self._events.set_timeout(timeout)
+        return self._events
 
     def get_stats_async(self, timeout=2):
-        return _Timed(self._queue("_stats"), timeout)
+        assert self._stats is not None, "no statistics stream before the first request"
+        self._stats.set_timeout(timeout)
+        return self._stats
 
     def shutdown(self):
         self.closed = True

@@ -87,20 +87,23 @@ public final class NativeExecutor implements Executor {
       throw new ExecutorException("native createExecutor returned no executor for backend \"" + backend + "\"");
     }
     NativeExecutor ex = new NativeExecutor(p, backend);
+    if (PyTorchBackend.NAME.equals(backend)) {
+      PyTorchBackend.opened();
+    }
     log.debug("created {} executor: {} ranks, {} tokens per block, {} clock", backend, ex.numRanks,
         ex.tokensPerBlock, ex.clockMode);
     return ex;
   }
 
   /**
-   * Validates a configuration as {@link #create} would, without creating anything (no thread, no
-   * Python interpreter, no model load). Throws {@link ExecutorException} naming the bad key.
+   * Validates a configuration's keys as {@link #create} would, without creating anything: no thread,
+   * no Python interpreter is run or loaded, no model. Throws {@link ExecutorException} naming the bad key.
    */
   public static void checkConfig(String backend, String configJson) {
     Objects.requireNonNull(backend, "backend");
     NativeBridge.ensureAvailability();
     if (PyTorchBackend.NAME.equals(backend)) {
-      configJson = PyTorchBackend.prepare(configJson);
+      configJson = PyTorchBackend.prepareForCheck(configJson);
     }
     try (BytePointer b = new BytePointer(backend, StandardCharsets.UTF_8);
         BytePointer c = new BytePointer(configJson == null ? "" : configJson, StandardCharsets.UTF_8)) {
@@ -623,6 +626,9 @@ public final class NativeExecutor implements Executor {
     synchronized (usage) {
       closed = true;
       usage.notifyAll();
+    }
+    if (PyTorchBackend.NAME.equals(backend)) {
+      PyTorchBackend.closed();
     }
     if (interrupted) {
       Thread.currentThread().interrupt();

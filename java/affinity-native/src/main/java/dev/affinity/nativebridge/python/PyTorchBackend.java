@@ -28,6 +28,10 @@ public final class PyTorchBackend {
   private static final Logger log = LoggerFactory.getLogger(PyTorchBackend.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final long STOP_TIMEOUT_MS = 60_000;
+  /** How long the shutdown hook waits for open pytorch executors to be closed (a server drains first). */
+  private static final long CLOSE_WAIT_MS = Long.getLong("affinity.python.closeWaitMs", 40_000);
+  private static final Object OPEN_LOCK = new Object();
+  private static int open;
   private static boolean hookRegistered;
 
   private PyTorchBackend() {}
@@ -38,16 +42,7 @@ public final class PyTorchBackend {
    * the problem (no such interpreter, no shared libpython, no host library in this build).
    */
   public static String prepare(String configJson) {
-    ObjectNode cfg;
-    try {
-      JsonNode root = configJson == null || configJson.isBlank() ? JSON.createObjectNode() : JSON.readTree(configJson);
-      if (!(root instanceof ObjectNode o)) {
-        throw new ExecutorException("pytorch config: expected a JSON object, found " + root.getNodeType());
-      }
-      cfg = o;
-    } catch (JsonProcessingException e) {
-      throw new ExecutorException("pytorch config: malformed JSON: " + e.getOriginalMessage(), e);
-    }
+    ObjectNode cfg = parse(configJson);
     JsonNode python = cfg.get("python");
     if (python != null && !python.isTextual()) {
       throw new ExecutorException("pytorch config: 'python': expected a string, found " + python);
@@ -87,6 +82,21 @@ public final class PyTorchBackend {
     }
   }
 
+  /**
+   * The configuration as {@link #prepare} would pass it, for a check of its keys only: absent
+   * {@code python} / {@code libpython} / {@code host_library} are filled with placeholders, so that
+   * nothing is run, extracted or loaded.
+   */
+  public static String prepareForCheck(String configJson) {
+    ObjectNode cfg = parse(configJson);
+    for (String key : new String[] {"python", "libpython", "host_library"}) {
+      if (!cfg.has(key)) {
+        cfg.put(key, "<resolved at start>");
+      }
+    }
+    return cfg.toString();
+  }
+
   /** The host library of this build, extracted from the jar (or found in target/classes). */
   public static String hostLibrary() {
     URL url = PyTorchBackend.class.getResource(HOST_LIBRARY);
@@ -103,12 +113,62 @@ public final class PyTorchBackend {
     }
   }
 
+  private static ObjectNode parse(String configJson) {
+    try {
+      JsonNode root = configJson == null || configJson.isBlank() ? JSON.createObjectNode() : JSON.readTree(configJson);
+      if (!(root instanceof ObjectNode o)) {
+        throw new ExecutorException("pytorch config: expected a JSON object, found " + root.getNodeType());
+      }
+      return o;
+    } catch (JsonProcessingException e) {
+      throw new ExecutorException("pytorch config: malformed JSON: " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /** A pytorch executor was created (NativeExecutor). */
+  public static void opened() {
+    synchronized (OPEN_LOCK) {
+      open++;
+    }
+  }
+
+  /** A pytorch executor was closed (NativeExecutor). */
+  public static void closed() {
+    synchronized (OPEN_LOCK) {
+      open--;
+      OPEN_LOCK.notifyAll();
+    }
+  }
+
+  /**
+   * The shutdown hook: JVM hooks run concurrently, so it first lets the owners of open executors
+   * close them (a server drains its requests, then closes its workers), up to
+   * {@code -Daffinity.python.closeWaitMs} (40 s), then stops the host.
+   */
+  private static void stopAtExit() {
+    long deadline = System.nanoTime() + CLOSE_WAIT_MS * 1_000_000;
+    synchronized (OPEN_LOCK) {
+      while (open > 0 && System.nanoTime() < deadline) {
+        try {
+          OPEN_LOCK.wait(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      if (open > 0) {
+        log.warn("{} pytorch executor(s) still open at exit: stopping the Python host under them", open);
+      }
+    }
+    stopHost();
+  }
+
   private static synchronized void registerShutdownHook() {
     if (hookRegistered) {
       return;
     }
     hookRegistered = true;
-    Runtime.getRuntime().addShutdownHook(new Thread(PyTorchBackend::stopHost, "affinity-python-stop"));
+    Runtime.getRuntime().addShutdownHook(new Thread(PyTorchBackend::stopAtExit, "affinity-python-stop"));
   }
 
   /**

@@ -2,12 +2,16 @@ package dev.affinity.nativebridge.python;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A Python interpreter as the pytorch backend embeds it: its real executable (a venv's
@@ -50,25 +54,39 @@ public record PythonEnvironment(String executable, String version, String libpyt
     List<String> lines = new ArrayList<>();
     String err;
     int rc;
+    Path errFile = null;
     try {
-      Process p = new ProcessBuilder(python, "-I", "-c", PROBE).redirectInput(ProcessBuilder.Redirect.PIPE).start();
+      errFile = Files.createTempFile("affinity-python-probe", ".err");
+      Process p = new ProcessBuilder(python, "-I", "-c", PROBE).redirectError(errFile.toFile()).start();
       p.getOutputStream().close();
-      try (InputStream out = p.getInputStream(); InputStream e = p.getErrorStream()) {
-        String text = new String(out.readAllBytes(), StandardCharsets.UTF_8);
-        err = new String(e.readAllBytes(), StandardCharsets.UTF_8).strip();
-        text.lines().forEach(lines::add);
-      }
+      CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
+        try (InputStream in = p.getInputStream()) {
+          return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      });
       if (!p.waitFor(30, TimeUnit.SECONDS)) {
         p.destroyForcibly();
         throw new IllegalArgumentException("python interpreter " + python + " did not answer within 30 s");
       }
+      out.get(5, TimeUnit.SECONDS).lines().forEach(lines::add);
       rc = p.exitValue();
-    } catch (IOException e) {
+      err = Files.readString(errFile).strip();
+    } catch (IOException | ExecutionException | TimeoutException e) {
       throw new IllegalArgumentException("cannot run the python interpreter \"" + python + "\" (set 'python' in the "
           + "executor configuration or $" + PYTHON_ENV + "): " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalArgumentException("interrupted while asking " + python + " for its libpython", e);
+    } finally {
+      if (errFile != null) {
+        try {
+          Files.deleteIfExists(errFile);
+        } catch (IOException ignored) {
+          // a temporary file left behind
+        }
+      }
     }
     if (rc != 0 || lines.size() < 3) {
       throw new IllegalArgumentException("python interpreter " + python + " failed (exit " + rc + "): " + err);

@@ -31,6 +31,7 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
+import dev.affinity.worker.IncrementalDecoder;
 import dev.affinity.worker.TokenCodec;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
@@ -218,6 +219,7 @@ public final class NativeWorker implements Worker {
     final AtomicBoolean ended = new AtomicBoolean();
     final AtomicLong executorId = new AtomicLong(-1);
     final List<Integer> output = new ArrayList<>();
+    final IncrementalDecoder decoder = new IncrementalDecoder(codec);
     volatile Runnable onCancel = () -> { };
     volatile Runnable timeout;
     int[] prompt;
@@ -342,7 +344,7 @@ public final class NativeWorker implements Worker {
     }
 
     private void emitChunk(int[] tokens, String finish, boolean isFinal) {
-      String text = codec.decode(tokens);
+      String text = decoder.next(tokens, isFinal);
       boolean includeUsage = isFinal && body.streamOptions() != null && Boolean.TRUE.equals(body.streamOptions().includeUsage());
       UsageInfo usage = includeUsage ? usage(last) : null;
       long created = System.currentTimeMillis() / 1000;

@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -182,6 +183,33 @@ class PyTorchBackendTest {
   }
 
   @Test
+  void cancelRightAfterEnqueueEndsEveryRequestOnce() {
+    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "&delay_ms=20")) {
+      List<Long> ids = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        long id = ex.enqueue(ExecutorRequest.builder(tokens(i, 6), 1000).build());
+        ex.cancel(id); // often drained together with its submit: cancelled before its task starts
+        ids.add(id);
+      }
+      Map<Long, List<ExecutorResponse>> finals = new HashMap<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (finals.size() < ids.size() && System.nanoTime() < deadline) {
+        for (ExecutorResponse r : ex.awaitResponses(100, Duration.ofMillis(100))) {
+          if (r.isFinal()) {
+            finals.computeIfAbsent(r.requestId(), k -> new ArrayList<>()).add(r);
+          }
+        }
+      }
+      assertEquals(ids.size(), finals.size(), "every cancelled request ended");
+      for (List<ExecutorResponse> f : finals.values()) {
+        assertEquals(1, f.size());
+        assertEquals(FinishReason.CANCELLED, f.get(0).finishReason());
+      }
+      assertEquals(0, ex.iterationStats().activeRequests());
+    }
+  }
+
+  @Test
   void manyJavaThreadsEnqueueAtOnceAndEveryRequestEndsOnce() throws Exception {
     try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "")) {
       int threads = 8;
@@ -222,11 +250,10 @@ class PyTorchBackendTest {
 
   @Test
   void kvEventsAndStatisticsComeFromTheLlm() throws Exception {
-    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "")) {
+    // delay_ms: the request outlasts several polls; its events must arrive without a next request
+    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "&delay_ms=20")) {
       ExecutorRequest r = ExecutorRequest.builder(tokens(500, 16), 2).adpRankHint(0, false).build();
       StandIn.until(ex, ex.enqueue(r), new ArrayList<>());
-      ExecutorResponse second = last(StandIn.until(ex, ex.enqueue(r), new ArrayList<>()));
-      assertEquals(16, second.metrics().reusedTokens(), "cached_tokens of the LLM's output");
       List<KvEvent> events = new ArrayList<>();
       IterationStats st = ex.iterationStats();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -235,6 +262,8 @@ class PyTorchBackendTest {
         st = ex.iterationStats();
         Thread.sleep(10);
       }
+      ExecutorResponse second = last(StandIn.until(ex, ex.enqueue(r), new ArrayList<>()));
+      assertEquals(16, second.metrics().reusedTokens(), "cached_tokens of the LLM's output");
       assertEquals(4, events.size());
       assertEquals(KvEventType.STORED, events.get(0).type());
       assertEquals(0, events.get(0).rank());
@@ -256,6 +285,10 @@ class PyTorchBackendTest {
       int[] ids = codec.encodeChat(chat);
       assertEquals("<|user|>hi\n<|assistant|>", new String(ids, 1, ids.length - 1));
       assertEquals("ok", codec.decode(new int[] {1, 'o', 'k'}), "special tokens skipped");
+    }
+    // More ids than the text has bytes: the first buffer is too small and the call is repeated.
+    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "&token_repeat=3")) {
+      assertEquals(1 + 3 * 500, ex.tokenize("a".repeat(500)).length);
     }
     try (NativeExecutor sim = NativeExecutor.create("sim", "{}")) {
       assertFalse(sim.hasModelTokenizer());

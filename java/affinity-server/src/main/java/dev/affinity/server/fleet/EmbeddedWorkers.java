@@ -60,14 +60,12 @@ public final class EmbeddedWorkers {
     try {
       for (Instance in : instances(section)) {
         NativeExecutor ex = NativeExecutor.create(in.backend(), in.configJson());
-        TokenCodec codec;
         try {
-          codec = shared != null ? shared : new ModelTokenCodec(ex);
+          out.add(new NativeWorker(in.name(), ex, shared != null ? shared : new ModelTokenCodec(ex), defaultMaxTokens));
         } catch (RuntimeException e) {
           ex.close();
           throw e;
         }
-        out.add(new NativeWorker(in.name(), ex, codec, defaultMaxTokens));
       }
     } catch (RuntimeException e) {
       out.forEach(NativeWorker::close);
