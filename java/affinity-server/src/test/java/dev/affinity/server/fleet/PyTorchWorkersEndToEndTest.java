@@ -54,11 +54,18 @@ class PyTorchWorkersEndToEndTest {
         """.formatted(role, System.getProperty("affinity.test.standin"), record);
   }
 
+  /** A frontend from the YAML head (ending in "workers:") plus pytorch pools recording to the files. */
+  private AffinityServer start(String head, Path ctxRecord, Path genRecord) throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse(head + pool("context", ctxRecord) + pool("generation", genRecord),
+        "pytorch.yaml").config();
+    return AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()));
+  }
+
   @Test
   void aSubagentRequestRunsDisaggregatedAndItsIntentReachesTheContextLlm() throws Exception {
     Path ctxRecord = dir.resolve("ctx.jsonl");
     Path genRecord = dir.resolve("gen.jsonl");
-    DisaggConfig cfg = ConfigLoader.parse("""
+    try (AffinityServer server = start("""
         conversation_affinity_header_for_subagents: X-Dynamo-Parent-Session-ID
         subagent_affinity_scope: context
         context_servers: {num_instances: 1, router: {type: conversation}}
@@ -67,9 +74,7 @@ class PyTorchWorkersEndToEndTest {
           model: m
           debug_headers: true
           workers:
-        """ + pool("context", ctxRecord) + pool("generation", genRecord), "pytorch.yaml").config();
-    try (AffinityServer server = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0)
-        .withAccessLog(AccessLog.none()))) {
+        """, ctxRecord, genRecord)) {
       HttpClient http = HttpClient.newHttpClient();
       HttpResponse<String> parent = post(http, server.port(), "agent-1", null);
       assertEquals(200, parent.statusCode(), parent.body());
@@ -102,16 +107,14 @@ class PyTorchWorkersEndToEndTest {
   void withTokenizerModelTheLlmsTokenizerAndChatTemplateAreUsed() throws Exception {
     Path ctxRecord = dir.resolve("ctx.jsonl");
     Path genRecord = dir.resolve("gen.jsonl");
-    DisaggConfig cfg = ConfigLoader.parse("""
+    try (AffinityServer server = start("""
         context_servers: {num_instances: 1}
         generation_servers: {num_instances: 1}
         affinity:
           model: m
           tokenizer: model
           workers:
-        """ + pool("context", ctxRecord) + pool("generation", genRecord), "pytorch.yaml").config();
-    try (AffinityServer server = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0)
-        .withAccessLog(AccessLog.none()))) {
+        """, ctxRecord, genRecord)) {
       HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
               URI.create("http://127.0.0.1:" + server.port() + "/v1/chat/completions"))
           .header("Content-Type", "application/json")
