@@ -142,6 +142,18 @@ TEST(context_phase_params_round_trip) {
   CHECK_EQ(call["disaggregated_params"]["request_type"].get<std::string>(), "generation_only");
   CHECK_EQ(call["disaggregated_params"]["ctx_request_id"].get<int64_t>(), cr.ctxRequestId);
   CHECK_EQ(call["disaggregated_params"]["ctx_dp_rank"].get<int>(), 1);
+  // Streamed, the generation response starts with the context's first token too (TensorRT-LLM leaves
+  // it out of its first diff).
+  const Response cr2 = run(*ctx, c).back();
+  RequestSpec gs = spec(seqTokens(100, 12), 4, 6);
+  gs.setRequestType(static_cast<int32_t>(RequestType::kGenerationOnly));
+  gs.setStreaming(true);
+  gs.setContextPhase(cr2.ctxRequestId, cr2.ctxDpRank, cr2.firstGenTokens.data(), 1, cr2.opaqueState.data(),
+                     static_cast<int32_t>(cr2.opaqueState.size()));
+  std::vector<int32_t> streamed;
+  for (const auto& r : run(*gen, gs)) streamed.insert(streamed.end(), r.tokens.begin(), r.tokens.end());
+  CHECK_EQ(streamed.size(), 4u);
+  CHECK_EQ(streamed.front(), cr2.firstGenTokens.front());
   // A second pull of the same context fails in the LLM: the error comes back as a final response.
   const auto again = run(*gen, g);
   CHECK_EQ(again.back().finishReason, static_cast<int32_t>(FinishReason::kError));

@@ -253,14 +253,18 @@ class Engine:
             self.outputs[rid] = result
             self._start_polling()
             if streaming:
+                # New tokens by our own count, not token_ids_diff: for a streamed generation_only
+                # request TensorRT-LLM leaves the first token (the context server's) out of the diff,
+                # and the facade's generation responses start with it.
+                sent = 0
                 async for out in result:
                     c = out.outputs[0]
+                    new, sent = list(c.token_ids[sent:]), len(c.token_ids)
                     if out.finished:
                         ctx = self._context_phase(c)
-                        self._final(rid, _finish_code(c), None, ctx, list(c.token_ids_diff), self._reused(out),
-                                    ctx[1] if ctx else -1)
-                    elif c.token_ids_diff and not self.closed:
-                        host.emit(self.id, rid, list(c.token_ids_diff), NOT_FINISHED, False, None, None, -1, -1)
+                        self._final(rid, _finish_code(c), None, ctx, new, self._reused(out), ctx[1] if ctx else -1)
+                    elif new and not self.closed:
+                        host.emit(self.id, rid, new, NOT_FINISHED, False, None, None, -1, -1)
                 if rid not in self.final_sent:
                     self._final(rid, END_ID)
             else:

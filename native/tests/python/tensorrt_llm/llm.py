@@ -83,7 +83,9 @@ class RequestOutput:
             else:
                 tok = 1 + (base + 7 * (i + 1)) % 1000
             out.token_ids.append(tok)
-            out.token_ids_diff = [tok]
+            # As TensorRT-LLM: a streamed generation_only request leaves the context server's first
+            # token out of its first diff (token_ids still holds it).
+            out.token_ids_diff = [] if gen_only and self._streaming and i == 0 else [tok]
             self._llm._iteration(self._rank, 1 if i == 0 and not gen_only else 0, len(self.prompt_token_ids) if i == 0 else 0)
             if sp.end_id is not None and tok == sp.end_id:
                 out.finish_reason = "stop"
