@@ -116,6 +116,7 @@ TEST(routing_intent_reaches_generate_async) {
   CHECK_EQ(call["scheduling_params"]["attention_dp_relax"].get<bool>(), false);
   CHECK_EQ(call["cache_salt"].get<std::string>(), "tenant");
   CHECK_EQ(call["sampling_params"]["max_tokens"].get<int>(), 3);
+  CHECK_EQ(call["sampling_params"]["detokenize"].get<bool>(), false);
   CHECK(call["disaggregated_params"].is_null());
 }
 

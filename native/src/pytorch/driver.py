@@ -203,7 +203,9 @@ class Engine:
     def _params(self, req):
         (rid, max_new, rtype, streaming, end_id, seed, rank_hint, relax, priority, cache_salt, ctx_phase,
          tokens, stop_ids, conversation_id, subagent_id) = req
-        sampling = {"max_tokens": max_new}
+        # Token ids in, token ids out: text is the frontend's business (detokenize=False spares the LLM's
+        # own decoding).
+        sampling = {"max_tokens": max_new, "detokenize": False}
         if end_id >= 0:
             sampling["end_id"] = end_id
         if stop_ids:

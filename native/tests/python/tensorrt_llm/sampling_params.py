@@ -3,9 +3,10 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 
-@dataclass
+@dataclass(slots=True, kw_only=True)
 class SamplingParams:
-    max_tokens: int = 32
     end_id: Optional[int] = None
+    max_tokens: int = 32
     stop_token_ids: Optional[List[int]] = None
     seed: Optional[int] = None
+    detokenize: bool = True
