@@ -1,5 +1,6 @@
 #include "pytorch_config.h"
 
+#include <map>
 #include <stdexcept>
 
 #include "../core/json_reader.h"
@@ -65,6 +66,9 @@ PyTorchConfig parsePyTorchConfig(const std::string& text) {
     r.integer("num_ranks", c.numRanks, 1, 1024);
     r.integer("tokens_per_block", c.tokensPerBlock, 1, 4096);
     r.integer("stats_poll_interval_ms", c.statsPollMs, 0, 3'600'000);
+    const std::map<std::string, std::string> algos = {
+        {"v1_block_key", "v1_block_key"}, {"v2_sha256", "v2_sha256"}, {"v2_sha256_64", "v2_sha256_64"}};
+    r.choice("kv_cache_hash_algo", c.kvCacheHashAlgo, algos);
     if (const json* ev = r.find("kv_events")) {
       Reader e(*ev, "kv_events");
       e.boolean("enabled", c.kvEventsEnabled);
@@ -124,6 +128,7 @@ std::string PyTorchConfig::toJson() const {
   j["num_ranks"] = numRanks;
   j["tokens_per_block"] = tokensPerBlock;
   j["stats_poll_interval_ms"] = statsPollMs;
+  j["kv_cache_hash_algo"] = kvCacheHashAlgo;
   j["kv_events"] = {{"enabled", kvEventsEnabled}, {"poll_interval_ms", kvEventsPollMs},
                     {"max_buffered", kvEventsMaxBuffered}};
   return j.dump();

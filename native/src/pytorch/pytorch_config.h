@@ -23,6 +23,7 @@ struct PyTorchConfig {
   int64_t kvEventsPollMs = 50;
   int64_t kvEventsMaxBuffered = 1'000'000;
   int64_t statsPollMs = 200;            ///< 0: no statistics polling
+  std::string kvCacheHashAlgo = "v1_block_key";  ///< the hashes in the LLM's KV events (routers hash prompts alike)
 
   /// The configuration in effect as JSON (also what the Python engine receives).
   std::string toJson() const;

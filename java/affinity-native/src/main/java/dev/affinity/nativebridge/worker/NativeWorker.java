@@ -100,13 +100,17 @@ public final class NativeWorker implements Worker {
     this.codec = codec;
     this.defaultMaxTokens = defaultMaxTokens;
     int maxBatch = 64;
+    HashAlgorithm hashes = HashAlgorithm.V1_BLOCK_KEY;
     try {
       JsonNode cfg = JSON.readTree(executor.describe());
-      maxBatch = cfg.path("max_batch_size").asInt(64);
+      maxBatch = cfg.path("max_batch_size").asInt(cfg.at("/llm_args/max_batch_size").asInt(64));
+      if (cfg.hasNonNull("kv_cache_hash_algo")) { // the pytorch backend: whatever the LLM's KV cache manager uses
+        hashes = HashAlgorithm.fromWireName(cfg.get("kv_cache_hash_algo").asText());
+      }
     } catch (java.io.IOException e) {
       log.warn("worker {}: cannot read the executor's configuration", id, e);
     }
-    this.info = new WorkerInfo(executor.tokensPerBlock(), HashAlgorithm.V1_BLOCK_KEY, executor.numRanks(), true, maxBatch);
+    this.info = new WorkerInfo(executor.tokensPerBlock(), hashes, executor.numRanks(), true, maxBatch);
     if (pumpedTimers == null) {
       this.dispatcher = new ResponseDispatcher(executor, id);
       this.ownTimers = new RealScheduler("affinity-worker-timer-" + id);

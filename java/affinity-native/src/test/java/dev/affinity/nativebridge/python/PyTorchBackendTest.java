@@ -17,7 +17,10 @@ import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import dev.affinity.executor.RequestType;
 import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.kv.HashAlgorithm;
+import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.ModelTokenCodec;
+import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatMessage;
 import java.nio.file.Path;
@@ -154,6 +157,19 @@ class PyTorchBackendTest {
   }
 
   @Test
+  void theWorkerRoutesWithTheHashAlgorithmOfTheLlmsKvEvents() {
+    var cfg = StandIn.config(dir.resolve("calls.jsonl"), "").put("kv_cache_hash_algo", "v2_sha256_64");
+    try (NativeExecutor ex = NativeExecutor.create(PyTorchBackend.NAME, cfg.toString());
+        NativeWorker w = new NativeWorker("w", ex, new BpeTokenCodec("cl100k_base"), 16)) {
+      assertEquals(HashAlgorithm.V2_SHA256_64, w.info().hashAlgorithm());
+    }
+    ExecutorException e = assertThrows(ExecutorException.class, () -> NativeExecutor.checkConfig("pytorch",
+        StandIn.config(dir.resolve("x"), "").put("kv_cache_hash_algo", "md5").toString()));
+    assertTrue(e.getMessage().contains("'kv_cache_hash_algo': expected one of v1_block_key, v2_sha256, v2_sha256_64"),
+        e.getMessage());
+  }
+
+  @Test
   void badConfigurationNamesTheKey() {
     ExecutorException e = assertThrows(ExecutorException.class,
         () -> NativeExecutor.create("pytorch", StandIn.config(dir.resolve("x"), "").put("num_ranks", 3).toString()));
@@ -271,6 +287,10 @@ class PyTorchBackendTest {
       assertTrue(st.iterations() > 0);
       assertEquals(1000, ex.kvCacheStats(0).maxNumBlocks());
       assertTrue(ex.describe().contains("0.0.0+affinity.standin"), ex.describe());
+      try (NativeWorker w = new NativeWorker("w", ex, new BpeTokenCodec("cl100k_base"), 16)) {
+        assertEquals(HashAlgorithm.V1_BLOCK_KEY, w.info().hashAlgorithm());
+        assertEquals(2, w.info().numRanks());
+      }
     }
   }
 
