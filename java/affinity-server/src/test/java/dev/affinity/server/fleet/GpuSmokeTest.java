@@ -18,6 +18,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
@@ -80,15 +82,18 @@ class GpuSmokeTest {
       log.info("two LLMs built in {} s", (System.nanoTime() - t0) / 1_000_000_000);
       HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
       String system = "You are a careful assistant. ".repeat(40);
-      JsonNode parent = chat(http, server.port(), "agent-1", null, system, "Name three prime numbers.");
-      JsonNode child = chat(http, server.port(), "sub-1", "agent-1", system, "Name three even numbers.");
-      assertTrue(child.at("/usage/prompt_tokens_details/cached_tokens").asInt() > 0,
-          "the sub-agent reused its parent's prefix on the context instance: " + child);
-      assertFalse(parent.at("/choices/0/message/content").asText().isEmpty());
+      HttpResponse<String> parent = chat(http, server.port(), "agent-1", null, system, "Name three prime numbers.");
+      HttpResponse<String> child = chat(http, server.port(), "sub-1", "agent-1", system, "Name three even numbers.");
+      assertFalse(JSON.readTree(parent.body()).at("/choices/0/message/content").asText().isEmpty(), parent.body());
+      String route = child.headers().firstValue("x-affinity-route").orElseThrow();
+      Matcher reused = Pattern.compile("reused=(\\d+)").matcher(route);
+      assertTrue(reused.find() && Integer.parseInt(reused.group(1)) > 0,
+          "the sub-agent reused its parent's prefix on the context instance (TensorRT-LLM's cached_tokens): " + route);
     }
   }
 
-  private static JsonNode chat(HttpClient http, int port, String session, String parent, String system, String question)
+  private static HttpResponse<String> chat(HttpClient http, int port, String session, String parent, String system,
+      String question)
       throws Exception {
     String body = JSON.createObjectNode().put("model", "smoke").put("max_tokens", 32)
         .set("messages", JSON.createArrayNode()
@@ -107,6 +112,6 @@ class GpuSmokeTest {
     JsonNode json = JSON.readTree(r.body());
     log.info("{}: {} ms, route [{}], usage {}, answer: {}", session, ms, r.headers().firstValue("x-affinity-route").orElse("?"),
         json.path("usage"), json.at("/choices/0/message/content").asText());
-    return json;
+    return r;
   }
 }
