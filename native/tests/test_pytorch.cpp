@@ -231,6 +231,7 @@ TEST(kv_events_and_stats_arrive) {
   KvCacheStats kv;
   e->getKvCacheStats(0, kv);
   CHECK_EQ(kv.maxNumBlocks, 1000);
+  CHECK_EQ(kv.activeRequests, 0);  // its last statistics said 1, but nothing is live any more
   CHECK_THROWS(e->getKvCacheStats(2, kv), "out of range");
   CHECK(e->describe().find("0.0.0+affinity.standin") != std::string::npos);
   CHECK_THROWS(e->advanceTo(1), "virtual");
@@ -250,6 +251,34 @@ TEST(the_model_tokenizer_is_the_llms) {
   CHECK_THROWS(e->tokenize("[not json", 1, out.data(), 64), "JSONDecodeError");
   ExecPtr sim = ExecPtr(createExecutor("sim", "{}"));
   CHECK_THROWS(sim->tokenize("x", 0, out.data(), 64), "no model tokenizer");
+}
+
+TEST(queue_and_rank_load_come_from_the_llms_statistics) {
+  json c = baseConfig("&delay_ms=20");
+  c["llm_args"]["max_batch_size"] = 1;  // the stand-in reports requests beyond it as queued
+  ExecPtr e = makePy(c);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    RequestSpec s = spec(seqTokens(i * 10, 4), 1000, i);
+    s.setAdpRankHint(0, false);
+    ids.push_back(e->enqueue(s));
+  }
+  IterationStats st;
+  KvCacheStats kv;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    e->getIterationStats(st);
+    e->getKvCacheStats(0, kv);
+    if (st.pendingRequests == 2 && kv.activeRequests == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK_EQ(st.pendingRequests, 2);  // numQueuedRequests (rank 0's row)
+  CHECK_EQ(kv.activeRequests, 1);   // numActiveRequests of rank 0
+  for (int64_t id : ids) e->cancel(id);
+  std::map<int64_t, std::vector<Response>> seen;
+  for (int64_t id : ids) until(*e, id, seen);
+  e->getIterationStats(st);
+  CHECK_EQ(st.pendingRequests, 0);  // stale statistics never outlive the requests
 }
 
 TEST(many_threads_enqueue_at_once) {

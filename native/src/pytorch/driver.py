@@ -79,17 +79,19 @@ def _kv_event(ev, default_rank):
 
 
 def _stats_tuple(st):
+    """One iteration-stats row (one per attention-DP rank) as the tuple _affinity_host.stats reads."""
     if isinstance(st, str):
         st = json.loads(st)
     ifb = st.get("inflightBatchingStats") or {}
-    ranks = []
-    kv = st.get("kvCacheStats")
-    if kv:  # with attention DP every rank reports its own row
-        ranks.append((int(st.get("attentionDpRank") or 0), kv.get("maxNumBlocks", -1), kv.get("freeNumBlocks", -1), kv.get("usedNumBlocks", -1),
-                      kv.get("tokensPerBlock", -1), kv.get("allocTotalBlocks", -1), kv.get("allocNewBlocks", -1),
-                      kv.get("reusedBlocks", -1), kv.get("missedBlocks", -1), float(kv.get("cacheHitRate", -1))))
+    kv = st.get("kvCacheStats") or {}
+    rank = int(st.get("attentionDpRank") or 0)
+    row = (rank, int(st.get("numActiveRequests", -1))) + tuple(
+        int(kv.get(k, -1)) for k in ("maxNumBlocks", "freeNumBlocks", "usedNumBlocks", "tokensPerBlock",
+                                     "allocTotalBlocks", "allocNewBlocks", "reusedBlocks", "missedBlocks")
+    ) + (float(kv.get("cacheHitRate", -1)),)
+    queued = int(st.get("numQueuedRequests", -1)) if rank == 0 else -1  # only rank 0 reports the queue
     return (int(st.get("iter", -1)), float(st.get("iterLatencyMS", -1)), int(ifb.get("numContextRequests", -1)),
-            int(ifb.get("numGenRequests", -1)), int(ifb.get("numCtxTokens", -1)), ranks)
+            int(ifb.get("numGenRequests", -1)), int(ifb.get("numCtxTokens", -1)), queued, [row])
 
 
 class Engine:

@@ -47,6 +47,7 @@ struct HostRequest {
 /// LLM reports them per rank. Fields the LLM does not report stay -1.
 struct HostRankStats {
   int32_t rank = 0;
+  int64_t activeRequests = -1;
   int64_t maxNumBlocks = -1;
   int64_t freeNumBlocks = -1;
   int64_t usedNumBlocks = -1;
@@ -63,6 +64,7 @@ struct HostIterationStats {
   int32_t contextRequests = -1;
   int32_t generationRequests = -1;
   int64_t contextTokens = -1;
+  int32_t queuedRequests = -1;  ///< waiting for admission (rank 0's row reports it)
   std::vector<HostRankStats> ranks;
 };
 

@@ -219,6 +219,7 @@ void PyTorchExecutor::onStats(const pyhost::HostIterationStats& s) {
   if (s.contextRequests >= 0) stats_.lastContextRequests = s.contextRequests;
   if (s.generationRequests >= 0) stats_.lastGenerationRequests = s.generationRequests;
   if (s.contextTokens >= 0) stats_.lastContextTokens = s.contextTokens;
+  if (s.queuedRequests >= 0) queued_ = s.queuedRequests;
   stats_.lastIterationStartUs = nowLocked() - stats_.lastIterationDurationUs;
   for (const auto& r : s.ranks) {
     if (r.rank >= 0 && r.rank < cfg_.numRanks) rankStats_[r.rank] = r;
@@ -229,8 +230,10 @@ void PyTorchExecutor::getIterationStats(IterationStats& out) {
   std::lock_guard<std::mutex> lk(mu_);
   out = stats_;
   out.activeRequests = static_cast<int32_t>(live_.size());
-  out.pendingRequests = 0;  // the LLM does not report its waiting queue per request
-  out.heldContexts = 0;     // held contexts live in TensorRT-LLM's cache transceiver
+  // numQueuedRequests of the LLM's latest statistics, which go stale once it idles: never more than
+  // the requests still live here.
+  out.pendingRequests = std::min<int32_t>(queued_, out.activeRequests);
+  out.heldContexts = 0;           // held contexts live in TensorRT-LLM's cache transceiver
 }
 
 void PyTorchExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
@@ -253,9 +256,12 @@ void PyTorchExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
     out.missedBlocks = pick(r.missedBlocks);
     out.cacheHitRate = std::max(0.0, r.cacheHitRate);
     if (r.tokensPerBlock > 0) out.tokensPerBlock = r.tokensPerBlock;
+    out.activeRequests = std::min<int64_t>(pick(r.activeRequests), static_cast<int64_t>(live_.size()));
   }
-  for (const auto& [id, l] : live_) {
-    if (l.rank == rank) ++out.activeRequests;
+  if (it == rankStats_.end() || it->second.activeRequests < 0) {  // no statistics: the requests known to run there
+    for (const auto& [id, l] : live_) {
+      if (l.rank == rank) ++out.activeRequests;
+    }
   }
 }
 

@@ -80,6 +80,7 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   std::deque<KvEvent> events_;
   int64_t droppedEvents_ = 0;
   std::map<int32_t, pyhost::HostRankStats> rankStats_;
+  int32_t queued_ = 0;  ///< the LLM's waiting queue, from its statistics
   IterationStats stats_;
 };
 

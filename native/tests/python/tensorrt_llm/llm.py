@@ -65,6 +65,14 @@ class RequestOutput:
             if state is None or state != self._disagg.opaque_state:
                 raise ValueError("stand-in: no context %r with that opaque state" % (self._disagg.ctx_request_id,))
         base = sum(self.prompt_token_ids) % 997
+        self._llm._inflight[self._rank] += 1
+        try:
+            async for step in self._generate(out, sp, max_tokens, base, ctx_only, gen_only):
+                yield step
+        finally:
+            self._llm._inflight[self._rank] -= 1
+
+    async def _generate(self, out, sp, max_tokens, base, ctx_only, gen_only):
         for i in range(max_tokens):
             if self._llm._delay:
                 await asyncio.sleep(self._llm._delay)
@@ -195,9 +203,11 @@ class LLM:
             raise TypeError("stand-in LLM: kv_cache_config must be a dict here")
         self._ranks = tensor_parallel_size if kwargs.get("enable_attention_dp") else 1
         self._block = int(kv.get("tokens_per_block", 32))
+        self._max_batch = int(kwargs.get("max_batch_size") or 1 << 20)
         self._events_on = int(kv.get("event_buffer_max_size", 0)) > 0
         self._stats_on = bool(kwargs.get("enable_iter_perf_stats"))
         self._cached = [set() for _ in range(self._ranks)]
+        self._inflight = [0] * self._ranks
         self._rr = 0
         self._bound = {}
         self._event_id = 0
@@ -305,8 +315,12 @@ class LLM:
             return
         self._iter += 1
         used = len(self._cached[rank])
+        # Requests in flight on the rank beyond max_batch_size count as queued (rank 0 reports the queue).
+        inflight = self._inflight[rank]
+        active = min(inflight, self._max_batch)
         self._stats.put({
-            "iter": self._iter, "iterLatencyMS": 1.5, "numActiveRequests": 1, "attentionDpRank": rank,
+            "iter": self._iter, "iterLatencyMS": 1.5, "numActiveRequests": active, "attentionDpRank": rank,
+            "numQueuedRequests": sum(max(0, n - self._max_batch) for n in self._inflight) if rank == 0 else 0,
             "kvCacheStats": {"maxNumBlocks": 1000, "freeNumBlocks": 1000 - used, "usedNumBlocks": used,
                              "tokensPerBlock": self._block, "allocTotalBlocks": used, "allocNewBlocks": used,
                              "reusedBlocks": 0, "missedBlocks": used, "cacheHitRate": 0.0},
