@@ -281,6 +281,26 @@ TEST(queue_and_rank_load_come_from_the_llms_statistics) {
   CHECK_EQ(st.pendingRequests, 0);  // stale statistics never outlive the requests
 }
 
+TEST(a_busy_statistics_stream_is_delivered_while_it_flows) {
+  // A row every 2 ms, polled every 5 ms: the stream never goes quiet while the request runs, and
+  // rows must still arrive (each poll round ends after its interval).
+  ExecPtr e = makePy(baseConfig("&delay_ms=2"));
+  RequestSpec s = spec(seqTokens(1, 4), 100000);  // runs for minutes unless cancelled
+  s.setStreaming(true);
+  const int64_t id = e->enqueue(s);
+  IterationStats st;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (st.iterations == 0 && std::chrono::steady_clock::now() < deadline) {
+    e->getIterationStats(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(st.iterations > 0);
+  CHECK_EQ(st.activeRequests, 1);  // observed while the request still runs
+  e->cancel(id);
+  std::map<int64_t, std::vector<Response>> seen;
+  until(*e, id, seen);
+}
+
 TEST(many_threads_enqueue_at_once) {
   ExecPtr e = makePy(baseConfig());
   constexpr int kThreads = 8, kEach = 100;

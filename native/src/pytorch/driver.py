@@ -100,7 +100,6 @@ class Engine:
     def __init__(self, engine_id, config, loop):
         self.id = engine_id
         self.loop = loop
-        self.config = config
         import tensorrt_llm
         self.trtllm = tensorrt_llm
         self.SamplingParams = tensorrt_llm.SamplingParams
@@ -111,8 +110,6 @@ class Engine:
         self.ConversationParams = ConversationParams
         self.subagent_affinity = (not dataclasses.is_dataclass(SchedulingParams)
                                   or "subagent_affinity_id" in {f.name for f in dataclasses.fields(SchedulingParams)})
-        self.tokens_per_block = int(config["tokens_per_block"])
-        self.num_ranks = int(config["num_ranks"])
         llm_args = dict(config.get("llm_args") or {})
         events = config.get("kv_events") or {}
         stats_ms = config.get("stats_poll_interval_ms", 0)
@@ -315,46 +312,42 @@ class Engine:
     # asyncio.wait_for (which the LLM's result iterators use) can swallow a cancellation that
     # arrives as an item does, and the loop would poll forever.
 
-    async def _poll_kv_events(self, interval):
+    async def _poll(self, open_stream, deliver, interval, what):
+        """Reads one of the LLM's streams in rounds of at most `interval` seconds (a round also ends
+        once nothing came within the timeout) and hands each round's items to deliver, so a busy
+        stream is delivered at least every interval."""
         while self.polling:
-            batch = []
+            items = []
             started = time.monotonic()
             try:
-                # The iterator ends once no event came within the timeout.
-                async for ev in self._stream(self.llm.get_kv_cache_events_async(interval)):
-                    if isinstance(ev, str):
-                        ev = json.loads(ev)
-                    t = _kv_event(ev, 0)
-                    if t is not None:
-                        batch.append(t)
-            except IndexError:  # the LLM's way of saying "no more events now"
+                async for item in self._stream(open_stream(interval)):
+                    items.append(json.loads(item) if isinstance(item, str) else item)
+                    if time.monotonic() - started >= interval:
+                        break
+            except IndexError:  # the LLM's way of saying "nothing more now"
                 pass
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("engine %d: reading KV cache events failed", self.id)
-            if batch and not self.closed:
-                host.kv_events(self.id, batch)
+                log.exception("engine %d: reading %s failed", self.id, what)
+            if items and not self.closed:
+                deliver(items)
             elapsed = time.monotonic() - started
             if elapsed < interval:
                 await asyncio.sleep(interval - elapsed)
 
-    async def _poll_stats(self, interval):
-        while self.polling:
-            started = time.monotonic()
-            try:
-                async for st in self._stream(self.llm.get_stats_async(interval)):
-                    if not self.closed:
-                        host.stats(self.id, _stats_tuple(st))
-            except IndexError:
-                pass
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("engine %d: reading iteration statistics failed", self.id)
-            elapsed = time.monotonic() - started
-            if elapsed < interval:
-                await asyncio.sleep(interval - elapsed)
+    def _poll_kv_events(self, interval):
+        def deliver(events):
+            batch = [t for t in (_kv_event(ev, 0) for ev in events) if t is not None]
+            if batch:
+                host.kv_events(self.id, batch)
+        return self._poll(self.llm.get_kv_cache_events_async, deliver, interval, "KV cache events")
+
+    def _poll_stats(self, interval):
+        def deliver(rows):
+            for st in rows:
+                host.stats(self.id, _stats_tuple(st))
+        return self._poll(self.llm.get_stats_async, deliver, interval, "iteration statistics")
 
     # -- shutdown ---------------------------------------------------------------------------------
 
