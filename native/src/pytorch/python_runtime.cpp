@@ -51,11 +51,6 @@ pyhost::Host& PythonRuntime::host(const PyTorchConfig& cfg) {
                                cfg.libpython + " is Python " + runtimeVersion +
                                " (build the host against that Python: -DPython3_EXECUTABLE=" + cfg.python + ")");
     }
-    pyhost::HostStartConfig start;
-    start.programName = cfg.python;
-    start.pythonPath = cfg.pythonPath;
-    const std::string error = h->start(start);
-    if (!error.empty()) throw std::runtime_error("the Python host did not start: " + error);
     host_ = h;
   } else if (cfg.libpython != libpythonPath_) {
     throw std::runtime_error("this process already runs Python from " + libpythonPath_ + "; it cannot also load " +
@@ -64,11 +59,12 @@ pyhost::Host& PythonRuntime::host(const PyTorchConfig& cfg) {
     throw std::runtime_error("this process already runs the Python host " + hostPath_ + "; it cannot also load " +
                              cfg.hostLibrary);
   }
-  pyhost::HostStartConfig start;  // same program: "", another one: an error
+  // Starts the interpreter once; later calls check that they ask for the same one.
+  pyhost::HostStartConfig start;
   start.programName = cfg.python;
   start.pythonPath = cfg.pythonPath;
   const std::string error = host_->start(start);
-  if (!error.empty()) throw std::runtime_error(error);
+  if (!error.empty()) throw std::runtime_error("the Python host did not start: " + error);
   return *host_;
 }
 

@@ -525,15 +525,17 @@ public final class NativeExecutor implements Executor {
       Scratch s = takeScratch();
       try (BytePointer t = new BytePointer(text, StandardCharsets.UTF_8)) {
         int capacity = Math.max(256, (int) Math.min(Integer.MAX_VALUE, t.limit() + 64));
-        int n = peer.tokenize(t, mode, s.ints(capacity), capacity);
-        if (n > capacity) {
-          n = peer.tokenize(t, mode, s.ints(n), n);
+        IntPointer ids = s.ints(capacity);
+        int n = peer.tokenize(t, mode, ids, capacity);
+        if (n > capacity) {  // more ids than the first guess: once more with room for all
+          ids = s.ints(n);
+          n = peer.tokenize(t, mode, ids, n);
         }
         int[] out = new int[n];
-        s.intsOut.get(out);
+        ids.get(out, 0, n);
         return out;
       } finally {
-        scratch.add(s);
+        scratch.offer(s);
       }
     });
   }
@@ -547,7 +549,7 @@ public final class NativeExecutor implements Executor {
       try {
         return NativeBridge.utf8(peer.detokenize(s.tokens(tokens), tokens.length));
       } finally {
-        scratch.add(s);
+        scratch.offer(s);
       }
     });
   }
