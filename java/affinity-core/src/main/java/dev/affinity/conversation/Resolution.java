@@ -1,6 +1,7 @@
 package dev.affinity.conversation;
 
 import dev.affinity.config.SubagentScope;
+import dev.affinity.routing.Fleet;
 
 /**
  * The outcome of resolution for one request.

@@ -4,3 +4,4 @@
  * The rules are tabulated in docs/conversation-routing.md.
  */
 package dev.affinity.conversation;
+

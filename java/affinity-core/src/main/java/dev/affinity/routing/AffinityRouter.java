@@ -1,7 +1,6 @@
 package dev.affinity.routing;
 
 import dev.affinity.config.SubagentScope;
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.RoutedPrefixes;
 import dev.affinity.worker.Worker;
 import java.nio.charset.StandardCharsets;

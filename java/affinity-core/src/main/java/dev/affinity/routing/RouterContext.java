@@ -1,7 +1,6 @@
 package dev.affinity.routing;
 
 import dev.affinity.config.SubagentScope;
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.PrefixIndex;
 import java.time.Duration;
 import java.util.Objects;

@@ -1,6 +1,5 @@
 package dev.affinity.routing;
 
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.BlockHasher;
 import dev.affinity.kv.HashAlgorithm;
 import java.util.Map;

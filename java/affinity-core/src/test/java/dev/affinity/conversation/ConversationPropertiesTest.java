@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.routing.Fleet;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.SubagentScope;
+import dev.affinity.routing.Fleet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,7 @@
 package dev.affinity.disagg;
 
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.protocol.ChatChoice;
 import dev.affinity.protocol.ChatCompletionResponse;
@@ -14,7 +16,6 @@ import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
-import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;

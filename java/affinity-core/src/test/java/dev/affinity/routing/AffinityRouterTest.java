@@ -11,7 +11,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.mockito.Mockito.when;
 
 import dev.affinity.config.SubagentScope;
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.BlockHasher;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.routing.RouterTestSupport.FakeClock;

@@ -2,7 +2,6 @@ package dev.affinity.routing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.affinity.conversation.Fleet;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import dev.affinity.kv.PrefixIndex;

@@ -6,7 +6,6 @@ import static dev.affinity.routing.RouterTestSupport.plainWorker;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.affinity.conversation.Fleet;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import java.util.ArrayList;

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.DisaggConfig;
-import dev.affinity.conversation.Fleet;
 import dev.affinity.worker.Worker;
 import java.util.List;
 import java.util.Set;

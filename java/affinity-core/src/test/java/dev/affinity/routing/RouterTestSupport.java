@@ -4,7 +4,6 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 import dev.affinity.config.SubagentScope;
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.kv.PrefixIndex;
 import dev.affinity.worker.Worker;

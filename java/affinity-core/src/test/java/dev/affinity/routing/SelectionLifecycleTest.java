@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.mockito.Mockito.when;
 
-import dev.affinity.conversation.Fleet;
 import dev.affinity.routing.RouterTestSupport.FakeClock;
 import dev.affinity.worker.Worker;
 import java.time.Duration;

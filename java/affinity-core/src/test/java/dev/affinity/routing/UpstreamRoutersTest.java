@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.mockito.Mockito.when;
 
-import dev.affinity.conversation.Fleet;
 import dev.affinity.kv.BlockHasher;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.routing.RouterTestSupport.FakeClock;

@@ -4,7 +4,7 @@ import dev.affinity.bench.metrics.RequestRecord;
 import dev.affinity.bench.trace.TraceRequest;
 import dev.affinity.bench.workload.AgentCall;
 import dev.affinity.bench.workload.AgentScript;
-import dev.affinity.disagg.Scheduler;
+import dev.affinity.timer.Scheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -2,7 +2,7 @@ package dev.affinity.bench.jmh;
 
 import dev.affinity.config.Location;
 import dev.affinity.config.RouterConfig;
-import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.Fleet;
 import dev.affinity.kv.BlockHasher;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.kv.PrefixIndex;

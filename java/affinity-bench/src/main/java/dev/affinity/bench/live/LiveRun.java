@@ -10,7 +10,7 @@ import dev.affinity.bench.metrics.RunMetrics;
 import dev.affinity.bench.metrics.RunResult;
 import dev.affinity.bench.metrics.Slo;
 import dev.affinity.bench.trace.BlockTokens;
-import dev.affinity.disagg.RealScheduler;
+import dev.affinity.timer.RealScheduler;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -2,7 +2,7 @@ package dev.affinity.bench.sim;
 
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.Fleet;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.executor.ExecutorResponse;

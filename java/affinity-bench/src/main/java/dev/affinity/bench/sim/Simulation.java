@@ -10,7 +10,7 @@ import dev.affinity.bench.metrics.RunResult;
 import dev.affinity.bench.metrics.Slo;
 import dev.affinity.bench.trace.BlockTokens;
 import dev.affinity.config.DisaggConfig;
-import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.Fleet;
 import dev.affinity.executor.ExecutorResponse;
 import java.time.Duration;
 import java.util.ArrayList;

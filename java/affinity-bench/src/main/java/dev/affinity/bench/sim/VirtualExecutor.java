@@ -1,6 +1,6 @@
 package dev.affinity.bench.sim;
 
-import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.Fleet;
 import dev.affinity.executor.ClockMode;
 import dev.affinity.executor.Executor;
 import dev.affinity.executor.ExecutorRequest;

@@ -1,6 +1,6 @@
 package dev.affinity.bench.sim;
 
-import dev.affinity.disagg.Scheduler;
+import dev.affinity.timer.Scheduler;
 import java.time.Duration;
 import java.util.PriorityQueue;
 

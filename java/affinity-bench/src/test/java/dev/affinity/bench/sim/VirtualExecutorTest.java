@@ -9,7 +9,7 @@ import static org.mockito.Mockito.times;
 import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.when;
 
-import dev.affinity.conversation.Fleet;
+import dev.affinity.routing.Fleet;
 import dev.affinity.executor.ClockMode;
 import dev.affinity.executor.Executor;
 import dev.affinity.executor.ExecutorRequest;

@@ -2,8 +2,8 @@ package dev.affinity.nativebridge.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.affinity.disagg.RealScheduler;
-import dev.affinity.disagg.Scheduler;
+import dev.affinity.timer.RealScheduler;
+import dev.affinity.timer.Scheduler;
 import dev.affinity.executor.ContextPhaseParams;
 import dev.affinity.executor.Executor;
 import dev.affinity.executor.ExecutorRequest;

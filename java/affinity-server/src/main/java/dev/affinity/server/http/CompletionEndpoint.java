@@ -1,6 +1,6 @@
 package dev.affinity.server.http;
 
-import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.conversation.InvalidHeaderException;
 import dev.affinity.protocol.ChatCompletionRequest;

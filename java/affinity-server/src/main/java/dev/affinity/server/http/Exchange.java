@@ -1,7 +1,7 @@
 package dev.affinity.server.http;
 
-import dev.affinity.disagg.ClientSink;
-import dev.affinity.disagg.RouteInfo;
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;

@@ -1,7 +1,7 @@
 package dev.affinity.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.frontend.CompletionHandler;
 import java.util.List;
 import java.util.Map;
 

@@ -1,7 +1,7 @@
 package dev.affinity.server.http;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
-import dev.affinity.conversation.ClientRequestGuard;
+import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.protocol.ProtocolCodec;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;

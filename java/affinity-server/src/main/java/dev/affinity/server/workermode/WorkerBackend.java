@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;

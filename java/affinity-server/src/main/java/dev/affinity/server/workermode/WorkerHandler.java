@@ -1,9 +1,9 @@
 package dev.affinity.server.workermode;
 
 import dev.affinity.conversation.HeaderSource;
-import dev.affinity.disagg.ClientSink;
-import dev.affinity.disagg.CompletionHandler;
-import dev.affinity.disagg.RouteInfo;
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.CompletionHandler;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;

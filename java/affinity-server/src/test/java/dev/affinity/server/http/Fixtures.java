@@ -1,6 +1,6 @@
 package dev.affinity.server.http;
 
-import dev.affinity.disagg.RouteInfo;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;

@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.conversation.InvalidHeaderException;
-import dev.affinity.disagg.RouteInfo;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.ProtocolException;
 import io.micrometer.prometheusmetrics.PrometheusConfig;

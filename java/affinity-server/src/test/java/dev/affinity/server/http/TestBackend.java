@@ -3,7 +3,7 @@ package dev.affinity.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.conversation.HeaderSource;
-import dev.affinity.disagg.CompletionHandler;
+import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import java.util.List;

@@ -1,4 +1,4 @@
-package dev.affinity.conversation;
+package dev.affinity.admission;
 
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;

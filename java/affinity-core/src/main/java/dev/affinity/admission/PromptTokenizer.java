@@ -1,4 +1,4 @@
-package dev.affinity.disagg;
+package dev.affinity.admission;
 
 import dev.affinity.protocol.OpenAiRequest;
 

@@ -1,4 +1,4 @@
-package dev.affinity.disagg;
+package dev.affinity.frontend;
 
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.protocol.OpenAiRequest;

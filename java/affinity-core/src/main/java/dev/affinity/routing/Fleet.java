@@ -1,4 +1,4 @@
-package dev.affinity.conversation;
+package dev.affinity.routing;
 
 /** The two fleets of a disaggregated deployment. */
 public enum Fleet {

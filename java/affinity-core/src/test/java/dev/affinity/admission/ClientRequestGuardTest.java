@@ -1,4 +1,4 @@
-package dev.affinity.conversation;
+package dev.affinity.admission;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,4 +1,4 @@
-package dev.affinity.disagg;
+package dev.affinity.timer;
 
 import java.time.Duration;
 
