@@ -1,10 +1,11 @@
 package dev.affinity.frontend;
 
-import dev.affinity.conversation.HeaderSource;
-import dev.affinity.protocol.OpenAiRequest;
-
-/** Serves one parsed client request (implemented by {@link DisaggService}). */
+/**
+ * Serves one admitted client request (implemented by the disaggregated orchestration, and by worker mode's
+ * leg handler). Called on the frontend's thread: it must return quickly and answer through the sink, from
+ * any thread, exactly as {@link ClientSink} describes.
+ */
 @FunctionalInterface
 public interface CompletionHandler {
-  void handle(OpenAiRequest request, HeaderSource headers, ClientSink sink);
+  void handle(AdmittedRequest request, ClientSink sink);
 }

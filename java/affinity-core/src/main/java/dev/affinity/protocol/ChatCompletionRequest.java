@@ -117,6 +117,18 @@ public record ChatCompletionRequest(
     return messages.stream().map(ChatMessage::contentText).toList();
   }
 
+  @Override
+  public boolean hasPromptTokenIds() {
+    return promptTokenIds != null;
+  }
+
+  @Override
+  public String routingText() {
+    StringBuilder sb = new StringBuilder();
+    messages.forEach(m -> sb.append(m.role()).append(':').append(m.contentText()).append('\n'));
+    return sb.toString();
+  }
+
   /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
   public Optional<String> conversationId() {
     if (conversationParams != null) {

@@ -89,6 +89,16 @@ public record CompletionRequest(
     return prompt instanceof Prompt.Tokens t ? Optional.of(t.ids()) : Optional.empty();
   }
 
+  @Override
+  public boolean hasPromptTokenIds() {
+    return prompt instanceof Prompt.Tokens;
+  }
+
+  @Override
+  public String routingText() {
+    return promptText().orElse("");
+  }
+
   /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
   public Optional<String> conversationId() {
     if (conversationParams != null) {

@@ -26,6 +26,20 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
   /** Completions: replaces the prompt; chat: sets {@code prompt_token_ids}. */
   OpenAiRequest withPromptTokenIds(TokenIds ids);
 
+  /** A chat request's own {@code chat_template}; null for completions, which have none. */
+  default String chatTemplate() {
+    return null;
+  }
+
+  /** Whether the client sent the prompt as token ids (a completion's token prompt, a chat's {@code prompt_token_ids}). */
+  boolean hasPromptTokenIds();
+
+  /**
+   * The prompt as text for routers that work without token ids: a completion's text prompt (empty for a
+   * token prompt), a chat's messages as {@code role:content} lines.
+   */
+  String routingText();
+
   /** The endpoint path the request goes to. */
   default String path() {
     return this instanceof ChatCompletionRequest ? "/v1/chat/completions" : "/v1/completions";

@@ -22,11 +22,22 @@ class ClientRequestGuardTest {
   void clientDisaggregatedParamsAreRejectedUnlessAllowed() {
     CompletionRequest r = completion("{\"model\": \"m\", \"prompt\": \"hi\", \"disaggregated_params\": "
         + "{\"request_type\": \"generation_only\", \"ctx_request_id\": 5, \"encoded_opaque_state\": \"AAAA\"}}");
-    ProtocolException e = assertThrows(ProtocolException.class, () -> new ClientRequestGuard(false).check(r));
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(r));
     assertEquals(400, e.status());
     assertEquals("disaggregated_params", e.field());
-    new ClientRequestGuard(true).check(r);
-    new ClientRequestGuard(false).check(completion("{\"model\": \"m\", \"prompt\": \"hi\"}"));
+    new ClientRequestGuard(true, false).check(r);
+    ClientRequestGuard.strict().check(completion("{\"model\": \"m\", \"prompt\": \"hi\"}"));
+  }
+
+  @Test
+  void aRequestChatTemplateIsRejectedUnlessAllowed() {
+    ChatCompletionRequest chat = codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"user\","
+        + " \"content\": \"x\"}], \"chat_template\": \"{{ messages }}\"}").getBytes(StandardCharsets.UTF_8));
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(chat));
+    assertEquals(400, e.status());
+    assertEquals("chat_template", e.field());
+    new ClientRequestGuard(false, true).check(chat);
+    ClientRequestGuard.strict().check(completion("{\"model\": \"m\", \"prompt\": \"hi\"}"));
   }
 
   @Test

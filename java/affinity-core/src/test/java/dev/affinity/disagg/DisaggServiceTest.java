@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
@@ -118,6 +119,7 @@ class DisaggServiceTest {
   RecordingRouter ctxRouter;
   RecordingRouter genRouter;
   DisaggService service;
+  RequestAdmission admission;
 
   private DisaggService service(ScheduleStyle style, SubagentScope scope, int maxRetries, List<? extends Worker> ctx,
       List<? extends Worker> gen) {
@@ -130,8 +132,14 @@ class DisaggServiceTest {
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
         Optional.of(PARENT), scope));
     service = new DisaggService(new DisaggSettings(style, scope, maxRetries, Duration.ofSeconds(30), -1), ctxRouter, genRouter,
-        resolver, new ClientRequestGuard(false), new RequestIds(1, 0, clock::get), scheduler, PromptTokenizer.NONE);
+        new RequestIds(1, 0, clock::get), scheduler);
+    admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, resolver, PromptTokenizer.NONE);
     return service;
+  }
+
+  /** What a frontend does with a request: admission, then orchestration (a rejection answers the sink). */
+  private void handle(OpenAiRequest request, HeaderSource headers, RecordingSink sink) {
+    admission.admitAndHandle(request, headers, service, sink);
   }
 
   static OpenAiRequest completion(boolean stream) {
@@ -159,7 +167,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers("x-session-id", "conv-1"), sink);
+    handle(completion(false), headers("x-session-id", "conv-1"), sink);
 
     assertEquals(List.of("respond"), sink.events);
     CompletionResponse r = (CompletionResponse) sink.response;
@@ -193,7 +201,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(4));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(true), headers(), sink);
+    handle(completion(true), headers(), sink);
     assertEquals(List.of("start", "chunk", "chunk", "chunk", "chunk", "end"), sink.events);
     assertEquals(List.of("t0", "t1", "t2", "t3"), sink.texts());
     assertTrue(!c.received.get(0).body().isStreaming(), "the context leg never streams");
@@ -207,11 +215,11 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(2));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
     RecordingSink plain = new RecordingSink();
-    service.handle(completion(false), headers(), plain);
+    handle(completion(false), headers(), plain);
     assertEquals(List.of("respond"), plain.events);
     assertEquals("A", ((CompletionResponse) plain.response).choices().get(0).text());
     RecordingSink streaming = new RecordingSink();
-    service.handle(completion(true), headers(), streaming);
+    handle(completion(true), headers(), streaming);
     assertEquals(List.of("start", "chunk", "end"), streaming.events);
     assertEquals(List.of("A"), streaming.texts(), "its token is streamed, not a bare [DONE]");
     assertEquals(0, g.received.size(), "no generation leg");
@@ -230,7 +238,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(style, scope, 1, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers("x-session-id", "child", PARENT, "parent"), sink);
+    handle(completion(false), headers("x-session-id", "child", PARENT, "parent"), sink);
     assertEquals(List.of(ctxKey), ctxRouter.keys);
     assertEquals(List.of(genKey), genRouter.keys);
     assertEquals(ctxKey, sink.route.ctxKey(), "the route records the keys the routers received");
@@ -239,7 +247,7 @@ class DisaggServiceTest {
     assertEquals(scope == SubagentScope.BOTH ? "parent" : null, g.received.get(0).affinityId());
     assertEquals("child", c.received.get(0).body().conversationParams().conversationId(), "the own id is never rewritten");
     // a main-agent request routes by its own id in every fleet
-    service.handle(completion(false), headers("x-session-id", "main"), new RecordingSink());
+    handle(completion(false), headers("x-session-id", "main"), new RecordingSink());
     assertEquals("main", ctxRouter.keys.get(1));
     assertEquals("main", genRouter.keys.get(1));
     if (style == ScheduleStyle.GENERATION_FIRST) {
@@ -257,7 +265,7 @@ class DisaggServiceTest {
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(bad, good), List.of(g));
     for (int i = 0; i < 4; i++) {
       RecordingSink sink = new RecordingSink();
-      service.handle(completion(false), headers("x-session-id", "s" + i), sink);
+      handle(completion(false), headers("x-session-id", "s" + i), sink);
       assertEquals(List.of("respond"), sink.events, sink.events.toString());
       assertEquals("ctxB", sink.route.ctxWorker());
     }
@@ -275,7 +283,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(stalled, good), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers("x-session-id", "stall"), sink);
+    handle(completion(false), headers("x-session-id", "stall"), sink);
     assertEquals(List.of("respond"), sink.events);
     assertEquals(1, stalled.received.size(), "the stalled worker was tried first");
     assertEquals("ctxB", sink.route.ctxWorker());
@@ -289,7 +297,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 3, List.of(four), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers(), sink);
+    handle(completion(false), headers(), sink);
     assertEquals(List.of("fail 422"), sink.events);
     assertEquals(1, four.received.size(), "4xx is never retried");
 
@@ -297,7 +305,7 @@ class DisaggServiceTest {
     ScriptedWorker b = new ScriptedWorker("ctxB", failing(WorkerFailure.Kind.SERVER_ERROR, 503));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(a, b), List.of(g));
     RecordingSink sink2 = new RecordingSink();
-    service.handle(completion(false), headers(), sink2);
+    handle(completion(false), headers(), sink2);
     assertEquals(List.of("fail 502"), sink2.events);
     assertEquals(2, a.received.size() + b.received.size(), "one try plus max_retries = 1");
     assertTrue(sink2.error.error().message().contains("after 1 retry"), sink2.error.error().message());
@@ -315,7 +323,7 @@ class DisaggServiceTest {
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 3, List.of(c), List.of(g1, g2));
     RecordingSink sink = new RecordingSink();
     g2.alive = false;  // make sure the first pick is genA
-    service.handle(completion(true), headers(), sink);
+    handle(completion(true), headers(), sink);
     assertEquals(List.of("start", "chunk", "abort"), sink.events);
     assertEquals(0, g2.received.size());
     assertAllReleased();
@@ -329,12 +337,12 @@ class DisaggServiceTest {
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g1, g2));
     g2.alive = false;
     RecordingSink first = new RecordingSink();
-    service.handle(completion(false), headers(), first);
+    handle(completion(false), headers(), first);
     assertEquals(List.of("fail 503"), first.events, "the retry finds no other generation worker");
     assertEquals(2, c.released.size(), "each context whose generation failed was released");
     g2.alive = true;
     RecordingSink second = new RecordingSink();
-    service.handle(completion(false), headers(), second);
+    handle(completion(false), headers(), second);
     assertEquals(List.of("respond"), second.events);
     assertEquals("genB", second.route.genWorker());
     assertAllReleased();
@@ -346,7 +354,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers(), sink);
+    handle(completion(false), headers(), sink);
     assertEquals(List.of(), sink.events);
     scheduler.fireAll();
     assertEquals(List.of("fail 504"), sink.events);
@@ -361,7 +369,7 @@ class DisaggServiceTest {
     ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> pendingGen.add(() -> { }));  // never answers
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(true), headers(), sink);
+    handle(completion(true), headers(), sink);
     sink.disconnect.run();
     assertEquals(1, g.cancelled.size(), "the generation call is cancelled");
     assertEquals(1, c.released.size(), "the context KV is released");
@@ -377,11 +385,11 @@ class DisaggServiceTest {
     OpenAiRequest withParams = CODEC.parseCompletionRequest(("{\"model\": \"m\", \"prompt\": \"x\", \"disaggregated_params\":"
         + " {\"request_type\": \"generation_only\"}}").getBytes(StandardCharsets.UTF_8));
     RecordingSink a = new RecordingSink();
-    service.handle(withParams, headers(), a);
+    handle(withParams, headers(), a);
     assertEquals(List.of("fail 400"), a.events);
     assertEquals("disaggregated_params", a.error.error().param());
     RecordingSink b = new RecordingSink();
-    service.handle(completion(false), headers("x-session-id", "x".repeat(300)), b);
+    handle(completion(false), headers("x-session-id", "x".repeat(300)), b);
     assertEquals(List.of("fail 400"), b.events);
     assertEquals("x-session-id", b.error.error().param());
     assertEquals(0, c.received.size(), "no bad request reaches a worker");
@@ -394,7 +402,7 @@ class DisaggServiceTest {
     c.alive = false;
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of());
     RecordingSink sink = new RecordingSink();
-    service.handle(completion(false), headers(), sink);
+    handle(completion(false), headers(), sink);
     assertEquals(List.of("fail 503"), sink.events);
   }
 
@@ -416,11 +424,12 @@ class DisaggServiceTest {
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
         Optional.empty(), SubagentScope.CONTEXT));
     service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, Duration.ofSeconds(30), 16),
-        ctxRouter, genRouter, resolver, new ClientRequestGuard(false), new RequestIds(1, 0, clock::get), scheduler, r -> prompt);
+        ctxRouter, genRouter, new RequestIds(1, 0, clock::get), scheduler);
+    admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, resolver, r -> prompt);
 
     // nothing cached on the generation worker: context leg first, then the reserved generation worker
     RecordingSink cold = new RecordingSink();
-    service.handle(completion(false), headers(), cold);
+    handle(completion(false), headers(), cold);
     assertEquals(List.of("respond"), cold.events);
     assertEquals(1, c.received.size());
     assertEquals(DisaggRequestType.GENERATION_ONLY, g.received.get(0).body().disaggregatedParams().requestType());
@@ -430,7 +439,7 @@ class DisaggServiceTest {
     long[] keys = new dev.affinity.kv.BlockHasher(dev.affinity.kv.HashAlgorithm.V1_BLOCK_KEY, 4).keys(prompt, null);
     genCtx.prefixIndex().store(genCtx.prefixIndex().location("gen0", 0), keys, 0, keys.length - 1);
     RecordingSink warm = new RecordingSink();
-    service.handle(completion(false), headers(), warm);
+    handle(completion(false), headers(), warm);
     assertEquals(List.of("respond"), warm.events);
     assertEquals(1, c.received.size(), "no context leg this time");
     OpenAiRequest alone = g.received.get(1).body();

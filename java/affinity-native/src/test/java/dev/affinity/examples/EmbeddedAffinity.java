@@ -1,20 +1,19 @@
 package dev.affinity.examples;
 
+import dev.affinity.admission.ClientRequestGuard;
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.Location;
 import dev.affinity.config.RouterConfig;
 import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
-import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.conversation.ConversationSettings;
-import dev.affinity.routing.Fleet;
 import dev.affinity.conversation.HeaderSource;
-import dev.affinity.frontend.ClientSink;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.DisaggSettings;
-import dev.affinity.timer.RealScheduler;
 import dev.affinity.disagg.RequestIds;
+import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
@@ -24,9 +23,11 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
+import dev.affinity.timer.RealScheduler;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,6 +44,7 @@ import java.util.concurrent.TimeUnit;
 public final class EmbeddedAffinity implements AutoCloseable {
   private final List<NativeWorker> workers = new ArrayList<>();
   private final RealScheduler scheduler = new RealScheduler();
+  private final RequestAdmission admission;
   private final DisaggService service;
   private final ProtocolCodec codec = new ProtocolCodec();
 
@@ -62,9 +64,11 @@ public final class EmbeddedAffinity implements AutoCloseable {
     gen.addWorker(g);
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(
         AffinitySettings.DEFAULT_SESSION_HEADERS, Optional.of("X-Dynamo-Parent-Session-ID"), SubagentScope.CONTEXT));
+    admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, resolver,
+        workers.get(0)::promptTokens);
     service = new DisaggService(
         new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, Duration.ofSeconds(60), -1),
-        ctx, gen, resolver, new ClientRequestGuard(false), new RequestIds(0), scheduler, workers.get(0)::promptTokens);
+        ctx, gen, new RequestIds(0), scheduler);
   }
 
   private static Router router(String type, Fleet fleet) {
@@ -79,7 +83,7 @@ public final class EmbeddedAffinity implements AutoCloseable {
   public Answer chat(String jsonBody, Map<String, String> headers) throws Exception {
     OpenAiRequest request = codec.parseChatCompletionRequest(jsonBody.getBytes(StandardCharsets.UTF_8));
     CompletableFuture<Answer> answer = new CompletableFuture<>();
-    service.handle(request, HeaderSource.of(headers), new ClientSink() {
+    admission.admitAndHandle(request, HeaderSource.of(headers), service, new ClientSink() {
       @Override
       public void respond(OpenAiResponse response, RouteInfo route) {
         answer.complete(new Answer(response, route));

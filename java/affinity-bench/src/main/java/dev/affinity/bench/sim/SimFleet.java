@@ -1,13 +1,14 @@
 package dev.affinity.bench.sim;
 
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.routing.Fleet;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.executor.ExecutorResponse;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.routing.Fleet;
 import dev.affinity.server.fleet.EmbeddedWorkers;
 import dev.affinity.server.fleet.Orchestration;
 import dev.affinity.worker.TokenCodec;
@@ -36,6 +37,7 @@ public final class SimFleet implements AutoCloseable {
   private final List<VirtualExecutor> executors = new ArrayList<>();
   private final List<NativeWorker> workers = new ArrayList<>();
   private final Orchestration orchestration;
+  private final RequestAdmission admission;
   private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
 
   /**
@@ -46,8 +48,8 @@ public final class SimFleet implements AutoCloseable {
     this.config = config;
     this.observer = observer;
     TokenCodec codec = new IdTokenCodec();
-    orchestration = Orchestration.build(config, clock, clock::nowNanos, new RequestIds(config.nodeId(), 0, clock::nowMillis),
-        body -> workers.get(0).promptTokens(body));
+    orchestration = Orchestration.build(config, clock, clock::nowNanos, new RequestIds(config.nodeId(), 0, clock::nowMillis));
+    admission = RequestAdmission.of(config, RequestAdmission.ANY_MODEL, body -> workers.get(0).promptTokens(body));
     try {
       for (Fleet fleet : Fleet.values()) {
         for (NativeWorker w : createWorkers(fleet, codec, orchestration.router(fleet).usesKvEvents())) {
@@ -113,6 +115,11 @@ public final class SimFleet implements AutoCloseable {
 
   public DisaggService service() {
     return orchestration.service();
+  }
+
+  /** The admission step every simulated request passes, as the HTTP frontend's does (any model name). */
+  public RequestAdmission admission() {
+    return admission;
   }
 
   public Orchestration orchestration() {

@@ -1,15 +1,16 @@
 package dev.affinity.bench.sim;
 
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.bench.drive.OutgoingRequest;
 import dev.affinity.bench.drive.RequestTransport;
 import dev.affinity.bench.metrics.RequestRecord;
 import dev.affinity.bench.trace.BlockTokens;
 import dev.affinity.bench.trace.TraceRequest;
 import dev.affinity.conversation.HeaderSource;
-import dev.affinity.frontend.ClientSink;
 import dev.affinity.disagg.DisaggService;
-import dev.affinity.frontend.RouteInfo;
 import dev.affinity.executor.ExecutorResponse;
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
@@ -22,8 +23,8 @@ import java.util.Map;
 import java.util.function.Consumer;
 
 /**
- * Sends a driver's requests straight into a simulated fleet's {@link DisaggService}, as the HTTP
- * frontend would: a completion with the prompt as token ids (from {@link BlockTokens}) and the
+ * Sends a driver's requests straight into a simulated fleet's admission and {@link DisaggService}, as the
+ * HTTP frontend would: a completion with the prompt as token ids (from {@link BlockTokens}) and the
  * headers a real agent sends (its own session id; its parent's on a sub-agent). The client side of
  * each request is recorded in virtual time.
  *
@@ -33,6 +34,7 @@ import java.util.function.Consumer;
  * virtual clock), which is when the first chunk would have left it.
  */
 public final class SimTransport implements RequestTransport {
+  private final RequestAdmission admission;
   private final DisaggService service;
   private final VirtualScheduler clock;
   private final BlockTokens blockTokens;
@@ -47,10 +49,11 @@ public final class SimTransport implements RequestTransport {
    * @param sessionHeader the header that carries an agent's own session id
    * @param parentHeader  the header that carries a sub-agent's parent session id
    */
-  public SimTransport(DisaggService service, VirtualScheduler clock, BlockTokens blockTokens, String model,
-      String sessionHeader, String parentHeader, boolean stream) {
-    this.service = service;
-    this.clock = clock;
+  public SimTransport(SimFleet fleet, BlockTokens blockTokens, String model, String sessionHeader, String parentHeader,
+      boolean stream) {
+    this.admission = fleet.admission();
+    this.service = fleet.service();
+    this.clock = fleet.clock();
     this.blockTokens = blockTokens;
     this.model = model;
     this.sessionHeader = sessionHeader;
@@ -80,7 +83,7 @@ public final class SimTransport implements RequestTransport {
     if (r.parentSessionId() != null) {
       headers.put(parentHeader, r.parentSessionId());
     }
-    service.handle(body, HeaderSource.of(headers), new Sink(out, clock.nowMicros(), done));
+    admission.admitAndHandle(body, HeaderSource.of(headers), service, new Sink(out, clock.nowMicros(), done));
   }
 
   /** The client end of one request. */

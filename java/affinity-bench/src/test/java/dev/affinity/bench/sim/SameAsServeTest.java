@@ -61,7 +61,7 @@ class SameAsServeTest {
       try (SimFleet sim = new SimFleet(config, (e, r) -> { });
           AffinityServer server = AffinityServer.start(config, FrontendOptions.fromConfig(config, "test").withPort(0))) {
 
-        SimTransport transport = new SimTransport(sim.service(), sim.clock(), new BlockTokens(32000, 0), "affinity-sim",
+        SimTransport transport = new SimTransport(sim, new BlockTokens(32000, 0), "affinity-sim",
             "x-claude-code-session-id", Policy.SUBAGENT_HEADER, true);
         IdealCache ideal = new IdealCache(32);
         HttpClient http = HttpClient.newHttpClient();

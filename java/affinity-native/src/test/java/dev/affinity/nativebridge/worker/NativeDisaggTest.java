@@ -4,21 +4,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.affinity.admission.ClientRequestGuard;
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.Location;
 import dev.affinity.config.RouterConfig;
 import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
-import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.conversation.ConversationSettings;
-import dev.affinity.routing.Fleet;
 import dev.affinity.conversation.HeaderSource;
-import dev.affinity.frontend.ClientSink;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.DisaggSettings;
-import dev.affinity.timer.RealScheduler;
 import dev.affinity.disagg.RequestIds;
+import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
@@ -28,9 +27,11 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
+import dev.affinity.timer.RealScheduler;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,6 +57,7 @@ class NativeDisaggTest {
   final List<NativeWorker> workers = new ArrayList<>();
   final RealScheduler scheduler = new RealScheduler();
   DisaggService service;
+  RequestAdmission admission;
 
   @AfterEach
   void tearDown() {
@@ -84,8 +86,10 @@ class NativeDisaggTest {
     }
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
         Optional.of("X-Dynamo-Parent-Session-ID"), SubagentScope.CONTEXT));
+    admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, resolver,
+        r -> workers.get(0).promptTokens(r));
     service = new DisaggService(new DisaggSettings(style, SubagentScope.CONTEXT, 1, Duration.ofSeconds(30), -1), ctx, gen,
-        resolver, new ClientRequestGuard(false), new RequestIds(3), scheduler, r -> workers.get(0).promptTokens(r));
+        new RequestIds(3), scheduler);
     return service;
   }
 
@@ -152,7 +156,7 @@ class NativeDisaggTest {
         ? CODEC.parseChatCompletionRequest(json.getBytes(StandardCharsets.UTF_8))
         : CODEC.parseCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
     Waiter w = new Waiter();
-    service.handle(r, HeaderSource.of(headers), w);
+    admission.admitAndHandle(r, HeaderSource.of(headers), service, w);
     return w.await();
   }
 

@@ -3,20 +3,20 @@ package dev.affinity.server.fleet;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.routing.Fleet;
-import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.disagg.DisaggService;
-import dev.affinity.admission.PromptTokenizer;
-import dev.affinity.timer.RealScheduler;
 import dev.affinity.disagg.RequestIds;
+import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterStats;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.timer.RealScheduler;
 import dev.affinity.worker.Worker;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -82,8 +82,7 @@ public final class AffinityServer implements AutoCloseable {
     }
     PromptTokenizer tokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.NONE);
-    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
-        tokenizer);
+    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()));
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -114,7 +113,7 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
-    frontend = FrontendServer.start(options, new Backend(), registry);
+    frontend = FrontendServer.start(options, new Backend(tokenizer), registry);
   }
 
   /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
@@ -135,9 +134,20 @@ public final class AffinityServer implements AutoCloseable {
 
   /** What the frontend serves. */
   private final class Backend implements FrontendBackend {
+    private final PromptTokenizer tokenizer;
+
+    Backend(PromptTokenizer tokenizer) {
+      this.tokenizer = tokenizer;
+    }
+
     @Override
     public CompletionHandler handler() {
       return service;
+    }
+
+    @Override
+    public PromptTokenizer tokenizer() {
+      return tokenizer;
     }
 
     @Override

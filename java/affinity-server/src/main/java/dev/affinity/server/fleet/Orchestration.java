@@ -2,19 +2,15 @@ package dev.affinity.server.fleet;
 
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.admission.ClientRequestGuard;
-import dev.affinity.conversation.ConversationResolver;
-import dev.affinity.conversation.ConversationSettings;
-import dev.affinity.routing.Fleet;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.DisaggSettings;
-import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.disagg.RequestIds;
-import dev.affinity.timer.Scheduler;
 import dev.affinity.kv.PrefixIndex;
+import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
+import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.Worker;
 import java.util.function.LongSupplier;
 
@@ -30,14 +26,11 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
    *
    * @param nanoClock the routers' clock (selection TTLs, load decay), nanoseconds
    */
-  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
-      PromptTokenizer tokenizer) {
+  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids) {
     RouterFactory factory = new RouterFactory();
     Router ctx = router(factory, config, config.context(), Fleet.CONTEXT, nanoClock);
     Router gen = router(factory, config, config.generation(), Fleet.GENERATION, nanoClock);
-    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen,
-        new ConversationResolver(ConversationSettings.from(config)),
-        new ClientRequestGuard(config.affinity().allowClientDisaggregatedParams()), ids, scheduler, tokenizer);
+    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler);
     return new Orchestration(ctx, gen, service);
   }
 

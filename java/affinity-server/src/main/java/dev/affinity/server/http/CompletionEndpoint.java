@@ -1,10 +1,9 @@
 package dev.affinity.server.http;
 
-import dev.affinity.admission.ClientRequestGuard;
+import dev.affinity.admission.RequestRejectedException;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.conversation.InvalidHeaderException;
-import dev.affinity.protocol.ChatCompletionRequest;
-import dev.affinity.protocol.CompletionRequest;
+import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
@@ -13,8 +12,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code POST /v1/completions} and {@code /v1/chat/completions}: everything a request must pass before
- * the handler sees it (readiness, body, client rules, model, routing headers), then the handoff.
+ * {@code POST /v1/completions} and {@code /v1/chat/completions}: readiness (503), the body (400 naming the
+ * field), then admission (the client rules, the model, the routing headers and the prompt's tokens; a 4xx
+ * naming the field or header), then the handoff of the admitted request to the handler.
  */
 final class CompletionEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionEndpoint.class);
@@ -32,55 +32,28 @@ final class CompletionEndpoint {
       return;
     }
     boolean chat = exchange.meta().endpoint() == Endpoint.CHAT_COMPLETIONS;
-    HeaderSource headers = headerSource(exchange.meta().headers());
-    OpenAiRequest request;
+    AdmittedRequest admitted;
     try {
-      request = parse(chat, body);
-      if (!fc.serves(request.model())) {
-        exchange.sendError(404, ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
-        return;
-      }
-      String bodyId = chat ? ClientRequestGuard.bodyConversationId((ChatCompletionRequest) request)
-          : ClientRequestGuard.bodyConversationId((CompletionRequest) request);
-      fc.routingCheck.resolve(bodyId, headers); // throws InvalidHeaderException
+      OpenAiRequest request = chat ? fc.codec.parseChatCompletionRequest(body) : fc.codec.parseCompletionRequest(body);
+      admitted = fc.admission.admit(request, headerSource(exchange.meta().headers()));
     } catch (ProtocolException e) {
       exchange.sendError(e.status(), e.toErrorResponse());
       return;
-    } catch (InvalidHeaderException e) {
-      exchange.sendError(400, headerError(e));
+    } catch (RequestRejectedException e) {
+      exchange.sendError(e.status(), e.error());
       return;
     }
-    exchange.describe(request.model(), request.isStreaming());
+    exchange.describe(admitted.request().model(), admitted.request().isStreaming());
     try {
-      fc.backend.handler().handle(request, headers, exchange);
-    } catch (InvalidHeaderException e) {
-      exchange.fail(400, headerError(e), null);
-    } catch (ProtocolException e) {
+      fc.backend.handler().handle(admitted, exchange);
+    } catch (ProtocolException e) {  // a handler may refuse what admission let through, naming the field
       exchange.fail(e.status(), e.toErrorResponse(), null);
+    } catch (InvalidHeaderException e) {
+      exchange.fail(400, ErrorResponse.of(400, e.getMessage(), e.header()), null);
     } catch (RuntimeException e) {
       LOG.error("request {}: the completion handler failed", exchange.meta().localId(), e);
       exchange.fail(500, exchange.internalError(), null);
     }
-  }
-
-  /** The parsed body, refused (400) when it breaks the public API's rules. */
-  private OpenAiRequest parse(boolean chat, byte[] body) {
-    if (chat) {
-      ChatCompletionRequest c = fc.codec.parseChatCompletionRequest(body);
-      fc.guard.check(c);
-      if (c.chatTemplate() != null && !fc.options.allowRequestChatTemplate()) {
-        throw ProtocolException.invalidField("chat_template",
-            "a chat template in the request is not accepted (set allow_request_chat_template: true to accept it)");
-      }
-      return c;
-    }
-    CompletionRequest c = fc.codec.parseCompletionRequest(body);
-    fc.guard.check(c);
-    return c;
-  }
-
-  private static ErrorResponse headerError(InvalidHeaderException e) {
-    return ErrorResponse.of(400, e.getMessage(), e.header());
   }
 
   /** Netty's headers are matched case-insensitively; the first value wins. */

@@ -1,6 +1,7 @@
 package dev.affinity.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.frontend.CompletionHandler;
 import java.util.List;
 import java.util.Map;
@@ -13,10 +14,18 @@ import java.util.Map;
 public interface FrontendBackend {
 
   /**
-   * Serves parsed, validated completion requests. {@link CompletionHandler#handle} is called on the
-   * connection's event loop: it must return quickly and answer through the sink later, from any thread.
+   * Serves admitted completion requests. {@link CompletionHandler#handle} is called on the connection's
+   * event loop: it must return quickly and answer through the sink later, from any thread.
    */
   CompletionHandler handler();
+
+  /**
+   * The prompt's token ids for routing and in-process executors, computed once at admission (on the
+   * event loop). Default: none (routers work from text; remote workers tokenize).
+   */
+  default PromptTokenizer tokenizer() {
+    return PromptTokenizer.NONE;
+  }
 
   /**
    * Model names the backend serves (added to {@link FrontendOptions#models()}); a request naming any

@@ -2,6 +2,7 @@ package dev.affinity.server.http;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.affinity.admission.ClientRequestGuard;
+import dev.affinity.admission.RequestAdmission;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.protocol.ProtocolCodec;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -11,22 +12,18 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** What every connection of one {@link FrontendServer} shares. Thread-safe. */
 final class FrontendContext {
-  /** Routing-header checks never use the synthesized id; a constant avoids SecureRandom per request. */
-  private static final UUID CHECK_ONLY = new UUID(0, 0);
-
   final FrontendOptions options;
   final FrontendBackend backend;
   final PrometheusMeterRegistry registry;
   final ProtocolCodec codec = new ProtocolCodec();
   final FrontendMetrics metrics;
   final ApiKeys apiKeys;
-  final ClientRequestGuard guard;
-  final ConversationResolver routingCheck;
+  /** The one admission step of every completion request: client rules, model, routing headers, tokens. */
+  final RequestAdmission admission;
   final ChannelGroup channels;
   /** The backend's extra routes by path, read once at start. */
   final Map<String, ExtraEndpoint> extraEndpoints;
@@ -41,8 +38,9 @@ final class FrontendContext {
     this.registry = registry;
     this.metrics = new FrontendMetrics(registry);
     this.apiKeys = new ApiKeys(options.apiKeys());
-    this.guard = new ClientRequestGuard(options.allowClientDisaggregatedParams());
-    this.routingCheck = new ConversationResolver(options.routing(), () -> CHECK_ONLY);
+    this.admission = new RequestAdmission(
+        new ClientRequestGuard(options.allowClientDisaggregatedParams(), options.allowRequestChatTemplate()),
+        this::serves, new ConversationResolver(options.routing()), backend.tokenizer());
     this.channels = channels;
   }
 

@@ -1,8 +1,10 @@
 package dev.affinity.server.workermode;
 
 import dev.affinity.conversation.HeaderSource;
+import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
+import dev.affinity.frontend.RouteInfo.Placement;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggScheduleStyle;
@@ -46,13 +48,15 @@ final class WorkerHandler implements CompletionHandler {
   }
 
   @Override
-  public void handle(OpenAiRequest request, HeaderSource headers, ClientSink sink) {
+  public void handle(AdmittedRequest admitted, ClientSink sink) {
+    OpenAiRequest request = admitted.request();
+    HeaderSource headers = admitted.headers();
     DisaggregatedParams p = request.disaggregatedParams();
     DisaggRequestType leg = p == null || p.requestType() == null ? DisaggRequestType.CONTEXT_AND_GENERATION
         : p.requestType();
     long id = p != null && p.disaggRequestId() != null ? p.disaggRequestId() : localIds.incrementAndGet();
     String conversation = request.conversationParams() == null ? null : request.conversationParams().conversationId();
-    RouteInfo route = RouteInfo.empty(id).withConversation(conversation, null);
+    RouteInfo route = RouteInfo.of(id).withConversation(new RouteInfo.Conversation(conversation, null));
     String refused = unsupported(request, p, leg);
     if (refused != null) {
       sink.fail(400, ErrorResponse.of(400, refused, "disaggregated_params"), route);
@@ -65,7 +69,7 @@ final class WorkerHandler implements CompletionHandler {
     }
     String affinity = internal.affinityId(request, headers);
     int rankHint = internal.rankHint(headers);
-    route = route.withConversation(conversation, affinity);
+    route = route.withConversation(new RouteInfo.Conversation(conversation, affinity));
     Relay relay = new Relay(sink, leg, request.isStreaming(), route);
     WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout), relay);
     sink.onDisconnect(call::cancel);
@@ -143,9 +147,10 @@ final class WorkerHandler implements CompletionHandler {
     private RouteInfo withReport(WorkerReport report) {
       int reused = report.reusedTokens();
       return switch (leg) {
-        case CONTEXT_ONLY -> route.withContext(worker.id(), report.rank(), reused);
-        case GENERATION_ONLY -> route.withGeneration(worker.id(), report.rank());
-        default -> route.withContext(worker.id(), report.rank(), reused).withGeneration(worker.id(), report.rank());
+        case CONTEXT_ONLY -> route.withContext(new Placement(worker.id(), report.rank(), reused));
+        case GENERATION_ONLY -> route.withGeneration(Placement.of(worker.id(), report.rank()));
+        default -> route.withContext(new Placement(worker.id(), report.rank(), reused))
+            .withGeneration(Placement.of(worker.id(), report.rank()));
       };
     }
   }

@@ -12,7 +12,9 @@ import java.nio.charset.StandardCharsets;
 final class Fixtures {
   static final ProtocolCodec CODEC = new ProtocolCodec();
   static final long DISAGG_ID = (1L << 40) + 42;
-  static final RouteInfo ROUTE = new RouteInfo(DISAGG_ID, "ctx-0", 1, "gen-1", 0, "conv-7", "parent-3", 128, 2, "parent-3", "conv-7");
+  static final RouteInfo ROUTE = new RouteInfo(DISAGG_ID, new RouteInfo.Placement("ctx-0", 1, 128),
+      RouteInfo.Placement.of("gen-1", 0), new RouteInfo.Conversation("conv-7", "parent-3"),
+      new RouteInfo.RoutingKeys("parent-3", "conv-7"), 2);
 
   static final String COMPLETION = "{\"model\":\"test-model\",\"prompt\":\"hello\",\"max_tokens\":8}";
   static final String STREAMING_COMPLETION =

@@ -609,7 +609,7 @@ class FrontendServerTest {
   @Test
   void routeHeaderIsMadeSafe() throws Exception {
     FrontendServer debug = start(options().withDebugHeaders(true));
-    RouteInfo odd = RouteInfo.empty(0).withConversation("caf\u00e9\nx", null);
+    RouteInfo odd = RouteInfo.of(0).withConversation(new RouteInfo.Conversation("caf\u00e9\nx", null));
     backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("x"), odd);
     HttpResponse<String> r = post(debug, "/v1/completions", COMPLETION, new String[0]);
     assertEquals(200, r.statusCode());

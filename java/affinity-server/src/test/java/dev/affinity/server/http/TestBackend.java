@@ -3,6 +3,7 @@ package dev.affinity.server.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.conversation.HeaderSource;
+import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
@@ -12,7 +13,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /** A scriptable backend: the handler, model list, readiness and cluster info are set per test. */
 final class TestBackend implements FrontendBackend {
-  volatile CompletionHandler handler =
+  /** What a test's handler sees of an admitted request: the body and the headers. */
+  @FunctionalInterface
+  interface Handler {
+    void handle(OpenAiRequest request, HeaderSource headers, ClientSink sink);
+  }
+
+  volatile Handler handler =
       (request, headers, sink) -> sink.fail(500, ErrorResponse.of(500, "no handler set", null), null);
   volatile List<String> models = List.of("test-model");
   volatile boolean ready = true;
@@ -28,11 +35,11 @@ final class TestBackend implements FrontendBackend {
 
   @Override
   public CompletionHandler handler() {
-    return (request, headers, sink) -> {
+    return (admitted, sink) -> {
       calls.incrementAndGet();
-      lastRequest = request;
-      lastHeaders = headers;
-      handler.handle(request, headers, sink);
+      lastRequest = admitted.request();
+      lastHeaders = admitted.headers();
+      handler.handle(admitted.request(), admitted.headers(), sink);
     };
   }
 

@@ -1,0 +1,102 @@
+package dev.affinity.admission;
+
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.conversation.InvalidHeaderException;
+import dev.affinity.conversation.Resolution;
+import dev.affinity.frontend.AdmittedRequest;
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.CompletionHandler;
+import dev.affinity.frontend.RouteInfo;
+import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.ProtocolException;
+import java.util.Objects;
+import java.util.function.Predicate;
+
+/**
+ * The one step between a parsed client request and orchestration, in this order: the public API's rules
+ * ({@link ClientRequestGuard}, 400 naming the field), the model ({@code 404} naming {@code model}), the
+ * routing headers and the conversation ({@link ConversationResolver}, 400 naming the header), and the
+ * prompt's token ids ({@link PromptTokenizer}). The HTTP frontend, the fleet simulator and embedding
+ * services call it; orchestration receives its {@link AdmittedRequest} and checks nothing again.
+ * Thread-safe when its parts are.
+ */
+public final class RequestAdmission {
+  /** Every model name is accepted. */
+  public static final Predicate<String> ANY_MODEL = model -> true;
+
+  private final ClientRequestGuard guard;
+  private final Predicate<String> servesModel;
+  private final ConversationResolver resolver;
+  private final PromptTokenizer tokenizer;
+
+  /**
+   * @param servesModel whether a request may name a model ({@link #ANY_MODEL} to accept all)
+   * @param tokenizer the prompt's token ids for routing and in-process executors ({@link PromptTokenizer#NONE}
+   *     when the frontend has no tokenizer for the model)
+   */
+  public RequestAdmission(ClientRequestGuard guard, Predicate<String> servesModel, ConversationResolver resolver,
+      PromptTokenizer tokenizer) {
+    this.guard = Objects.requireNonNull(guard, "guard");
+    this.servesModel = Objects.requireNonNull(servesModel, "servesModel");
+    this.resolver = Objects.requireNonNull(resolver, "resolver");
+    this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+  }
+
+  /**
+   * The admission a disaggregated configuration asks for: its client rules
+   * ({@code affinity.allow_client_disaggregated_params}, {@code allow_request_chat_template}) and its
+   * session and sub-agent headers.
+   */
+  public static RequestAdmission of(DisaggConfig config, Predicate<String> servesModel, PromptTokenizer tokenizer) {
+    return new RequestAdmission(
+        new ClientRequestGuard(config.affinity().allowClientDisaggregatedParams(), config.allowRequestChatTemplate()),
+        servesModel, new ConversationResolver(ConversationSettings.from(config)), tokenizer);
+  }
+
+  public ConversationResolver resolver() {
+    return resolver;
+  }
+
+  /**
+   * Admits a request or says why not.
+   *
+   * @throws RequestRejectedException with the 4xx status and the error body naming the field or header
+   */
+  public AdmittedRequest admit(OpenAiRequest request, HeaderSource headers) {
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(headers, "headers");
+    try {
+      guard.check(request);
+      if (!servesModel.test(request.model())) {
+        throw new RequestRejectedException(404,
+            ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
+      }
+      Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
+      return new AdmittedRequest(request, headers, resolution, tokenizer.tokenize(request));
+    } catch (ProtocolException e) {
+      throw new RequestRejectedException(e.status(), e.toErrorResponse());
+    } catch (InvalidHeaderException e) {
+      throw new RequestRejectedException(400, ErrorResponse.of(400, e.getMessage(), e.header()));
+    }
+  }
+
+  /**
+   * Admits a request and hands it to {@code handler}; a rejection is answered on the sink instead
+   * ({@link ClientSink#fail} with its status and body). What an embedding service or the fleet simulator
+   * calls per request.
+   */
+  public void admitAndHandle(OpenAiRequest request, HeaderSource headers, CompletionHandler handler, ClientSink sink) {
+    AdmittedRequest admitted;
+    try {
+      admitted = admit(request, headers);
+    } catch (RequestRejectedException e) {
+      sink.fail(e.status(), e.error(), RouteInfo.of(0));
+      return;
+    }
+    handler.handle(admitted, sink);
+  }
+}

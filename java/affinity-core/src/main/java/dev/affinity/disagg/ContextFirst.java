@@ -1,0 +1,65 @@
+package dev.affinity.disagg;
+
+import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.routing.Selection;
+import dev.affinity.worker.WorkerReport;
+import java.util.Optional;
+
+/**
+ * Context-first, TensorRT-LLM's default: the context leg runs first (never streamed); its response's
+ * {@code disaggregated_params} (first token, context request id, opaque KV state, rank) go into the
+ * generation leg, which answers the client. A context that already finished the request (a stop on its
+ * first token) is the answer itself; no generation leg runs.
+ */
+final class ContextFirst implements Schedule {
+
+  @Override
+  public void start(RequestFlow flow) {
+    Selection sel = flow.context().select();
+    if (sel == null) {
+      return;
+    }
+    DisaggregatedParams params = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
+        .disaggRequestId(flow.requestId()).scheduleStyle(flow.style()).conversationId(flow.conversationId()).build();
+    flow.sendContext(sel, params, (s, report) -> contextDone(flow, s));
+  }
+
+  private static void contextDone(RequestFlow flow, Selection sel) {
+    OpenAiResponse ctx = flow.context().response();
+    if (ctx == null) {
+      flow.finishWithError(502, "context worker " + sel.worker().id() + " returned no response");
+      return;
+    }
+    Optional<DisaggregatedParams> handoff = ctx.firstDisaggregatedParams();
+    if (finishedInContext(ctx) || handoff.isEmpty()) {
+      flow.deliverWhole(ctx.withoutDisaggregatedParams());
+      return;
+    }
+    flow.holdContext(sel.worker(), handoff.get());
+    Selection gen = flow.generation().takeReserved();
+    if (gen == null) {
+      gen = flow.generation().select();
+    }
+    if (gen != null) {
+      flow.sendGeneration(gen, generationBody(flow, ctx, handoff.get()));
+    }
+  }
+
+  /** The generation leg: the context's hand-off params and usage, and the prompt ids the context saw. */
+  private static OpenAiRequest generationBody(RequestFlow flow, OpenAiResponse ctx, DisaggregatedParams handoff) {
+    DisaggregatedParams params = handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
+        .scheduleStyle(flow.style()).conversationId(flow.conversationId()).ctxUsage(ctx.usage())
+        .disaggRequestId(flow.requestId()).build();
+    OpenAiRequest body = flow.legBody(flow.client(), params);
+    return ctx.promptTokenIds() != null ? body.withPromptTokenIds(ctx.promptTokenIds()) : body;
+  }
+
+  /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */
+  static boolean finishedInContext(OpenAiResponse response) {
+    Optional<String> finish = response.firstFinishReason();
+    return finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished");
+  }
+}

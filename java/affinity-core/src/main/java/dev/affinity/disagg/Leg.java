@@ -1,0 +1,175 @@
+package dev.affinity.disagg;
+
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.routing.Fleet;
+import dev.affinity.routing.NoWorkerAvailableException;
+import dev.affinity.routing.Outcome;
+import dev.affinity.routing.Router;
+import dev.affinity.routing.Selection;
+import dev.affinity.worker.WorkerCall;
+import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerListener;
+import dev.affinity.worker.WorkerReport;
+import dev.affinity.worker.WorkerRequest;
+import java.util.HashSet;
+import java.util.Set;
+
+/**
+ * One side (context or generation) of a request: chooses a worker through its fleet's router, sends the
+ * leg, and turns the worker's callbacks into the flow's events. Every selection is released exactly once
+ * (when its call completes, fails or is cancelled; a reserved one that is never sent, on
+ * {@link #releaseReserved}); callbacks of an attempt the flow has moved past are ignored, and a worker that
+ * failed is excluded from this request's later attempts. Confined to the flow's lock.
+ */
+final class Leg {
+  /** What the flow does with a leg's events (called under the flow's lock, for the current attempt only). */
+  interface Events {
+    /** A streamed chunk. */
+    default void onChunk(Selection sel, OpenAiStreamChunk chunk) {}
+
+    /** The worker finished the leg; {@link #response()} holds its whole answer, if it sent one. */
+    void onComplete(Selection sel, WorkerReport report);
+  }
+
+  private final RequestFlow flow;
+  private final Fleet fleet;
+  private final Router router;
+  /** Workers that failed this request: its retries go elsewhere. */
+  private final Set<String> excluded = new HashSet<>();
+  private WorkerCall call;
+  private OpenAiResponse response;
+  /** A worker chosen ahead of its leg (conditional disaggregation chooses generation before context). */
+  private Selection reserved;
+
+  Leg(RequestFlow flow, Fleet fleet, Router router) {
+    this.flow = flow;
+    this.fleet = fleet;
+    this.router = router;
+  }
+
+  Fleet fleet() {
+    return fleet;
+  }
+
+  /** The router's choice for the current attempt, or null after failing the request with 503 (no worker). */
+  Selection select() {
+    try {
+      return router.select(flow.routing(fleet), excluded);
+    } catch (NoWorkerAvailableException e) {
+      flow.finishWithError(503, e.getMessage());
+      return null;
+    }
+  }
+
+  /** Sends this leg of the current attempt to the selected worker. */
+  void send(Selection sel, OpenAiRequest body, Events events) {
+    long attempt = flow.requestId();
+    response = null;
+    WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout());
+    Listener listener = new Listener(sel, attempt, events);
+    WorkerCall sent = sel.worker().send(request, listener);
+    if (!listener.ended && flow.isCurrent(attempt)) {
+      call = sent;  // a call that already ended (a worker answering on this thread) has nothing left to cancel
+    }
+  }
+
+  /** The whole answer of this leg's latest call (null when none came, or for a streamed leg). */
+  OpenAiResponse response() {
+    return response;
+  }
+
+  /** Cancels the call in flight, if any (its selection is released by the call's own failure callback). */
+  void cancel() {
+    WorkerCall c = detach();
+    if (c != null) {
+      c.cancel();
+    }
+  }
+
+  /** Forgets the call in flight without cancelling it and returns it (null when none). */
+  WorkerCall detach() {
+    WorkerCall c = call;
+    call = null;
+    return c;
+  }
+
+  void exclude(String workerId) {
+    excluded.add(workerId);
+  }
+
+  void reserve(Selection sel) {
+    reserved = sel;
+  }
+
+  /** The reserved selection, now owned by the caller; null when none. */
+  Selection takeReserved() {
+    Selection r = reserved;
+    reserved = null;
+    return r;
+  }
+
+  void releaseReserved() {
+    Selection r = takeReserved();
+    if (r != null) {
+      r.release(Outcome.CANCELLED);
+    }
+  }
+
+  /** A worker's callbacks for one call: every one under the flow's lock. */
+  private final class Listener implements WorkerListener {
+    private final Selection sel;
+    private final long attempt;
+    private final Events events;
+    private boolean ended;
+
+    Listener(Selection sel, long attempt, Events events) {
+      this.sel = sel;
+      this.attempt = attempt;
+      this.events = events;
+    }
+
+    @Override
+    public void onChunk(OpenAiStreamChunk chunk) {
+      synchronized (flow.lock()) {
+        if (flow.isCurrent(attempt)) {
+          events.onChunk(sel, chunk);
+        }
+      }
+    }
+
+    @Override
+    public void onResponse(OpenAiResponse r) {
+      synchronized (flow.lock()) {
+        if (attempt == flow.requestId()) {
+          response = r;
+        }
+      }
+    }
+
+    @Override
+    public void onComplete(WorkerReport report) {
+      synchronized (flow.lock()) {
+        ended = true;
+        sel.release(Outcome.SUCCESS);
+        if (flow.isCurrent(attempt)) {
+          call = null;
+          events.onComplete(sel, report);
+        }
+      }
+    }
+
+    @Override
+    public void onError(WorkerFailure failure) {
+      synchronized (flow.lock()) {
+        ended = true;
+        sel.release(failure.kind() == WorkerFailure.Kind.CANCELLED ? Outcome.CANCELLED : Outcome.FAILURE);
+        if (flow.isCurrent(attempt)) {
+          call = null;
+          flow.legFailed(Leg.this, sel, failure);
+        }
+      }
+    }
+  }
+}

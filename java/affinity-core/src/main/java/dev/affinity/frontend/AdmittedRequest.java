@@ -1,0 +1,25 @@
+package dev.affinity.frontend;
+
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.conversation.Resolution;
+import dev.affinity.protocol.OpenAiRequest;
+import java.util.Objects;
+
+/**
+ * A client request that passed admission ({@link dev.affinity.admission.RequestAdmission}): everything
+ * orchestration needs, resolved once.
+ *
+ * @param request the parsed body, checked against the public API's rules
+ * @param headers the request's headers (handlers that read internal headers, such as worker mode, use them)
+ * @param resolution the conversation id, the sub-agent affinity id and the fleets' routing keys
+ * @param promptTokens the prompt as token ids, or null when no tokenizer applies (routers then work from
+ *     text); shared, never modified
+ */
+public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens) {
+
+  public AdmittedRequest {
+    Objects.requireNonNull(request, "request");
+    Objects.requireNonNull(headers, "headers");
+    Objects.requireNonNull(resolution, "resolution");
+  }
+}
