@@ -77,8 +77,7 @@ public record ChatCompletionRequest(
     if (messages.isEmpty()) {
       throw ProtocolException.invalidField("messages", "must contain at least one message");
     }
-    Json.finite(temperature, "temperature");
-    Json.finite(topP, "top_p");
+    new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);  // validates the knobs
     Json.unitInterval(priority, "priority");
     tools = Json.opaque(tools, "tools", "an array", JsonNodeType.ARRAY);
     toolChoice = Json.opaque(toolChoice, "tool_choice", "a string or an object", JsonNodeType.STRING,
@@ -127,6 +126,12 @@ public record ChatCompletionRequest(
     StringBuilder sb = new StringBuilder();
     messages.forEach(m -> sb.append(m.role()).append(':').append(m.contentText()).append('\n'));
     return sb.toString();
+  }
+
+  /** The sampling knobs, as one record ({@link SamplingParams#NONE} when the client set none). */
+  @Override
+  public SamplingParams sampling() {
+    return new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);
   }
 
   /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
@@ -211,12 +216,7 @@ public record ChatCompletionRequest(
     private String promptTokenIdsB64;
     private Integer maxTokens;
     private Integer maxCompletionTokens;
-    private Double temperature;
-    private Double topP;
-    private Integer topK;
-    private Integer n;
-    private Long seed;
-    private StringOrList stop;
+    private SamplingParams sampling = SamplingParams.NONE;
     private Boolean stream;
     private StreamOptions streamOptions;
     private Boolean logprobs;
@@ -227,7 +227,6 @@ public record ChatCompletionRequest(
     private JsonNode responseFormat;
     private String user;
     private Double priority;
-    private Boolean ignoreEos;
     private String chatTemplate;
     private JsonNode chatTemplateKwargs;
     private Boolean addGenerationPrompt;
@@ -246,12 +245,7 @@ public record ChatCompletionRequest(
       promptTokenIdsB64 = r.promptTokenIdsB64;
       maxTokens = r.maxTokens;
       maxCompletionTokens = r.maxCompletionTokens;
-      temperature = r.temperature;
-      topP = r.topP;
-      topK = r.topK;
-      n = r.n;
-      seed = r.seed;
-      stop = r.stop;
+      sampling = r.sampling();
       stream = r.stream;
       streamOptions = r.streamOptions;
       logprobs = r.logprobs;
@@ -262,7 +256,6 @@ public record ChatCompletionRequest(
       responseFormat = r.responseFormat;
       user = r.user;
       priority = r.priority;
-      ignoreEos = r.ignoreEos;
       chatTemplate = r.chatTemplate;
       chatTemplateKwargs = r.chatTemplateKwargs;
       addGenerationPrompt = r.addGenerationPrompt;
@@ -303,33 +296,9 @@ public record ChatCompletionRequest(
       return this;
     }
 
-    public Builder temperature(Double v) {
-      temperature = v;
-      return this;
-    }
-
-    public Builder topP(Double v) {
-      topP = v;
-      return this;
-    }
-
-    public Builder topK(Integer v) {
-      topK = v;
-      return this;
-    }
-
-    public Builder n(Integer v) {
-      n = v;
-      return this;
-    }
-
-    public Builder seed(Long v) {
-      seed = v;
-      return this;
-    }
-
-    public Builder stop(StringOrList v) {
-      stop = v;
+    /** The sampling knobs ({@code temperature}, {@code top_p}, ..., {@code ignore_eos}). */
+    public Builder sampling(SamplingParams v) {
+      sampling = Objects.requireNonNull(v, "sampling");
       return this;
     }
 
@@ -383,11 +352,6 @@ public record ChatCompletionRequest(
       return this;
     }
 
-    public Builder ignoreEos(Boolean v) {
-      ignoreEos = v;
-      return this;
-    }
-
     public Builder chatTemplate(String v) {
       chatTemplate = v;
       return this;
@@ -435,9 +399,10 @@ public record ChatCompletionRequest(
     }
 
     public ChatCompletionRequest build() {
+      SamplingParams s = sampling;
       return new ChatCompletionRequest(model, messages, promptTokenIds, promptTokenIdsB64, maxTokens,
-          maxCompletionTokens, temperature, topP, topK, n, seed, stop, stream, streamOptions, logprobs,
-          topLogprobs, echo, tools, toolChoice, responseFormat, user, priority, ignoreEos, chatTemplate,
+          maxCompletionTokens, s.temperature(), s.topP(), s.topK(), s.n(), s.seed(), s.stop(), stream, streamOptions,
+          logprobs, topLogprobs, echo, tools, toolChoice, responseFormat, user, priority, s.ignoreEos(), chatTemplate,
           chatTemplateKwargs, addGenerationPrompt, addSpecialTokens, cacheSalt, disaggregatedParams,
           conversationParams, extra);
     }

@@ -58,8 +58,7 @@ public record CompletionRequest(
   public CompletionRequest {
     Json.required(model, "model");
     Json.required(prompt, "prompt");
-    Json.finite(temperature, "temperature");
-    Json.finite(topP, "top_p");
+    new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);  // validates the knobs
     Json.unitInterval(priority, "priority");
     responseFormat = Json.opaque(responseFormat, "response_format", "an object", JsonNodeType.OBJECT);
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
@@ -97,6 +96,12 @@ public record CompletionRequest(
   @Override
   public String routingText() {
     return promptText().orElse("");
+  }
+
+  /** The sampling knobs, as one record ({@link SamplingParams#NONE} when the client set none). */
+  @Override
+  public SamplingParams sampling() {
+    return new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);
   }
 
   /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
@@ -157,12 +162,7 @@ public record CompletionRequest(
     private String model;
     private Prompt prompt;
     private Integer maxTokens;
-    private Double temperature;
-    private Double topP;
-    private Integer topK;
-    private Integer n;
-    private Long seed;
-    private StringOrList stop;
+    private SamplingParams sampling = SamplingParams.NONE;
     private Boolean stream;
     private StreamOptions streamOptions;
     private Integer logprobs;
@@ -170,7 +170,6 @@ public record CompletionRequest(
     private JsonNode responseFormat;
     private String user;
     private Double priority;
-    private Boolean ignoreEos;
     private Boolean addSpecialTokens;
     private DisaggregatedParams disaggregatedParams;
     private ConversationParams conversationParams;
@@ -182,12 +181,7 @@ public record CompletionRequest(
       model = r.model;
       prompt = r.prompt;
       maxTokens = r.maxTokens;
-      temperature = r.temperature;
-      topP = r.topP;
-      topK = r.topK;
-      n = r.n;
-      seed = r.seed;
-      stop = r.stop;
+      sampling = r.sampling();
       stream = r.stream;
       streamOptions = r.streamOptions;
       logprobs = r.logprobs;
@@ -195,7 +189,6 @@ public record CompletionRequest(
       responseFormat = r.responseFormat;
       user = r.user;
       priority = r.priority;
-      ignoreEos = r.ignoreEos;
       addSpecialTokens = r.addSpecialTokens;
       disaggregatedParams = r.disaggregatedParams;
       conversationParams = r.conversationParams;
@@ -217,33 +210,9 @@ public record CompletionRequest(
       return this;
     }
 
-    public Builder temperature(Double v) {
-      temperature = v;
-      return this;
-    }
-
-    public Builder topP(Double v) {
-      topP = v;
-      return this;
-    }
-
-    public Builder topK(Integer v) {
-      topK = v;
-      return this;
-    }
-
-    public Builder n(Integer v) {
-      n = v;
-      return this;
-    }
-
-    public Builder seed(Long v) {
-      seed = v;
-      return this;
-    }
-
-    public Builder stop(StringOrList v) {
-      stop = v;
+    /** The sampling knobs ({@code temperature}, {@code top_p}, ..., {@code ignore_eos}). */
+    public Builder sampling(SamplingParams v) {
+      sampling = Objects.requireNonNull(v, "sampling");
       return this;
     }
 
@@ -282,11 +251,6 @@ public record CompletionRequest(
       return this;
     }
 
-    public Builder ignoreEos(Boolean v) {
-      ignoreEos = v;
-      return this;
-    }
-
     public Builder addSpecialTokens(Boolean v) {
       addSpecialTokens = v;
       return this;
@@ -314,9 +278,10 @@ public record CompletionRequest(
     }
 
     public CompletionRequest build() {
-      return new CompletionRequest(model, prompt, maxTokens, temperature, topP, topK, n, seed, stop, stream,
-          streamOptions, logprobs, echo, responseFormat, user, priority, ignoreEos, addSpecialTokens,
-          disaggregatedParams, conversationParams, extra);
+      SamplingParams s = sampling;
+      return new CompletionRequest(model, prompt, maxTokens, s.temperature(), s.topP(), s.topK(), s.n(), s.seed(),
+          s.stop(), stream, streamOptions, logprobs, echo, responseFormat, user, priority, s.ignoreEos(),
+          addSpecialTokens, disaggregatedParams, conversationParams, extra);
     }
   }
 }

@@ -7,7 +7,13 @@ import java.util.Optional;
 public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionRequest {
   String model();
 
-  Long seed();
+  /** The sampling knobs ({@link SamplingParams#NONE} when the client set none). */
+  SamplingParams sampling();
+
+  /** The client's {@code seed}, or null. */
+  default Long seed() {
+    return sampling().seed();
+  }
 
   StreamOptions streamOptions();
 
