@@ -1,0 +1,172 @@
+package dev.affinity.config;
+
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+
+/**
+ * Reads Affinity's own {@code affinity:} block of a disaggregated YAML: the served model, session headers,
+ * debug headers, access log, API keys, client rules, timeouts, body limit, tokenizer and the embedded worker
+ * pools of each fleet ({@code affinity.workers.context} / {@code .generation}). Problems are reported
+ * through the {@link YamlReader}; unknown keys are errors that list the known ones.
+ */
+final class AffinityBlockReader {
+  private final YamlReader r;
+
+  AffinityBlockReader(YamlReader r) {
+    this.r = r;
+  }
+
+  /** What the block says: the settings, and each fleet's embedded worker pool when it has one. */
+  record AffinityBlock(AffinitySettings settings, Optional<WorkerPool> context, Optional<WorkerPool> generation) {
+    static AffinityBlock empty() {
+      return new AffinityBlock(AffinitySettings.defaults(), Optional.empty(), Optional.empty());
+    }
+  }
+
+  /** The block at {@code t} (the {@code affinity} key and its mapping). */
+  AffinityBlock read(NodeTuple t) {
+    String p = "affinity";
+    Map<String, NodeTuple> m = r.entries(t.getValueNode(), p);
+    AffinitySettings d = AffinitySettings.defaults();
+    String model = d.model();
+    List<String> headers = d.sessionHeaders();
+    boolean debug = d.debugHeaders();
+    Optional<String> accessLog = d.accessLog();
+    List<String> keys = d.apiKeys();
+    boolean allowParams = d.allowClientDisaggregatedParams();
+    double timeout = d.requestTimeoutSeconds();
+    long maxBody = d.maxRequestBodyBytes();
+    String tokenizer = d.tokenizer();
+    Optional<WorkerPool> ctx = Optional.empty();
+    Optional<WorkerPool> gen = Optional.empty();
+    for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
+      String k = p + "." + e.getKey();
+      NodeTuple v = e.getValue();
+      switch (e.getKey()) {
+        case "model" -> model = r.string(v, k).filter(s -> !s.isBlank()).orElse(model);
+        case "session_headers" -> headers = r.stringList(v, k).map(l -> l.stream().map(h -> h.strip().toLowerCase(Locale.ROOT)).toList()).orElse(headers);
+        case "debug_headers" -> debug = r.bool(v, k).orElse(debug);
+        case "access_log" -> accessLog = accessLog(v, k);
+        case "api_keys" -> keys = r.stringList(v, k).orElse(keys);
+        case "allow_client_disaggregated_params" -> allowParams = r.bool(v, k).orElse(allowParams);
+        case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
+        case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
+        case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
+        case "workers" -> {
+          for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
+            String wk = k + "." + w.getKey();
+            switch (w.getKey()) {
+              case "context" -> ctx = Optional.ofNullable(pool(w.getValue(), wk));
+              case "generation" -> gen = Optional.ofNullable(pool(w.getValue(), wk));
+              default -> r.error(w.getValue().getKeyNode(), wk, "unknown key (known: context, generation)");
+            }
+          }
+        }
+        default -> r.error(v.getKeyNode(), k, "unknown key (known: model, session_headers, debug_headers, access_log, "
+            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, workers)");
+      }
+    }
+    for (int i = 0; i < headers.size(); i++) {
+      if (headers.get(i).isEmpty()) {
+        r.error(m.get("session_headers").getValueNode(), p + ".session_headers[" + i + "]", "is empty");
+      }
+    }
+    if ("model".equals(tokenizer)) {
+      for (Optional<WorkerPool> pool : List.of(ctx, gen)) {
+        if (pool.isPresent() && !"pytorch".equals(pool.get().backend())) {
+          r.error(m.get("tokenizer").getValueNode(), p + ".tokenizer", "\"model\" takes the tokenizer of a model the "
+              + "workers run, but the " + pool.get().backend() + " backend runs none: use backend pytorch, or a BPE "
+              + "encoding such as cl100k_base");
+          break;
+        }
+      }
+    }
+    return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
+        tokenizer), ctx, gen);
+  }
+
+  private Optional<String> accessLog(NodeTuple v, String k) {
+    Object plain = r.plain(v.getValueNode());
+    if (plain instanceof Boolean b) {
+      return b ? Optional.of("-") : Optional.empty();
+    }
+    if (plain instanceof String s && !s.isBlank()) {
+      return Optional.of(s);
+    }
+    r.error(v.getValueNode(), k, "expected true, false, \"-\" (stdout) or a file path, found " + YamlReader.describe(v.getValueNode()));
+    return Optional.empty();
+  }
+
+  /** Convenience keys of a worker pool and the executor keys they set. */
+  private static final Map<String, String> POOL_SHORTCUTS = Map.of(
+      "ranks", "num_ranks",
+      "preset", "preset",
+      "kv_blocks_per_rank", "kv_blocks_per_rank",
+      "tokens_per_block", "tokens_per_block",
+      "max_batch_size", "max_batch_size",
+      "max_num_tokens", "max_num_tokens");
+
+  @SuppressWarnings("unchecked")
+  private WorkerPool pool(NodeTuple t, String path) {
+    Map<String, NodeTuple> m = r.entries(t.getValueNode(), path);
+    int instances = 1;
+    String backend = "sim";
+    Map<String, Object> exec = new LinkedHashMap<>();
+    Map<String, Object> shortcuts = new LinkedHashMap<>();
+    Map<String, NodeTuple> shortcutNodes = new HashMap<>();
+    Double timeScale = null;
+    for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
+      String k = path + "." + e.getKey();
+      NodeTuple v = e.getValue();
+      switch (e.getKey()) {
+        case "instances" -> instances = r.integer(v, k, 1, 4096).map(Long::intValue).orElse(1);
+        case "backend" -> backend = r.string(v, k).orElse(backend);
+        case "time_scale" -> timeScale = r.number(v, k, 0).orElse(null);
+        case "executor" -> {
+          Object plain = r.plain(v.getValueNode());
+          if (plain instanceof Map<?, ?> pm) {
+            exec.putAll((Map<String, Object>) pm);
+          } else {
+            r.error(v.getValueNode(), k, "expected a mapping of executor settings (docs/cpu-executor.md), found "
+                + YamlReader.describe(v.getValueNode()));
+          }
+        }
+        default -> {
+          if (POOL_SHORTCUTS.containsKey(e.getKey())) {
+            boolean text = e.getKey().equals("preset");
+            Optional<?> val = text ? r.string(v, k) : r.integer(v, k, 1, Integer.MAX_VALUE);
+            val.ifPresent(x -> {
+              shortcuts.put(POOL_SHORTCUTS.get(e.getKey()), x);
+              shortcutNodes.put(POOL_SHORTCUTS.get(e.getKey()), v);
+            });
+          } else {
+            r.error(v.getKeyNode(), k, "unknown key (known: instances, backend, ranks, preset, kv_blocks_per_rank, "
+                + "tokens_per_block, max_batch_size, max_num_tokens, time_scale, executor)");
+          }
+        }
+      }
+    }
+    for (Map.Entry<String, Object> s : shortcuts.entrySet()) {
+      if (exec.containsKey(s.getKey()) && !Objects.equals(String.valueOf(exec.get(s.getKey())), String.valueOf(s.getValue()))) {
+        r.error(shortcutNodes.get(s.getKey()).getValueNode(), path + "." + s.getKey(),
+            "conflicts with " + path + ".executor." + s.getKey() + " (" + exec.get(s.getKey()) + ")");
+      }
+      exec.putIfAbsent(s.getKey(), s.getValue());
+    }
+    if (timeScale != null) {
+      Map<String, Object> clock = exec.get("clock") instanceof Map<?, ?> c
+          ? new LinkedHashMap<>((Map<String, Object>) c) : new LinkedHashMap<>();
+      clock.putIfAbsent("mode", "real");
+      clock.put("time_scale", timeScale);
+      exec.put("clock", clock);
+    }
+    return new WorkerPool(instances, backend, Collections.unmodifiableMap(exec), r.loc(t.getKeyNode()));
+  }
+}
