@@ -78,13 +78,11 @@ public final class ConfigLoader {
   /** Reads one document; fields are filled as keys are read. */
   private static final class Builder {
     private final YamlReader r;
-    private final Node root;
     private final Map<String, NodeTuple> top;
     private final ServerSectionReader sections;
 
     Builder(YamlReader r, Node root) {
       this.r = r;
-      this.root = root;
       this.top = r.entries(root, "");
       this.sections = new ServerSectionReader(r, root, top);
     }

@@ -25,6 +25,10 @@ import java.util.Set;
  * {@code chat_template_kwargs} are opaque JSON (shape-checked, returned as deep copies; an explicit null
  * is kept). {@code max_tokens} and {@code max_completion_tokens} are kept as sent; see
  * {@link #effectiveMaxTokens()}. An explicit JSON null on a modelled scalar field is read as "absent".
+ *
+ * <p>Size: over 350 lines because it mirrors upstream's chat request ({@code ChatCompletionRequest} in
+ * TensorRT-LLM's {@code tensorrt_llm/serve/openai_protocol.py}): thirty wire fields, each a component, a
+ * builder field and a builder setter; the sampling knobs are shared with completions ({@link SamplingParams}).
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ChatCompletionRequest(

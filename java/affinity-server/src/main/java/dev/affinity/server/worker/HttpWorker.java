@@ -40,8 +40,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A {@code trtllm-serve} worker, or an Affinity worker process, over its HTTP wire contract (reference
- * §2.6), with the JDK {@link HttpClient} (HTTP/1.1, pooled keep-alive connections).
+ * A {@code trtllm-serve} worker, or an Affinity worker process, over its HTTP wire contract (the
+ * endpoints of TensorRT-LLM's {@code tensorrt_llm/serve/openai_server.py}: {@code /v1/completions},
+ * {@code /v1/chat/completions}, {@code /health}, {@code /server_info}, {@code /kv_cache_events}), with the
+ * JDK {@link HttpClient} (HTTP/1.1, pooled keep-alive connections).
  *
  * <ul>
  *   <li>{@link #send}: {@code POST {url}{path}} with the compact JSON body; streaming legs read SSE and
@@ -57,6 +59,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Listener calls run on the HTTP client's threads (or the caller's, for a call that ends at once);
  * do not block in them and do not {@link #close()} the worker from them.
+ *
+ * <p>Size: over 350 lines because it is the whole of one worker's HTTP contract (legs, answer reading,
+ * health, server info, KV-event polling) on one shared client and one in-flight count; the reading of
+ * answers ({@link HttpCall}, {@link SseStream}, {@link Failures}) and the polling ({@link KvEventPoller})
+ * already live apart.
  */
 public final class HttpWorker implements Worker {
   private static final Logger LOG = LoggerFactory.getLogger(HttpWorker.class);
