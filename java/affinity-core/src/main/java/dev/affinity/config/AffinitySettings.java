@@ -28,7 +28,7 @@ public record AffinitySettings(
     long maxRequestBodyBytes,
     String tokenizer) {
 
-  /** TensorRT-LLM's session headers, in its order (reference trtllm-disagg.md §3.2). */
+  /** TensorRT-LLM's session headers, in its order (tensorrt_llm/serve/conversation_id.py). */
   public static final List<String> DEFAULT_SESSION_HEADERS = List.of(
       "x-claude-code-session-id",
       "x-claude-session-id",

@@ -23,7 +23,7 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 
 /**
- * Reads TensorRT-LLM's disaggregated server YAML (reference trtllm-disagg.md §6) with the same keys,
+ * Reads TensorRT-LLM's disaggregated server YAML ({@code tensorrt_llm/llmapi/disagg_utils.py}) with the same keys,
  * defaults and validation, plus Affinity's {@code affinity:} block. Every error is collected, each
  * naming the file, key path, line and column, what was expected and what was found; a valid config
  * comes back with the warnings of {@link ConfigWarnings}.

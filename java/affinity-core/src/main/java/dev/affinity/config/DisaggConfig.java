@@ -4,7 +4,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A TensorRT-LLM disaggregated server configuration (reference trtllm-disagg.md §6), with Affinity's
+ * A TensorRT-LLM disaggregated server configuration ({@code tensorrt_llm/llmapi/disagg_utils.py}), with Affinity's
  * own block. Immutable; produced by {@link ConfigLoader}.
  */
 public record DisaggConfig(

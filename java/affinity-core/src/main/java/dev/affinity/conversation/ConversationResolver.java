@@ -5,8 +5,8 @@ import java.util.UUID;
 import java.util.function.Supplier;
 
 /**
- * Resolves a request's own conversation id and its sub-agent affinity id (reference
- * trtllm-disagg.md §3.2-3.3):
+ * Resolves a request's own conversation id and its sub-agent affinity id (TensorRT-LLM's
+ * {@code tensorrt_llm/serve/conversation_id.py}, sub-agent affinity from PR #18684):
  *
  * <ol>
  *   <li>Own id: the body's {@code conversation_params.conversation_id} wins; otherwise the first

@@ -4,7 +4,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
- * TensorRT-LLM's global disaggregated request ids (reference trtllm-disagg.md §2.2): a snowflake
+ * TensorRT-LLM's global disaggregated request ids ({@code get_global_disagg_request_id} in {@code tensorrt_llm/llmapi/disagg_utils.py}): a snowflake
  * {@code 0 | timestamp_ms(39) | node_id(8) | process_id(6) | counter(10)} from a monotonic clock,
  * rotated into {@code [2^40, 2^63 - 1)} so that it never collides with a worker's local ids.
  */

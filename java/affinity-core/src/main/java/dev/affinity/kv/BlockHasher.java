@@ -6,7 +6,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.Objects;
 
 /**
- * KV block hashing bit-exact with TensorRT-LLM (reference trtllm-disagg.md §5; golden vectors in
+ * KV block hashing bit-exact with TensorRT-LLM ({@code BlockHashMixin._compute_block_hashes} in {@code tensorrt_llm/serve/router_utils.py}; golden vectors in
  * the test resources). Router rules: the last prompt token is excluded, the rest is cut into
  * {@code tokensPerBlock} chunks, the final partial chunk is hashed too, and each block chains on its
  * parent. A cache salt is mixed into the first block (v1) or the reuse scope (v2); an empty salt is a

@@ -11,7 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * TensorRT-LLM's {@code POST /kv_cache_events} JSON (reference trtllm-disagg.md §4.4): a list of
+ * TensorRT-LLM's {@code POST /kv_cache_events} JSON (served by {@code tensorrt_llm/serve/openai_server.py}, read by {@code KvCacheAwareRouter} in {@code router.py}): a list of
  * {@code {"event_id", "data": {...}, "window_size", ["attention_dp_rank"], ["hash_algo"]}} with data
  * types created / stored / removed / updated. Block hashes are unsigned 64-bit integers (v1,
  * v2_sha256_64) or hex strings (v2_sha256); both become 64-bit index keys.

@@ -13,7 +13,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * {@code disaggregated_params}: the hand-off between the context and the generation leg (reference §2.2).
+ * {@code disaggregated_params}: the hand-off between the context and the generation leg (the serve-level schema of {@code tensorrt_llm/serve/openai_protocol.py}).
  * All fields are optional except {@code request_type}. Fields this record does not model (newer lifecycle
  * fields, multimodal handles, ...) are kept in {@link #extra()} and written back, so the context
  * response's params can be copied into the generation request verbatim. A {@code subagent_affinity_id}

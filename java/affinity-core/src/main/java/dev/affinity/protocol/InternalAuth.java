@@ -11,8 +11,8 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * TensorRT-LLM's internal request authentication ({@code tensorrt_llm/serve/disagg_auth.py}, reference
- * §2.7 and §3.3), keyed by the shared {@code internal_request_auth_key}:
+ * TensorRT-LLM's internal request authentication ({@code tensorrt_llm/serve/disagg_auth.py}; the
+ * sub-agent affinity signature from PR #18684), keyed by the shared {@code internal_request_auth_key}:
  *
  * <ul>
  *   <li>{@value #DISAGG_AUTH_HEADER}: on generation requests whose {@code disaggregated_params} carry

@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * {@code conversation} with upstream semantics (reference trtllm-disagg.md §4.5). A request with a
+ * {@code conversation} with upstream semantics ({@code ConversationRouter} in {@code tensorrt_llm/serve/router.py}). A request with a
  * routing key (conversation or sub-agent affinity id) sticks to the worker its key is bound to while
  * that worker is alive, present and not excluded (no overload gate: the worker's ADP cap is the
  * backpressure); otherwise the key is (re)bound to the least content-loaded worker. Without a key,

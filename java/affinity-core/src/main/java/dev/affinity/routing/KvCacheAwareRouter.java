@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * {@code kv_cache_aware} with upstream semantics (reference trtllm-disagg.md §4.4):
+ * {@code kv_cache_aware} with upstream semantics ({@code KvCacheAwareRouter} in {@code tensorrt_llm/serve/router.py}):
  * {@code score = matched blocks - load_weight x active requests}; workers whose
  * {@code active / max_batch_size >= load_cap} are skipped unless all are; a chat request's content
  * key pins it to the worker its conversation used before (LRU of 50,000), which keeps a conversation

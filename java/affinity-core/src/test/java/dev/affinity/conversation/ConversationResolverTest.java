@@ -20,7 +20,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** Table-driven tests of every resolution rule (reference trtllm-disagg.md §3.2-3.3). */
+/** Table-driven tests of every resolution rule (TensorRT-LLM's tensorrt_llm/serve/conversation_id.py and PR #18684). */
 class ConversationResolverTest {
   static final UUID FIXED = UUID.fromString("00000000-0000-0000-0000-000000000042");
   static final String PARENT = "X-Dynamo-Parent-Session-ID";

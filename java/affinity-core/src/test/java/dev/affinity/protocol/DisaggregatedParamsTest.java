@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 class DisaggregatedParamsTest {
 
-  /** Every field of reference §2.2 plus v1 lifecycle fields and fields newer than this code. */
+  /** Every field of the serve-level DisaggregatedParams (tensorrt_llm/serve/openai_protocol.py) plus v1 lifecycle fields and fields newer than this code. */
   private static final String ALL = """
       {"request_type": "generation_only",
        "first_gen_tokens": [7, 8], "first_gen_log_probs": [[-0.5, null]], "first_gen_logits": [[0.1, 0.2]],

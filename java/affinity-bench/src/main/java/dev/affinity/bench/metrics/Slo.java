@@ -15,7 +15,8 @@ public record Slo(double ttftP95Ms, double outputTokensPerSecondP25) {
 
   /**
    * P95 TTFT <= 2 s (an interactive agent's step) and P25 output speed >= 20 tokens/s (DeepSeek's
-   * production per-user decode speed, 20-22 tokens/s, reference workloads.md §2.4).
+   * published production decode speed per user, 20-22 tokens/s, in its inference-system overview,
+   * deepseek-ai/open-infra-index).
    */
   public static Slo defaults() {
     return new Slo(2000, 20);

@@ -1,8 +1,10 @@
 package dev.affinity.bench.workload;
 
 /**
- * Parameters of the agentic workload; {@link #defaults()} takes its values from the reference
- * note on workloads (§3 and §5: coding agents with a shared framework prefix, sub-agent fan-out).
+ * Parameters of the agentic workload; {@link #defaults()} takes its values from published measurements
+ * of coding agents (a shared framework prefix of system prompt and tools, 3k-15k tokens; main-agent
+ * prompts growing from 5k-15k to 40k-250k tokens over a session; 100-450 output tokens per call; sub-agent
+ * fan-out of up to a few concurrent children), as docs/workloads.md lists with their sources.
  * Lengths are in tokens, times in milliseconds. Distributions given by a median and a 90th
  * percentile are log-normal.
  *
@@ -82,7 +84,7 @@ public record AgenticParams(int agents, double agentStartsPerSecond, int agentTy
   }
 
   /**
-   * Defaults from the reference note: framework prefix 12k (3k–15k), task 1.5k, 23 turns median
+   * Defaults from published agent measurements (docs/workloads.md): framework prefix 12k (3k–15k), task 1.5k, 23 turns median
    * (16–70), growth 634 / 3.4k, output 216 median with mean ≈ 440, tool gaps 2 s / 10 s, context up
    * to 128k, sub-agents in 10% of main calls, 1–5 at once, 4–24 calls each, FRESH (as measured in
    * real coding agents) with a 7k type prompt, 64-token blocks.

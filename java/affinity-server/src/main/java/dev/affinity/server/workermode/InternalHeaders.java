@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The internal headers a worker process reads from its frontend, checked the way a trtllm-serve
- * worker checks them ({@code disagg_auth.py}, reference §2.7 and §3.3), plus Affinity's rank hint:
+ * worker checks them ({@code tensorrt_llm/serve/disagg_auth.py}, sub-agent affinity signing from PR #18684), plus Affinity's rank hint:
  *
  * <ul>
  *   <li>{@code x-trtllm-disagg-auth}: with a key, a generation-only leg carrying

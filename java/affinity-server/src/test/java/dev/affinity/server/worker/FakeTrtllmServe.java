@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A stand-in for a stock {@code trtllm-serve} worker (reference §1, §2): {@code GET /server_info},
+ * A stand-in for a stock {@code trtllm-serve} worker (tensorrt_llm/serve/openai_server.py): {@code GET /server_info},
  * {@code GET /health}, {@code POST /kv_cache_events} (drains what is queued), {@code POST /v1/completions}
  * and {@code POST /v1/chat/completions} answering context-only legs with {@code prompt_token_ids} and
  * {@code choices[0].disaggregated_params}, other legs as JSON or as SSE ({@code data: ...}, then
@@ -360,7 +360,7 @@ final class FakeTrtllmServe implements AutoCloseable {
     }
   }
 
-  // ---- response shapes (reference §2.3) ----
+  // ---- response shapes (openai_protocol.py; context-only answers as openai_disagg_service.py expects) ----
 
   private ObjectNode usage() {
     ObjectNode u = JSON.createObjectNode().put("prompt_tokens", PROMPT_TOKENS).put("completion_tokens", 1)
