@@ -10,6 +10,11 @@ import com.fasterxml.jackson.annotation.JsonProperty;
  * their bodies (the wire shape), validate them here, read them as one record ({@code sampling()}) and set
  * them through one builder ({@code Builder.sampling}). Every field is optional (null = absent, not
  * written); {@code temperature} and {@code top_p} must be finite.
+ *
+ * <p>The requests keep the seven knobs as flat components because that is their wire shape and Jackson
+ * 2.20 cannot read it into a nested record: {@code @JsonUnwrapped} on a record component fails together
+ * with the {@code @JsonAnySetter} that keeps unmodelled fields (a ClassCastException in the creator), and
+ * through a builder it hands the any-setter empty copies of nested unmodelled values.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record SamplingParams(
