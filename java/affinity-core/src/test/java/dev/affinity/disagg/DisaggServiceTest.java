@@ -378,6 +378,42 @@ class DisaggServiceTest {
   }
 
   @Test
+  void aCallThatEndedOnTheCallersThreadIsNeverCancelledLater() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));  // answers inside send()
+    ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> { });        // never answers
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    sink.disconnect.run();
+    assertEquals(0, c.cancelled.size(), "the finished context call is not cancelled");
+    assertEquals(1, g.cancelled.size(), "the generation call in flight is");
+    assertEquals(1, c.released.size(), "the held context is released instead");
+    assertAllReleased();
+  }
+
+  @Test
+  void aRetryInEveryScheduleStyleGoesToAnotherWorkerWithANewId() {
+    for (ScheduleStyle style : ScheduleStyle.values()) {
+      ScriptedWorker bad = new ScriptedWorker("genA", failing(WorkerFailure.Kind.SERVER_ERROR, 503));
+      ScriptedWorker good = new ScriptedWorker("genB", generation(1));
+      ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+      service(style, SubagentScope.CONTEXT, 1, List.of(c), List.of(bad, good));
+      good.alive = false;  // the first pick is genA
+      RecordingSink sink = new RecordingSink();
+      bad.script = (r, l) -> {
+        good.alive = true;
+        l.onError(new WorkerFailure(WorkerFailure.Kind.SERVER_ERROR, 503, "busy", false));
+      };
+      handle(completion(false), headers("x-session-id", "s"), sink);
+      assertEquals(List.of("respond"), sink.events, style + ": " + sink.events);
+      assertEquals("genB", sink.route.genWorker(), style.name());
+      assertEquals(1, sink.route.retries(), style.name());
+      assertNotEquals(bad.received.get(0).requestId(), good.received.get(0).requestId(), style.name());
+      assertAllReleased();
+    }
+  }
+
+  @Test
   void clientInternalFieldsAndBadHeadersAreRejected() {
     ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
