@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,7 +149,17 @@ class HostImpl final : public Host {
     accepting_ = true;
     // Heap-allocated and never destroyed while joinable: a joinable std::thread destroyed at exit()
     // would call std::terminate.
-    thread_ = new std::thread([this] { hostThread(); });
+    thread_ = new std::thread([this] {
+      try {
+        hostThread();
+      } catch (...) {  // nothing may escape a thread: std::terminate would end the JVM
+        std::lock_guard<std::mutex> g(mu_);
+        if (startError_.empty()) startError_ = "the Python host thread failed with a C++ exception";
+        accepting_ = false;
+        state_ = State::kStopped;
+        cv_.notify_all();
+      }
+    });
     cv_.wait(lk, [this] { return state_ != State::kStarting; });
     if (state_ != State::kRunning) {
       lk.unlock();
@@ -661,16 +672,32 @@ PyObject* mEngineDestroyed(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/// A module function that turns any C++ exception into a Python exception: none may unwind through
+/// the interpreter's C frames (the host thread runs Python code between these calls).
+template <PyObject* (*F)(PyObject*, PyObject*)>
+PyObject* guarded(PyObject* self, PyObject* args) noexcept {
+  try {
+    return F(self, args);
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in _affinity_host");
+  }
+  return nullptr;
+}
+
 PyMethodDef kMethods[] = {
-    {"wake_fd", mWakeFd, METH_NOARGS, "The eventfd that signals queued commands."},
-    {"drain", mDrain, METH_NOARGS, "Takes the queued commands: [(kind, engine, arg)]."},
-    {"emit", mEmit, METH_VARARGS, "Hands one response to the engine's executor."},
-    {"kv_events", mKvEvents, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
-    {"stats", mStats, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
-    {"reply", mReply, METH_VARARGS, "Answers a tokenizer call."},
-    {"loop_ready", mLoopReady, METH_NOARGS, "The loop runs: start() may return."},
-    {"engine_ready", mEngineReady, METH_VARARGS, "An engine was built (or failed)."},
-    {"engine_destroyed", mEngineDestroyed, METH_VARARGS, "An engine shut down; its sink is forgotten."},
+    {"wake_fd", guarded<mWakeFd>, METH_NOARGS, "The eventfd that signals queued commands."},
+    {"drain", guarded<mDrain>, METH_NOARGS, "Takes the queued commands: [(kind, engine, arg)]."},
+    {"emit", guarded<mEmit>, METH_VARARGS, "Hands one response to the engine's executor."},
+    {"kv_events", guarded<mKvEvents>, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
+    {"stats", guarded<mStats>, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
+    {"reply", guarded<mReply>, METH_VARARGS, "Answers a tokenizer call."},
+    {"loop_ready", guarded<mLoopReady>, METH_NOARGS, "The loop runs: start() may return."},
+    {"engine_ready", guarded<mEngineReady>, METH_VARARGS, "An engine was built (or failed)."},
+    {"engine_destroyed", guarded<mEngineDestroyed>, METH_VARARGS, "An engine shut down; its sink is forgotten."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_affinity_host", "Affinity's host bridge.", -1, kMethods,
