@@ -26,7 +26,13 @@ struct ExecDeleter {
 };
 using ExecPtr = std::unique_ptr<Executor, ExecDeleter>;
 
-inline ExecPtr make(const std::string& json) { return ExecPtr(affinity::createExecutor("sim", json)); }
+/// A sim executor, in a hand-off domain or (nullptr) none.
+inline ExecPtr make(const std::string& json, const affinity::HandoffDomain* domain = nullptr) {
+  return ExecPtr(affinity::createExecutor("sim", json, domain));
+}
+
+inline int32_t fin(affinity::FinishReason r) { return static_cast<int32_t>(r); }
+inline int32_t kind(affinity::ErrorKind k) { return static_cast<int32_t>(k); }
 
 /// n tokens start, start+1, ... (distinct prompts use distinct starts).
 inline std::vector<int32_t> seqTokens(int32_t start, int32_t n) {

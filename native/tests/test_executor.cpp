@@ -28,8 +28,6 @@ std::string cfg(const std::string& extra = "") {
   return std::string(R"({"clock":{"mode":"virtual"},"tokens_per_block":8)") + (extra.empty() ? "" : "," + extra) + "}";
 }
 
-int32_t fin(FinishReason r) { return static_cast<int32_t>(r); }
-
 std::vector<uint64_t> routerChain(const std::vector<int32_t>& prompt, std::optional<uint64_t> salt = std::nullopt) {
   return sim::v1BlockHashChain(prompt, kTpb, salt, false);
 }
@@ -261,10 +259,12 @@ TEST(prompt_over_max_num_tokens_without_chunking_is_an_error) {
   const std::string c = cfg(R"("max_num_tokens":100,"enable_chunked_prefill":false)");
   Response r = runOne(c, spec(seqTokens(1, 101), 1));
   CHECK_EQ(r.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(r.errorKind, kind(ErrorKind::kCapacity));
   CHECK(contains(r.errorMessage, "max_num_tokens"));
   CHECK(contains(r.errorMessage, "chunked"));
   r = runOne(c, spec(seqTokens(1, 100), 1));  // exactly the budget: fine, one iteration
   CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(r.errorKind, kind(ErrorKind::kNone));
 }
 
 TEST(unchunked_prompts_wait_for_a_whole_budget) {
@@ -490,6 +490,7 @@ TEST(cancel_frees_kv_and_ends_with_cancelled) {
   CHECK_EQ(rs[0].requestId, id);
   CHECK(rs[0].isFinal);
   CHECK_EQ(rs[0].finishReason, fin(FinishReason::kCancelled));
+  CHECK_EQ(rs[0].errorKind, kind(ErrorKind::kCancelled));
   CHECK(rs[0].tokens.empty());  // everything generated so far was already streamed
   CHECK_EQ(rs[0].metrics.outputTokens, static_cast<int32_t>(outputOf(before, id).size()));
   const auto rest = runAll(*e);
@@ -535,47 +536,49 @@ TEST(bad_inputs_are_error_responses) {
   struct Case {
     RequestSpec spec;
     std::string want;
+    ErrorKind kind;
   };
+  const ErrorKind bad = ErrorKind::kBadRequest, capacity = ErrorKind::kCapacity;
   std::vector<Case> cases;
   {
     RequestSpec s = spec({}, 4, 1);
-    cases.push_back({s, "input_token_ids is empty"});
+    cases.push_back({s, "input_token_ids is empty", bad});
   }
-  cases.push_back({spec(seqTokens(1, 10), 0, 2), "max_new_tokens must be > 0, got 0"});
-  cases.push_back({spec(seqTokens(1, 10), -3, 3), "max_new_tokens must be > 0, got -3"});
+  cases.push_back({spec(seqTokens(1, 10), 0, 2), "max_new_tokens must be > 0, got 0", bad});
+  cases.push_back({spec(seqTokens(1, 10), -3, 3), "max_new_tokens must be > 0, got -3", bad});
   {
     RequestSpec s = spec({1, 2, -7, 4}, 4, 4);
-    cases.push_back({s, "token id -7 at position 2 is negative"});
+    cases.push_back({s, "token id -7 at position 2 is negative", bad});
   }
   {
     RequestSpec s = spec(seqTokens(1, 10), 4, 5);
     s.setAdpRankHint(2, true);
-    cases.push_back({s, "attention_dp_rank 2 is out of range [0, 2)"});
+    cases.push_back({s, "attention_dp_rank 2 is out of range [0, 2)", bad});
   }
   {
     RequestSpec s = spec(seqTokens(1, 10), 4, 6);
     s.setAdpRankHint(-5, true);
-    cases.push_back({s, "attention_dp_rank -5"});
+    cases.push_back({s, "attention_dp_rank -5", bad});
   }
   {
     RequestSpec s = spec(seqTokens(1, 10), 4, 7);
     s.setRequestType(2);
-    cases.push_back({s, "generation_only request without context phase params"});
+    cases.push_back({s, "generation_only request without context phase params", bad});
   }
   {
     RequestSpec s = spec(seqTokens(1, 10), 4, 8);
     s.setRequestType(9);
-    cases.push_back({s, "request_type 9"});
+    cases.push_back({s, "request_type 9", bad});
   }
-  cases.push_back({spec(seqTokens(1, 200), 1, 9), "KV blocks but a rank holds only 16"});
-  cases.push_back({spec(seqTokens(1, 100), 100, 10), "KV blocks"});  // prompt fits, output does not
-  cases.push_back({spec(seqTokens(1, 10), INT32_MAX, 12), "needs 268435458 KV blocks"});  // no int32 overflow
+  cases.push_back({spec(seqTokens(1, 200), 1, 9), "KV blocks but a rank holds only 16", capacity});
+  cases.push_back({spec(seqTokens(1, 100), 100, 10), "KV blocks", capacity});  // prompt fits, output does not
+  cases.push_back({spec(seqTokens(1, 10), INT32_MAX, 12), "needs 268435458 KV blocks", capacity});  // no int32 overflow
   {
     RequestSpec s = spec(seqTokens(1, 10), 4, 11);
     s.setRequestType(2);
     const int32_t first = 3;
     s.setContextPhase(5, 0, &first, 1, "garbage", 7);
-    cases.push_back({s, "not recognised"});
+    cases.push_back({s, "not recognised", ErrorKind::kContextNotFound});
   }
   std::vector<int64_t> ids;
   for (const auto& c : cases) ids.push_back(e->enqueue(c.spec));
@@ -590,6 +593,10 @@ TEST(bad_inputs_are_error_responses) {
     if (!contains(r.errorMessage, cases[i].want)) {
       throw check::Failure("case " + std::to_string(i) + ": '" + r.errorMessage + "' lacks '" + cases[i].want + "'");
     }
+    if (r.errorKind != kind(cases[i].kind)) {
+      throw check::Failure("case " + std::to_string(i) + ": error kind " + std::to_string(r.errorKind) + ", expected " +
+                           std::to_string(kind(cases[i].kind)));
+    }
     CHECK(r.tokens.empty());
   }
   CHECK_EQ(e->nextIterationEndUs(), -1);
@@ -599,7 +606,9 @@ TEST(bad_inputs_are_error_responses) {
   CHECK_EQ(kvStats(*e, 0).usedNumBlocks + kvStats(*e, 1).usedNumBlocks, 0);
   // The executor still works.
   const int64_t ok = e->enqueue(spec(seqTokens(1, 10), 4));
-  CHECK_EQ(finalOf(runAll(*e), ok).finishReason, fin(FinishReason::kLength));
+  const Response okResponse = finalOf(runAll(*e), ok);
+  CHECK_EQ(okResponse.finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(okResponse.errorKind, kind(ErrorKind::kNone));
   CHECK_THROWS(e->getKvCacheStats(2, *std::make_unique<KvCacheStats>()), "rank 2 is out of range");
 }
 
@@ -674,6 +683,7 @@ TEST(shutdown_ends_every_live_request_once) {
   CHECK_EQ(f.size(), 3u);
   for (const int64_t id : {running, queued, pending}) {
     CHECK_EQ(f.at(id).finishReason, fin(FinishReason::kCancelled));
+    CHECK_EQ(f.at(id).errorKind, kind(ErrorKind::kCancelled));
     CHECK(contains(f.at(id).errorMessage, "shut down"));
   }
   CHECK(f.count(done) == 0);
@@ -1045,11 +1055,18 @@ TEST(second_live_request_of_a_conversation_is_per_request) {
 // Object accounting and concurrency
 
 TEST(live_object_count_returns_to_start) {
+  // Counted: what Java allocates and must free (executors, domains, batches, statistics). Request
+  // specs are plain values, not counted.
   const int64_t start = liveObjectCount();
   {
     auto e = make(cfg(R"("num_ranks":2)"));
-    CHECK(liveObjectCount() > start);
+    const int64_t withExecutor = liveObjectCount();
+    CHECK(withExecutor > start);
     RequestSpec s = spec(seqTokens(1, 30), 5);
+    RequestSpec copy(s);
+    CHECK_EQ(liveObjectCount(), withExecutor);
+    HandoffDomain domain;
+    CHECK_EQ(liveObjectCount(), withExecutor + 1);
     RequestBatch b;
     b.add(s);
     b.add(s);
@@ -1067,7 +1084,8 @@ TEST(live_object_count_returns_to_start) {
     IterationStats is;
     e->getIterationStats(is);
     IterationStats is2(is);
-    CHECK(liveObjectCount() >= start + 8);
+    // domain, request batch, response batch, KV-event batch, 2 x 2 statistics
+    CHECK_EQ(liveObjectCount(), withExecutor + 8);
     // Destroyed with requests still live.
   }
   CHECK_EQ(liveObjectCount(), start);

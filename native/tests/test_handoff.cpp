@@ -1,10 +1,13 @@
 // The context -> generation handoff between sim executors (virtual clock): context_only results,
-// KV held until pulled, transfer time, pulls on the same executor, errors, timeouts, cancellation.
+// KV held until pulled, transfer time, pulls on the same executor, errors, timeouts, cancellation,
+// and hand-off domains (executors of one domain pull each other's contexts; two domains, or an
+// executor without one, cannot).
 #include <cmath>
 
 #include "check.h"
 #include "sim/config.h"
 #include "sim/hash.h"
+#include "sim/sim_executor.h"
 #include "sim/timing.h"
 #include "sim_util.h"
 
@@ -15,8 +18,6 @@ namespace {
 
 const char* kCtxCfg = R"({"clock":{"mode":"virtual"},"num_ranks":2,"tokens_per_block":8})";
 const char* kGenCfg = R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"preset":"deepseek-v3-gb200-dp"})";
-
-int32_t fin(FinishReason r) { return static_cast<int32_t>(r); }
 
 RequestSpec ctxSpec(const std::vector<int32_t>& prompt, int32_t maxNew, int64_t client, int64_t seed) {
   RequestSpec s = spec(prompt, maxNew, client);
@@ -87,8 +88,9 @@ TEST(context_only_returns_one_token_and_params) {
 }
 
 TEST(generation_pull_frees_the_context_hold) {
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 10, 77, 5));
   CHECK_EQ(usedAll(*a), 13);
@@ -118,13 +120,14 @@ TEST(generation_pull_frees_the_context_hold) {
 }
 
 TEST(disaggregated_output_equals_aggregated_output) {
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(40, 57);
   const Response c = runCtx(*a, ctxSpec(prompt, 12, 3, 99));
   const int64_t g = b->enqueue(genSpec(prompt, 12, c, 99));
   const Response r = finalOf(runAll(*b), g);
-  auto agg = make(kCtxCfg);
+  auto agg = make(kCtxCfg, &fleet);
   RequestSpec s = spec(prompt, 12, 3);
   s.setSeed(99);
   const int64_t ia = agg->enqueue(s);
@@ -132,8 +135,9 @@ TEST(disaggregated_output_equals_aggregated_output) {
 }
 
 TEST(streaming_generation_starts_with_first_gen_tokens) {
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 64);
   const Response c = runCtx(*a, ctxSpec(prompt, 6, 1, 1));
   RequestSpec gs = genSpec(prompt, 6, c, 1);
@@ -147,7 +151,7 @@ TEST(streaming_generation_starts_with_first_gen_tokens) {
   CHECK_EQ(outputOf(rs, g).size(), 6u);
   CHECK(rs.back().isFinal);
   // max_new_tokens 1: the first token is the whole output, no decode step.
-  auto a2 = make(kCtxCfg);
+  auto a2 = make(kCtxCfg, &fleet);
   const Response c2 = runCtx(*a2, ctxSpec(prompt, 1, 1, 1));
   const int64_t g2 = b->enqueue(genSpec(prompt, 1, c2, 1));
   const Response r2 = finalOf(runAll(*b), g2);
@@ -156,7 +160,8 @@ TEST(streaming_generation_starts_with_first_gen_tokens) {
 }
 
 TEST(generation_on_the_same_executor) {
-  auto a = make(kCtxCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
   CHECK_EQ(usedAll(*a), 13);
@@ -172,17 +177,20 @@ TEST(generation_on_the_same_executor) {
   const int64_t again = a->enqueue(genSpec(prompt, 8, c, 5));
   Response e = finalOf(take(*a), again);
   CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
   CHECK(contains(e.errorMessage, "unknown context request " + std::to_string(c.ctxRequestId)));
-  auto b = make(kGenCfg);
+  auto b = make(kGenCfg, &fleet);
   const int64_t other = b->enqueue(genSpec(prompt, 8, c, 5));
   e = finalOf(take(*b), other);
   CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
   CHECK(contains(e.errorMessage, "unknown context request"));
 }
 
 TEST(second_pull_from_another_executor_is_an_error) {
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 30);
   const Response c = runCtx(*a, ctxSpec(prompt, 4, 5, 5));
   RequestBatch batch;
@@ -197,7 +205,8 @@ TEST(second_pull_from_another_executor_is_an_error) {
 }
 
 TEST(hold_times_out_after_context_hold_timeout) {
-  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"context_hold_timeout_ms":50})");
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"context_hold_timeout_ms":50})", &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
   const int64_t done = c.metrics.finishUs;
@@ -209,10 +218,11 @@ TEST(hold_times_out_after_context_hold_timeout) {
   CHECK_EQ(usedAll(*a), 0);
   CHECK_EQ(heldContexts(*a), 0);
   CHECK(take(*a).empty());  // the context request already had its final response
-  auto b = make(kGenCfg);
+  auto b = make(kGenCfg, &fleet);
   const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
   const Response e = finalOf(take(*b), g);
   CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
   CHECK(contains(e.errorMessage, "unknown context request"));
   CHECK(contains(e.errorMessage, "expired"));
 }
@@ -229,7 +239,8 @@ TEST(hold_timeout_also_fires_while_other_work_runs) {
 }
 
 TEST(cancel_of_a_held_context_frees_it) {
-  auto a = make(kCtxCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
   CHECK_EQ(usedAll(*a), 13);
@@ -237,13 +248,14 @@ TEST(cancel_of_a_held_context_frees_it) {
   CHECK_EQ(usedAll(*a), 0);
   CHECK_EQ(heldContexts(*a), 0);
   CHECK(take(*a).empty());  // no second final response
-  auto b = make(kGenCfg);
+  auto b = make(kGenCfg, &fleet);
   const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
   CHECK_EQ(finalOf(take(*b), g).finishReason, fin(FinishReason::kError));
 }
 
 TEST(shutdown_and_destroy_release_holds_silently) {
-  auto a = make(kCtxCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
   a->shutdown();
@@ -252,7 +264,7 @@ TEST(shutdown_and_destroy_release_holds_silently) {
   a.reset();
   // The context executor is gone: the state now reads as a remote context worker's, which frees
   // its KV on its own; the generation request is served.
-  auto b = make(kGenCfg);
+  auto b = make(kGenCfg, &fleet);
   const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
   const Response r = finalOf(runAll(*b), g);
   CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
@@ -260,14 +272,16 @@ TEST(shutdown_and_destroy_release_holds_silently) {
 }
 
 TEST(mismatched_params_are_errors) {
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 100);
   const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
   // Prompt length differs from what the context request prefilled.
   const int64_t g1 = b->enqueue(genSpec(seqTokens(1, 99), 8, c, 5));
   Response e = finalOf(take(*b), g1);
   CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
   CHECK(contains(e.errorMessage, "generation_only prompt has 99 tokens but the context request prefilled 100"));
   // ctx_request_id differs from the state.
   RequestSpec s = genSpec(prompt, 8, c, 5);
@@ -305,8 +319,9 @@ TEST(context_only_ending_on_first_token_holds_nothing) {
 }
 
 TEST(context_conversation_blocks_are_retained_after_the_pull) {
-  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"block_reuse":{"policy":"per_conversation"}})");
-  auto b = make(kGenCfg);
+  HandoffDomain fleet;  // the executors of this test hand off in process
+  auto a = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8,"block_reuse":{"policy":"per_conversation"}})", &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 41);
   RequestSpec s = ctxSpec(prompt, 4, 1, 1);
   setConv(s, "conv");
@@ -361,10 +376,11 @@ TEST(context_on_a_hinted_rank_reports_that_rank) {
 }
 
 TEST(generation_output_starts_with_the_given_first_tokens) {
+  HandoffDomain fleet;  // the executors of this test hand off in process
   // The generation request has its own client id and seed (its own token stream); its output still
   // starts with the token the context phase produced.
-  auto a = make(kCtxCfg);
-  auto b = make(kGenCfg);
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(kGenCfg, &fleet);
   const auto prompt = seqTokens(1, 64);
   const Response c = runCtx(*a, ctxSpec(prompt, 5, 1, 1));
   RequestSpec g = genSpec(prompt, 5, c, 2);
@@ -375,7 +391,7 @@ TEST(generation_output_starts_with_the_given_first_tokens) {
   CHECK_EQ(r.tokens[0], c.firstGenTokens[0]);
   CHECK_EQ(r.clientRequestId, 1000);
   // Several first tokens (e.g. speculative drafts) are all kept, in order.
-  auto a2 = make(kCtxCfg);
+  auto a2 = make(kCtxCfg, &fleet);
   const Response c2 = runCtx(*a2, ctxSpec(prompt, 5, 1, 1));
   RequestSpec g2 = genSpec(prompt, 5, c2, 1);
   const int32_t firsts[] = {c2.firstGenTokens[0], 4242, 4343};
@@ -388,9 +404,10 @@ TEST(generation_output_starts_with_the_given_first_tokens) {
 }
 
 TEST(transfer_delays_the_first_decode_step_exactly) {
+  HandoffDomain fleet;  // the executors of this test hand off in process
   // Alone on B (llama preset): an empty step until the transfer lands, then one decode step.
-  auto a = make(kCtxCfg);
-  auto b = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8})");
+  auto a = make(kCtxCfg, &fleet);
+  auto b = make(R"({"clock":{"mode":"virtual"},"tokens_per_block":8})", &fleet);
   const auto prompt = seqTokens(1, 1000);
   const Response c = runCtx(*a, ctxSpec(prompt, 2, 1, 1));
   const int64_t gi = b->enqueue(genSpec(prompt, 2, c, 1));
@@ -404,4 +421,96 @@ TEST(transfer_delays_the_first_decode_step_exactly) {
   // The first decode step feeds the first generated token: it reads 1001 tokens of KV.
   CHECK_EQ(r.metrics.firstTokenUs, transfer + static_cast<int64_t>(std::ceil(m.iterationUs(m.decodeUs(1, 1001)))));
   CHECK_EQ(r.metrics.finishUs, r.metrics.firstTokenUs);  // 2 tokens: the given one + one step
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-off domains
+
+TEST(two_domains_never_see_each_others_contexts) {
+  HandoffDomain fleetA, fleetB;
+  auto ctxA = make(kCtxCfg, &fleetA);
+  auto genA = make(kGenCfg, &fleetA);
+  auto genB = make(kGenCfg, &fleetB);
+  CHECK_EQ(fleetA.executorCount(), 2);
+  CHECK_EQ(fleetB.executorCount(), 1);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*ctxA, ctxSpec(prompt, 8, 5, 5));
+  // Fleet B names fleet A's context: not found, and the hold stays where it is.
+  const int64_t g = genB->enqueue(genSpec(prompt, 8, c, 5));
+  const Response e = finalOf(take(*genB), g);
+  CHECK_EQ(e.finishReason, fin(FinishReason::kError));
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
+  CHECK(contains(e.errorMessage, "unknown context request " + std::to_string(c.ctxRequestId)));
+  CHECK(contains(e.errorMessage, "outside this executor's hand-off domain"));
+  CHECK_EQ(usedAll(*ctxA), 13);
+  CHECK_EQ(heldContexts(*ctxA), 1);
+  CHECK_EQ(usedAll(*genB), 0);
+  // Fleet A's generation executor pulls it.
+  const int64_t ok = genA->enqueue(genSpec(prompt, 8, c, 5));
+  CHECK_EQ(usedAll(*ctxA), 0);
+  CHECK_EQ(finalOf(runAll(*genA), ok).finishReason, fin(FinishReason::kLength));
+}
+
+TEST(an_executor_without_a_domain_pulls_only_its_own_contexts) {
+  HandoffDomain fleet;
+  auto a = make(kCtxCfg, &fleet);
+  auto loner = make(kGenCfg);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  const int64_t g = loner->enqueue(genSpec(prompt, 8, c, 5));
+  const Response e = finalOf(take(*loner), g);
+  CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
+  CHECK(contains(e.errorMessage, "no hand-off domain"));
+  CHECK_EQ(usedAll(*a), 13);
+  // Its own contexts hand off as always.
+  const auto own = seqTokens(300, 20);
+  const Response oc = runCtx(*loner, ctxSpec(own, 4, 6, 6));
+  const int64_t og = loner->enqueue(genSpec(own, 4, oc, 6));
+  CHECK_EQ(finalOf(runAll(*loner), og).finishReason, fin(FinishReason::kLength));
+  CHECK_EQ(usedAll(*loner), 0);
+}
+
+TEST(a_context_from_another_process_is_trusted) {
+  // With or without a domain: the remote context worker frees its KV on its own hold timeout.
+  HandoffDomain fleet;
+  auto a = make(kCtxCfg);
+  std::vector<ExecPtr> generation;
+  generation.push_back(make(kGenCfg));
+  generation.push_back(make(kGenCfg, &fleet));
+  for (const ExecPtr& b : generation) {
+    const auto prompt = seqTokens(1, 100);
+    const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+    const auto st = sim::SimExecutor::decodeOpaqueState(c.opaqueState);
+    CHECK(st.has_value());
+    CHECK(sim::SimExecutor::madeInThisProcess(st->uid));
+    const uint64_t remote = st->uid ^ (uint64_t{1} << 63);  // another process's tag, same executor number
+    CHECK(!sim::SimExecutor::madeInThisProcess(remote));
+    RequestSpec g = genSpec(prompt, 8, c, 5);
+    g.opaqueState = sim::SimExecutor::encodeOpaqueState(remote, st->requestId, st->rank, st->promptTokens);
+    const int64_t gi = b->enqueue(g);
+    const Response r = finalOf(runAll(*b), gi);
+    CHECK_EQ(r.finishReason, fin(FinishReason::kLength));
+    CHECK_EQ(r.tokens.size(), 8u);
+    CHECK_EQ(heldContexts(*a), 1);  // nobody in this process pulled it
+    a->cancel(c.ctxRequestId);
+  }
+}
+
+TEST(executors_outlive_their_domain_handle) {
+  auto fleet = std::make_unique<HandoffDomain>();
+  auto a = make(kCtxCfg, fleet.get());
+  auto b = make(kGenCfg, fleet.get());
+  const int64_t live = liveObjectCount();
+  fleet.reset();  // the handle goes; the executors keep the domain's state
+  CHECK_EQ(liveObjectCount(), live - 1);
+  const auto prompt = seqTokens(1, 100);
+  const Response c = runCtx(*a, ctxSpec(prompt, 8, 5, 5));
+  const int64_t g = b->enqueue(genSpec(prompt, 8, c, 5));
+  CHECK_EQ(usedAll(*a), 0);
+  CHECK_EQ(finalOf(runAll(*b), g).finishReason, fin(FinishReason::kLength));
+  // Destroyed in the other order: the generation executor serves a context whose executor is gone.
+  const Response c2 = runCtx(*a, ctxSpec(prompt, 8, 6, 6));
+  a.reset();
+  const int64_t g2 = b->enqueue(genSpec(prompt, 8, c2, 6));
+  CHECK_EQ(finalOf(runAll(*b), g2).finishReason, fin(FinishReason::kLength));
 }

@@ -158,6 +158,7 @@ TEST(context_phase_params_round_trip) {
   // A second pull of the same context fails in the LLM: the error comes back as a final response.
   const auto again = run(*gen, g);
   CHECK_EQ(again.back().finishReason, static_cast<int32_t>(FinishReason::kError));
+  CHECK_EQ(again.back().errorKind, kind(ErrorKind::kBackendFailure));  // the LLM's exception: not classified
   CHECK(again.back().errorMessage.find("no context") != std::string::npos);
 }
 
@@ -167,8 +168,24 @@ TEST(python_errors_become_error_responses_and_the_next_request_works) {
   CHECK_EQ(bad.back().finishReason, static_cast<int32_t>(FinishReason::kError));
   CHECK(bad.back().errorMessage.find("Traceback") != std::string::npos);
   CHECK(bad.back().errorMessage.find("the prompt asked for an error") != std::string::npos);
-  CHECK_EQ(run(*e, spec({1, 2, 3}, 2)).back().finishReason, static_cast<int32_t>(FinishReason::kLength));
-  CHECK(run(*e, spec({}, 2)).back().errorMessage.find("input_token_ids is empty") != std::string::npos);
+  CHECK_EQ(bad.back().errorKind, kind(ErrorKind::kBackendFailure));
+  const Response ok = run(*e, spec({1, 2, 3}, 2)).back();
+  CHECK_EQ(ok.finishReason, static_cast<int32_t>(FinishReason::kLength));
+  CHECK_EQ(ok.errorKind, kind(ErrorKind::kNone));
+  const Response empty = run(*e, spec({}, 2)).back();
+  CHECK(empty.errorMessage.find("input_token_ids is empty") != std::string::npos);
+  CHECK_EQ(empty.errorKind, kind(ErrorKind::kBadRequest));
+}
+
+TEST(arguments_the_llm_refuses_are_bad_requests) {
+  json c = baseConfig();
+  c["llm_args"]["max_num_tokens"] = 8;
+  ExecPtr e = makePy(c);
+  const Response r = run(*e, spec(seqTokens(1, 9), 2)).back();
+  CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kError));
+  CHECK_EQ(r.errorKind, kind(ErrorKind::kBadRequest));  // a ValueError from generate_async
+  CHECK(r.errorMessage.find("exceeds max_num_tokens 8") != std::string::npos);
+  CHECK_EQ(run(*e, spec(seqTokens(1, 8), 2)).back().errorKind, kind(ErrorKind::kNone));
 }
 
 TEST(cancel_ends_a_request_once) {
@@ -181,6 +198,7 @@ TEST(cancel_ends_a_request_once) {
   e->cancel(id);
   const auto rs = until(*e, id, seen);
   CHECK_EQ(rs.back().finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+  CHECK_EQ(rs.back().errorKind, kind(ErrorKind::kCancelled));
   int finals = 0;
   for (const auto& r : rs) finals += r.isFinal ? 1 : 0;
   CHECK_EQ(finals, 1);
@@ -341,6 +359,7 @@ TEST(shutdown_finishes_live_requests_once) {
     if (r.isFinal) {
       ++finals[r.requestId];
       CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kCancelled));
+      CHECK_EQ(r.errorKind, kind(ErrorKind::kCancelled));
       CHECK(r.errorMessage.find("no answer from the Python host") == std::string::npos);  // the driver answered
     }
   }

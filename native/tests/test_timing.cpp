@@ -1,5 +1,5 @@
-// The timing model against the anchor figures of reference workloads.md §2, and the executor's
-// iterations against the model (virtual clock).
+// The timing model against the published anchor figures its presets are derived from
+// (docs/timing-model.md), and the executor's iterations against the model (virtual clock).
 #include <cmath>
 #include <string>
 
@@ -28,7 +28,7 @@ int64_t ceilUs(double us) { return static_cast<int64_t>(std::ceil(us)); }
 }  // namespace
 
 TEST(llama_8k_prefill_is_about_0_32_s) {
-  // workloads.md §2.3: Llama-3-70B BF16 on 8xH100 at MFU 0.45, 8k-token prompt ~0.32 s.
+  // Mooncake's prefill cost (eq. 1) for Llama-3-70B BF16 on 8xH100 at MFU 0.45: 8k-token prompt ~0.32 s.
   const TimingModel m = model("llama3-70b-h100-tp8");
   near(m.prefillPromptUs(8192), 320000, 0.15, "llama 8k prefill (us)");
   // ~25k tok/s per 8-GPU instance.
@@ -36,7 +36,7 @@ TEST(llama_8k_prefill_is_about_0_32_s) {
 }
 
 TEST(llama_decode_64_seqs_8k_ctx_is_about_11_ms) {
-  // workloads.md §2.4: 8.75 GB weights + 64 x 8,192 x 40 KiB KV per GPU at 80% of 3.35 TB/s ~11 ms.
+  // Decode roofline: 8.75 GB weights + 64 x 8,192 x 40 KiB KV per GPU at 80% of 3.35 TB/s ~11 ms.
   const TimingModel m = model("llama3-70b-h100-tp8");
   near(m.decodeUs(64, 64 * 8192), 11000, 0.15, "llama decode term (us)");
   // The memory-bound part alone is the roofline figure: 30.2 GB / 2.68 TB/s.
@@ -46,7 +46,7 @@ TEST(llama_decode_64_seqs_8k_ctx_is_about_11_ms) {
 }
 
 TEST(deepseek_h100_prefill_throughput_per_node) {
-  // workloads.md §2.3: SGLang DeepSeek-V3 on H100 (EP32), 16,384 tokens per device per batch:
+  // SGLang's published DeepSeek-V3 prefill on H100 (EP32), 16,384 tokens per device per batch:
   // 57,674 tok/s per 8-GPU node at 1K prompts, 50,302 at 4K.
   const TimingModel m = model("deepseek-v3-h100-dp");
   auto nodeTokPerS = [&](int64_t prompt) {
@@ -60,7 +60,8 @@ TEST(deepseek_h100_prefill_throughput_per_node) {
 }
 
 TEST(deepseek_h100_decode_step_is_about_92_ms) {
-  // workloads.md §2.4: 22,282 tok/s/node at batch 256 per GPU and KV length 2,000 -> step ~92 ms.
+  // SGLang's published DeepSeek-V3 decode on H100 (EP72): 22,282 tok/s/node at batch 256 per GPU and
+  // KV length 2,000 -> step ~92 ms.
   const TimingModel m = model("deepseek-v3-h100-dp");
   const double step = m.iterationUs(m.decodeUs(256, 256 * 2000));
   near(step, 92000, 0.15, "deepseek h100 decode step (us)");
@@ -68,7 +69,8 @@ TEST(deepseek_h100_decode_step_is_about_92_ms) {
 }
 
 TEST(deepseek_gb200_anchors) {
-  // workloads.md §2.3/§2.4: 26,156 input tok/s/GPU at 2k; decode 13,386 tok/s/GPU at batch 1,408.
+  // SGLang's published DeepSeek-V3 on GB200 NVL72: 26,156 input tok/s/GPU at 2k; decode 13,386 tok/s/GPU
+  // at batch 1,408.
   const TimingModel m = model("deepseek-v3-gb200-dp");
   near(2048 / (m.prefillPromptUs(2048) * 1e-6), 26156, 0.15, "gb200 2k prefill tok/s/GPU");
   const double step = m.iterationUs(m.decodeUs(1408, 1408LL * 2048));
@@ -117,7 +119,7 @@ TEST(transfer_time_is_latency_plus_bytes_over_bandwidth) {
          1e-12, "transfer formula");
     near(m.transferUs(20000) - m.transferUs(10000), m.transferUs(10000) - m.transferUs(0), 1e-9, "linear");
   }
-  // workloads.md §2.6: 10k tokens of Llama-3-70B BF16 = 3.3 GB, ~66 ms at 50 GB/s.
+  // KV of 10k tokens of Llama-3-70B BF16 (320 KiB/token) = 3.3 GB, ~66 ms at 50 GB/s.
   const TimingModel m = model("llama3-70b-h100-tp8");
   near(m.transferUs(10000) - m.params().transferLatencyUs, 66000, 0.15, "llama 10k transfer (us)");
 }

@@ -2,8 +2,8 @@
 //
 // Every backend (the CPU simulator "sim", the PyTorch/TensorRT-LLM backend "pytorch") implements
 // Executor. All methods are thread-safe. Errors in a request (bad tokens, unknown context, a prompt
-// larger than the cache...) never throw: they come back as a final Response with FinishReason::kError
-// and a message naming the problem. Methods throw (std::invalid_argument / std::runtime_error) only
+// larger than the cache...) never throw: they come back as a final Response with FinishReason::kError,
+// an ErrorKind and a message naming the problem. Methods throw (std::invalid_argument / std::runtime_error) only
 // for misuse of the executor itself: bad configuration, a call after shutdown, a clock call in the
 // wrong mode. JavaCPP turns those exceptions into Java RuntimeExceptions carrying the message.
 #pragma once
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "affinity/handoff.h"
 #include "affinity/types.h"
 
 namespace affinity {
@@ -83,12 +84,19 @@ class Executor {
 /// executor in an embedded CPython; docs/gpu.md). configJson: a JSON object (may be "" or
 /// "{}" for defaults). Throws std::invalid_argument naming the unknown backend or the bad key.
 Executor* createExecutor(const std::string& backend, const std::string& configJson);
+/// The same, in a hand-off domain (affinity/handoff.h): executors of one domain take over each
+/// other's held contexts in process. nullptr: no domain (a generation_only request for a context
+/// held by another executor of this process is then answered with ErrorKind::kContextNotFound).
+/// Only "sim" uses the domain; "pytorch" hands off through TensorRT-LLM's cache transceiver.
+Executor* createExecutor(const std::string& backend, const std::string& configJson, const HandoffDomain* domain);
 /// Validates a configuration without creating the executor (no thread, no Python, no model):
 /// throws what createExecutor would throw for a bad backend name or a bad key.
 void checkExecutorConfig(const std::string& backend, const std::string& configJson);
 /// Shuts down (if needed) and deletes an executor created by createExecutor.
 void destroyExecutor(Executor* executor);
-/// Number of live facade objects (executors, specs, batches, stats). For leak tests.
+/// Number of live facade objects that Java allocates and must free: executors, hand-off domains,
+/// request / response / KV-event batches, statistics. Plain values (RequestSpec, Response) are not
+/// counted. For leak tests.
 int64_t liveObjectCount();
 /// The names of the compiled-in backends, comma-separated.
 std::string availableBackends();

@@ -25,19 +25,39 @@ enum class FinishReason : int32_t {
   kError = 5,
 };
 
+/// What kind of error ended a request (Response::errorKind). kNone unless the request ended with
+/// FinishReason::kError or kCancelled. Java mirrors the codes (dev.affinity.executor.ExecutorErrorKind).
+enum class ErrorKind : int32_t {
+  kNone = 0,
+  /// The request itself is invalid: no or negative tokens, max_new_tokens <= 0, an unknown request
+  /// type, a rank hint out of range, generation_only without context phase params; or the model
+  /// refused its arguments (pytorch: a ValueError / TypeError from generate_async).
+  kBadRequest = 1,
+  /// generation_only: the context phase params name no context this executor can take over (expired,
+  /// cancelled, already pulled, held outside its hand-off domain, or state that does not match the
+  /// request).
+  kContextNotFound = 2,
+  /// The executor cannot take the request: it can never fit (prompt plus new tokens beyond a rank's KV
+  /// cache, a prompt over max_num_tokens without chunked prefill), or too many requests are in flight.
+  kCapacity = 3,
+  /// Cancelled, or the executor shut down (FinishReason::kCancelled).
+  kCancelled = 4,
+  /// The backend failed: an exception in the model's runtime, or its host stopped or lost the request.
+  kBackendFailure = 5,
+};
+
 /// KV-cache event kinds, in the shape of TensorRT-LLM's /kv_cache_events.
 enum class KvEventType : int32_t { kCreated = 0, kStored = 1, kRemoved = 2, kUpdated = 3 };
 
 /// Sentinel for "no rank" / "no end id".
 constexpr int32_t kNone = -1;
 
-/// One request, filled field by field (Java calls the setters once per request).
+/// One request, filled field by field (Java calls the setters once per request). Every member is
+/// inline and copying is the default member-wise copy, so that both native libraries (the facade and
+/// the pytorch backend's Python host, loaded RTLD_LOCAL) can use it: the one declaration of a
+/// request's fields on the C++ side. A plain value: not counted by liveObjectCount().
 class RequestSpec {
  public:
-  RequestSpec();
-  ~RequestSpec();
-  RequestSpec(const RequestSpec& other);
-  RequestSpec& operator=(const RequestSpec& other) = default;
 
   void setClientRequestId(int64_t v) { clientRequestId = v; }
   void setMaxNewTokens(int32_t v) { maxNewTokens = v; }
@@ -141,6 +161,7 @@ struct Response {
   int32_t finishReason = 0;
   bool isFinal = false;
   std::string errorMessage;
+  int32_t errorKind = 0;         ///< ErrorKind; kNone unless finishReason is kError or kCancelled
   bool hasContextPhase = false;  ///< set on the final response of a context_only request
   int64_t ctxRequestId = 0;
   int32_t ctxDpRank = kNone;
@@ -175,6 +196,7 @@ class ResponseBatch {
     kRank,
     kOutputTokens,
     kTransferUs,
+    kErrorKind,
     kLongStride
   };
 

@@ -3,6 +3,8 @@
 #include <stdexcept>
 
 #include "affinity/executor.h"
+#include "affinity/handoff.h"
+#include "handoff_registry.h"
 #include "../pytorch/pytorch_config.h"
 #include "../pytorch/pytorch_executor.h"
 #include "../pytorch/python_runtime.h"
@@ -24,31 +26,6 @@ int32_t Executor::tokenize(const std::string&, int32_t, int32_t*, int32_t) {
 std::string Executor::detokenize(const int32_t*, int32_t) {
   throw std::logic_error("this backend has no model tokenizer (only backends that run a model, such as pytorch, do)");
 }
-RequestSpec::RequestSpec() { ++gLive; }
-RequestSpec::RequestSpec(const RequestSpec& o)
-    : clientRequestId(o.clientRequestId),
-      maxNewTokens(o.maxNewTokens),
-      requestType(o.requestType),
-      streaming(o.streaming),
-      endId(o.endId),
-      seed(o.seed),
-      adpRankHint(o.adpRankHint),
-      adpRelax(o.adpRelax),
-      priority(o.priority),
-      hasCacheSalt(o.hasCacheSalt),
-      hasContextPhase(o.hasContextPhase),
-      ctxRequestId(o.ctxRequestId),
-      ctxDpRank(o.ctxDpRank),
-      inputTokens(o.inputTokens),
-      stopTokenIds(o.stopTokenIds),
-      firstGenTokens(o.firstGenTokens),
-      conversationId(o.conversationId),
-      subagentAffinityId(o.subagentAffinityId),
-      cacheSalt(o.cacheSalt),
-      opaqueState(o.opaqueState) {
-  ++gLive;
-}
-RequestSpec::~RequestSpec() { --gLive; }
 RequestBatch::RequestBatch() { ++gLive; }
 RequestBatch::~RequestBatch() { --gLive; }
 ResponseBatch::ResponseBatch() { ++gLive; }
@@ -61,6 +38,9 @@ KvCacheStats::~KvCacheStats() { --gLive; }
 IterationStats::IterationStats() { ++gLive; }
 IterationStats::IterationStats(const IterationStats& o) : IterationStats() { *this = o; }
 IterationStats::~IterationStats() { --gLive; }
+HandoffDomain::HandoffDomain() : registry_(std::make_shared<detail::HandoffRegistry>()) { ++gLive; }
+HandoffDomain::~HandoffDomain() { --gLive; }
+int32_t HandoffDomain::executorCount() const { return registry_->size(); }
 
 int32_t ResponseBatch::totalTokens() const {
   size_t n = 0;
@@ -98,6 +78,7 @@ void ResponseBatch::copyLongs(int64_t* out) const {
     o[kRank] = r.metrics.rank;
     o[kOutputTokens] = r.metrics.outputTokens;
     o[kTransferUs] = r.metrics.transferUs;
+    o[kErrorKind] = r.errorKind;
     tokenOffset += static_cast<int64_t>(r.tokens.size());
     firstOffset += static_cast<int64_t>(r.firstGenTokens.size());
     out += kLongStride;
@@ -174,10 +155,15 @@ void KvEventBatch::copyTokens(int32_t* out) const {
 }
 
 Executor* createExecutor(const std::string& backend, const std::string& configJson) {
+  return createExecutor(backend, configJson, nullptr);
+}
+
+Executor* createExecutor(const std::string& backend, const std::string& configJson, const HandoffDomain* domain) {
   if (backend == "sim") {
-    return new sim::SimExecutor(sim::parseSimConfig(configJson));
+    return new sim::SimExecutor(sim::parseSimConfig(configJson), domain == nullptr ? nullptr : domain->registry());
   }
   if (backend == "pytorch") {
+    // TensorRT-LLM's cache transceiver moves and frees the KV between LLMs: the domain has no part.
     return new pytorch::PyTorchExecutor(pytorch::parsePyTorchConfig(configJson));
   }
   throw std::invalid_argument("unknown executor backend \"" + backend + "\" (available: " + availableBackends() + ")");

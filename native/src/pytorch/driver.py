@@ -22,6 +22,13 @@ CREATE, SUBMIT, CANCEL, DESTROY, STOP, CALL = range(6)
 TOKENIZE, TOKENIZE_CHAT, DETOKENIZE = range(3)
 # The facade's FinishReason codes.
 NOT_FINISHED, END_ID, STOP_WORDS, LENGTH, CANCELLED, ERROR = range(6)
+# The facade's ErrorKind codes (types.h): how an ERROR / CANCELLED response is classified.
+NO_ERROR, BAD_REQUEST, CONTEXT_NOT_FOUND, CAPACITY, CANCELLED_KIND, BACKEND_FAILURE = range(6)
+
+
+def _error_kind(code):
+    """The error kind a final response with this finish code has unless it is classified otherwise."""
+    return CANCELLED_KIND if code == CANCELLED else BACKEND_FAILURE if code == ERROR else NO_ERROR
 REQUEST_TYPES = ("context_and_generation", "context_only", "generation_only")
 
 
@@ -188,15 +195,17 @@ class Engine:
         if task is not None:
             task.cancel()
 
-    def _final(self, rid, code, error=None, ctx=None, tokens=(), reused=-1, rank=-1):
+    def _final(self, rid, code, error=None, ctx=None, tokens=(), reused=-1, rank=-1, kind=None):
         """The request's one final response (later calls for the same request do nothing)."""
         if rid in self.final_sent or self.closed:
             return
+        kind = _error_kind(code) if kind is None else kind
         try:
-            host.emit(self.id, rid, tokens, code, True, error, ctx, reused, rank)
+            host.emit(self.id, rid, tokens, code, True, error, kind, ctx, reused, rank)
         except Exception:  # e.g. a result the bridge cannot read: still end the request
             log.exception("engine %d: request %d: emitting its result failed", self.id, rid)
-            host.emit(self.id, rid, (), ERROR, True, "the result could not be passed on (see the host log)", None, -1, -1)
+            host.emit(self.id, rid, (), ERROR, True, "the result could not be passed on (see the host log)",
+                      BACKEND_FAILURE, None, -1, -1)
         self.final_sent.add(rid)
 
     def _params(self, req):
@@ -249,8 +258,13 @@ class Engine:
     async def _run(self, req):
         rid, rtype, streaming = req[0], req[2], req[3]
         try:
-            tokens, kwargs = self._params(req)
-            result = self.llm.generate_async(tokens, **kwargs)
+            try:
+                tokens, kwargs = self._params(req)
+                result = self.llm.generate_async(tokens, **kwargs)
+            except (ValueError, TypeError):
+                # The LLM refused the request's arguments (e.g. a prompt longer than max_seq_len).
+                self._final(rid, ERROR, traceback.format_exc(), kind=BAD_REQUEST)
+                return
             self.outputs[rid] = result
             self._start_polling()
             if streaming:
@@ -265,7 +279,7 @@ class Engine:
                         ctx = self._context_phase(c)
                         self._final(rid, _finish_code(c), None, ctx, new, self._reused(out), ctx[1] if ctx else -1)
                     elif new and not self.closed:
-                        host.emit(self.id, rid, new, NOT_FINISHED, False, None, None, -1, -1)
+                        host.emit(self.id, rid, new, NOT_FINISHED, False, None, NO_ERROR, None, -1, -1)
                 if rid not in self.final_sent:
                     self._final(rid, END_ID)
             else:
@@ -406,7 +420,7 @@ class Host:
                 error = traceback.format_exc()
                 log.error("command %d for engine %d failed: %s", kind, engine_id, error)
                 if kind == SUBMIT:
-                    host.emit(engine_id, arg[0], (), ERROR, True, error, None, -1, -1)
+                    host.emit(engine_id, arg[0], (), ERROR, True, error, BACKEND_FAILURE, None, -1, -1)
                 elif kind == CALL:
                     host.reply(arg[0], error, None, None)
                 elif kind == CREATE:
@@ -418,7 +432,8 @@ class Host:
         if kind == SUBMIT:
             engine = self.engines.get(engine_id)
             if engine is None or self.stopping:
-                host.emit(engine_id, arg[0], (), ERROR, True, "engine %d is not running" % engine_id, None, -1, -1)
+                host.emit(engine_id, arg[0], (), ERROR, True, "engine %d is not running" % engine_id, BACKEND_FAILURE,
+                          None, -1, -1)
             else:
                 engine.submit(arg)
         elif kind == CANCEL:

@@ -3,9 +3,9 @@
 // linked to libpython; loaded with dlopen only when a pytorch executor is created).
 //
 // Both libraries are built by the same CMake run, so C++ types cross this boundary. Only types whose
-// members are all inline cross it (Response, KvEvent and the structs below): the facade's
-// RequestSpec / IterationStats / KvCacheStats have out-of-line constructors that the host library
-// could not resolve (both libraries are loaded RTLD_LOCAL).
+// members are all inline cross it (RequestSpec, Response, KvEvent and the structs below): the
+// facade's IterationStats / KvCacheStats have out-of-line constructors (live-object accounting) that
+// the host library could not resolve (both libraries are loaded RTLD_LOCAL).
 #pragma once
 
 #include <cstdint>
@@ -16,32 +16,9 @@
 
 namespace affinity::pyhost {
 
-/// Bumped whenever anything in this header changes; the facade refuses a host of another version.
-constexpr int32_t kHostAbiVersion = 1;
-
-/// One request, as the host needs it (a flat copy of RequestSpec, made by the facade).
-struct HostRequest {
-  int64_t id = 0;  ///< executor request id
-  int32_t maxNewTokens = 0;
-  int32_t requestType = 0;
-  bool streaming = false;
-  int32_t endId = kNone;
-  int64_t seed = 0;
-  int32_t adpRankHint = kNone;
-  bool adpRelax = true;
-  float priority = 0.5f;
-  bool hasCacheSalt = false;
-  bool hasContextPhase = false;
-  int64_t ctxRequestId = 0;
-  int32_t ctxDpRank = kNone;
-  std::vector<int32_t> inputTokens;
-  std::vector<int32_t> stopTokenIds;
-  std::vector<int32_t> firstGenTokens;
-  std::string conversationId;
-  std::string subagentAffinityId;
-  std::string cacheSalt;
-  std::string opaqueState;
-};
+/// Bumped whenever anything in this header (or a type it passes: RequestSpec, Response, KvEvent)
+/// changes; the facade refuses a host of another version.
+constexpr int32_t kHostAbiVersion = 2;
 
 /// Statistics one engine reports (from the LLM's iteration stats), per attention-DP rank where the
 /// LLM reports them per rank. Fields the LLM does not report stay -1.
@@ -114,8 +91,9 @@ class Host {
   /// failed. Returns "" or the error text (a traceback). configJson is the engine's JSON settings.
   virtual std::string createEngine(int64_t engineId, const std::string& configJson, EngineSink* sink,
                                    std::string* describeOut) = 0;
-  /// Queues one request; returns a kSubmit* code. Exactly one final response follows kSubmitOk.
-  virtual int32_t submit(int64_t engineId, HostRequest&& request) = 0;
+  /// Queues one request under its executor request id; returns a kSubmit* code. Exactly one final
+  /// response (with that request id) follows kSubmitOk.
+  virtual int32_t submit(int64_t engineId, int64_t requestId, RequestSpec&& request) = 0;
   virtual void cancel(int64_t engineId, int64_t requestId) = 0;
   /// Runs a tokenizer operation on the engine's LLM (kCallTokenize / kCallTokenizeChat: text in,
   /// tokensOut; kCallDetokenize: tokensIn in, textOut) and waits up to timeoutMs for it. Returns ""

@@ -1,6 +1,7 @@
-// libaffinity_pyhost.so: CPython embedded on one host thread (the design of reference
-// embedding-cpython.md). Compiled against Python.h, never linked to libpython: the facade loads
-// libpython RTLD_GLOBAL first, then this library, whose Py* symbols resolve against it.
+// libaffinity_pyhost.so: CPython embedded on one host thread that runs an asyncio loop; Java and
+// the facade never take the GIL, they queue commands and write an eventfd (docs/gpu.md, "How it
+// works"). Compiled against Python.h, never linked to libpython: the facade loads libpython
+// RTLD_GLOBAL first, then this library, whose Py* symbols resolve against it.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,10 +30,10 @@ constexpr int32_t kCreate = 0, kSubmit = 1, kCancel = 2, kDestroy = 3, kStop = 4
 struct Command {
   int32_t kind = 0;
   int64_t engine = 0;
-  int64_t requestId = 0;  // cancel
+  int64_t requestId = 0;  // submit, cancel: the executor request id; call: the call id
   std::string text;       // create: configuration JSON; call: text
-  HostRequest request;    // submit
-  int32_t op = 0;         // call: the operation; requestId: the call id
+  RequestSpec request;    // submit
+  int32_t op = 0;         // call: the operation
   std::vector<int32_t> tokens;  // call: tokens in
 };
 
@@ -147,7 +149,17 @@ class HostImpl final : public Host {
     accepting_ = true;
     // Heap-allocated and never destroyed while joinable: a joinable std::thread destroyed at exit()
     // would call std::terminate.
-    thread_ = new std::thread([this] { hostThread(); });
+    thread_ = new std::thread([this] {
+      try {
+        hostThread();
+      } catch (...) {  // nothing may escape a thread: std::terminate would end the JVM
+        std::lock_guard<std::mutex> g(mu_);
+        if (startError_.empty()) startError_ = "the Python host thread failed with a C++ exception";
+        accepting_ = false;
+        state_ = State::kStopped;
+        cv_.notify_all();
+      }
+    });
     cv_.wait(lk, [this] { return state_ != State::kStarting; });
     if (state_ != State::kRunning) {
       lk.unlock();
@@ -176,7 +188,7 @@ class HostImpl final : public Host {
     return error;
   }
 
-  int32_t submit(int64_t engineId, HostRequest&& request) override {
+  int32_t submit(int64_t engineId, int64_t requestId, RequestSpec&& request) override {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ != State::kRunning || !accepting_) return kSubmitStopped;
     auto it = engines_.find(engineId);
@@ -186,6 +198,7 @@ class HostImpl final : public Host {
     Command c;
     c.kind = kSubmit;
     c.engine = engineId;
+    c.requestId = requestId;
     c.request = std::move(request);
     pushLocked(std::move(c));
     return kSubmitOk;
@@ -315,10 +328,11 @@ class HostImpl final : public Host {
     switch (c.kind) {
       case kSubmit: {
         Response r;
-        r.requestId = c.request.id;
+        r.requestId = c.requestId;
         r.finishReason = static_cast<int32_t>(FinishReason::kError);
         r.isFinal = true;
         r.errorMessage = why;
+        r.errorKind = static_cast<int32_t>(ErrorKind::kBackendFailure);
         if (EngineSink* s = sink(c.engine)) s->onResponse(std::move(r));
         finished();
         break;
@@ -429,7 +443,8 @@ PyObject* utf8OrNone(const std::string& s, bool present) {
   return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
 }
 
-PyObject* requestTuple(const HostRequest& r) {
+/// The request as driver.py's Engine._params unpacks it, led by the executor request id.
+PyObject* requestTuple(int64_t id, const RequestSpec& r) {
   PyObject* ctx;
   if (r.hasContextPhase) {
     ctx = Py_BuildValue("(LiNy#)", static_cast<long long>(r.ctxRequestId), r.ctxDpRank, intList(r.firstGenTokens),
@@ -437,7 +452,7 @@ PyObject* requestTuple(const HostRequest& r) {
   } else {
     ctx = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(LiiOiLiOdNNNNNN)", static_cast<long long>(r.id), r.maxNewTokens, r.requestType,
+  return Py_BuildValue("(LiiOiLiOdNNNNNN)", static_cast<long long>(id), r.maxNewTokens, r.requestType,
                        r.streaming ? Py_True : Py_False, r.endId, static_cast<long long>(r.seed), r.adpRankHint,
                        r.adpRelax ? Py_True : Py_False, static_cast<double>(r.priority),
                        utf8OrNone(r.cacheSalt, r.hasCacheSalt), ctx, intList(r.inputTokens), intList(r.stopTokenIds),
@@ -457,7 +472,7 @@ PyObject* mDrain(PyObject*, PyObject*) {
   for (const Command& c : batch) {
     PyObject* arg = nullptr;
     switch (c.kind) {
-      case kSubmit: arg = requestTuple(c.request); break;
+      case kSubmit: arg = requestTuple(c.requestId, c.request); break;
       case kCancel: arg = PyLong_FromLongLong(c.requestId); break;
       case kCreate: arg = PyUnicode_DecodeUTF8(c.text.data(), static_cast<Py_ssize_t>(c.text.size()), "replace"); break;
       case kCall:
@@ -502,17 +517,20 @@ bool readHashes(PyObject* seq, std::vector<uint64_t>& out) {
   return !PyErr_Occurred();
 }
 
-// emit(engine, request_id, tokens, finish_reason, is_final, error|None, ctx|None, reused, rank)
+// emit(engine, request_id, tokens, finish_reason, is_final, error|None, error_kind, ctx|None, reused, rank)
 PyObject* mEmit(PyObject*, PyObject* args) {
   long long engine = 0, rid = 0;
   PyObject *tokens = nullptr, *isFinal = nullptr, *error = nullptr, *ctx = nullptr;
-  int finish = 0, reused = -1, rank = -1;
-  if (!PyArg_ParseTuple(args, "LLOiOOOii", &engine, &rid, &tokens, &finish, &isFinal, &error, &ctx, &reused, &rank)) {
+  int finish = 0, errorKind = 0, reused = -1, rank = -1;
+  if (!PyArg_ParseTuple(args, "LLOiOOiOii", &engine, &rid, &tokens, &finish, &isFinal, &error, &errorKind, &ctx, &reused,
+                        &rank)) {
     return nullptr;
   }
   Response r;
   r.requestId = rid;
   r.finishReason = finish;
+  const bool knownKind = errorKind >= 0 && errorKind <= static_cast<int>(ErrorKind::kBackendFailure);
+  r.errorKind = knownKind ? errorKind : static_cast<int32_t>(ErrorKind::kBackendFailure);
   r.isFinal = PyObject_IsTrue(isFinal) == 1;
   if (!readInts(tokens, r.tokens)) return nullptr;
   if (error != Py_None && !utf8Of(error, r.errorMessage)) return nullptr;
@@ -654,16 +672,32 @@ PyObject* mEngineDestroyed(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/// A module function that turns any C++ exception into a Python exception: none may unwind through
+/// the interpreter's C frames (the host thread runs Python code between these calls).
+template <PyObject* (*F)(PyObject*, PyObject*)>
+PyObject* guarded(PyObject* self, PyObject* args) noexcept {
+  try {
+    return F(self, args);
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception in _affinity_host");
+  }
+  return nullptr;
+}
+
 PyMethodDef kMethods[] = {
-    {"wake_fd", mWakeFd, METH_NOARGS, "The eventfd that signals queued commands."},
-    {"drain", mDrain, METH_NOARGS, "Takes the queued commands: [(kind, engine, arg)]."},
-    {"emit", mEmit, METH_VARARGS, "Hands one response to the engine's executor."},
-    {"kv_events", mKvEvents, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
-    {"stats", mStats, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
-    {"reply", mReply, METH_VARARGS, "Answers a tokenizer call."},
-    {"loop_ready", mLoopReady, METH_NOARGS, "The loop runs: start() may return."},
-    {"engine_ready", mEngineReady, METH_VARARGS, "An engine was built (or failed)."},
-    {"engine_destroyed", mEngineDestroyed, METH_VARARGS, "An engine shut down; its sink is forgotten."},
+    {"wake_fd", guarded<mWakeFd>, METH_NOARGS, "The eventfd that signals queued commands."},
+    {"drain", guarded<mDrain>, METH_NOARGS, "Takes the queued commands: [(kind, engine, arg)]."},
+    {"emit", guarded<mEmit>, METH_VARARGS, "Hands one response to the engine's executor."},
+    {"kv_events", guarded<mKvEvents>, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
+    {"stats", guarded<mStats>, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
+    {"reply", guarded<mReply>, METH_VARARGS, "Answers a tokenizer call."},
+    {"loop_ready", guarded<mLoopReady>, METH_NOARGS, "The loop runs: start() may return."},
+    {"engine_ready", guarded<mEngineReady>, METH_VARARGS, "An engine was built (or failed)."},
+    {"engine_destroyed", guarded<mEngineDestroyed>, METH_VARARGS, "An engine shut down; its sink is forgotten."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_affinity_host", "Affinity's host bridge.", -1, kMethods,

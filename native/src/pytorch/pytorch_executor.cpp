@@ -2,72 +2,19 @@
 
 #include <algorithm>
 #include <atomic>
-#include <sstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "python_runtime.h"
 #include "../core/queues.h"
+#include "../core/request_check.h"
 
 namespace affinity::pytorch {
 namespace {
 
 std::atomic<int64_t> gNextEngine{1};
 constexpr int64_t kTokenizerTimeoutMs = 60'000;
-
-std::string validate(const RequestSpec& s, int32_t numRanks) {
-  std::ostringstream o;
-  if (s.inputTokens.empty()) return "input_token_ids is empty";
-  if (s.maxNewTokens <= 0) {
-    o << "max_new_tokens must be > 0, got " << s.maxNewTokens;
-    return o.str();
-  }
-  if (s.requestType < 0 || s.requestType > 2) {
-    o << "request_type " << s.requestType
-      << " is not one of 0 (context_and_generation), 1 (context_only), 2 (generation_only)";
-    return o.str();
-  }
-  for (size_t i = 0; i < s.inputTokens.size(); ++i) {
-    if (s.inputTokens[i] < 0) {
-      o << "token id " << s.inputTokens[i] << " at position " << i << " is negative";
-      return o.str();
-    }
-  }
-  if (s.adpRankHint < -1 || s.adpRankHint >= numRanks) {
-    o << "attention_dp_rank " << s.adpRankHint << " is out of range [0, " << numRanks << ")";
-    return o.str();
-  }
-  if (static_cast<RequestType>(s.requestType) == RequestType::kGenerationOnly && !s.hasContextPhase) {
-    return "generation_only request without context phase params";
-  }
-  return "";
-}
-
-pyhost::HostRequest toHost(const RequestSpec& s, int64_t id) {
-  pyhost::HostRequest r;
-  r.id = id;
-  r.maxNewTokens = s.maxNewTokens;
-  r.requestType = s.requestType;
-  r.streaming = s.streaming;
-  r.endId = s.endId;
-  r.seed = s.seed;
-  r.adpRankHint = s.adpRankHint;
-  r.adpRelax = s.adpRelax;
-  r.priority = s.priority;
-  r.hasCacheSalt = s.hasCacheSalt;
-  r.hasContextPhase = s.hasContextPhase;
-  r.ctxRequestId = s.ctxRequestId;
-  r.ctxDpRank = s.ctxDpRank;
-  r.inputTokens = s.inputTokens;
-  r.stopTokenIds = s.stopTokenIds;
-  r.firstGenTokens = s.firstGenTokens;
-  r.conversationId = s.conversationId;
-  r.subagentAffinityId = s.subagentAffinityId;
-  r.cacheSalt = s.cacheSalt;
-  r.opaqueState = s.opaqueState;
-  return r;
-}
 
 }  // namespace
 
@@ -91,7 +38,8 @@ int64_t PyTorchExecutor::nowUs() {
   return nowLocked();
 }
 
-void PyTorchExecutor::pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, const std::string& message) {
+void PyTorchExecutor::pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, ErrorKind kind,
+                                      const std::string& message) {
   auto it = live_.find(id);
   if (it == live_.end()) return;  // already finished: one final response per request
   Response r;
@@ -100,6 +48,7 @@ void PyTorchExecutor::pushErrorLocked(int64_t id, int64_t clientId, FinishReason
   r.finishReason = static_cast<int32_t>(reason);
   r.isFinal = true;
   r.errorMessage = message;
+  r.errorKind = static_cast<int32_t>(kind);
   r.metrics.arrivalUs = it->second.arrivalUs;
   r.metrics.promptTokens = it->second.promptTokens;
   r.metrics.finishUs = nowLocked();
@@ -111,7 +60,7 @@ void PyTorchExecutor::pushErrorLocked(int64_t id, int64_t clientId, FinishReason
 
 int64_t PyTorchExecutor::enqueue(const RequestSpec& spec) {
   int64_t id;
-  const std::string invalid = validate(spec, cfg_.numRanks);
+  const RequestError invalid = checkRequest(spec, cfg_.numRanks);
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (shutdown_) throw std::runtime_error("executor '" + cfg_.instanceName + "' is shut down");
@@ -121,25 +70,29 @@ int64_t PyTorchExecutor::enqueue(const RequestSpec& spec) {
     l.promptTokens = static_cast<int32_t>(spec.inputTokens.size());
     l.arrivalUs = nowLocked();
     live_.emplace(id, l);
-    if (!invalid.empty()) {
-      pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, invalid);
+    if (invalid.any()) {
+      pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, invalid.kind, invalid.message);
       return id;
     }
   }
   int32_t rc;
   try {
-    rc = host_->submit(engineId_, toHost(spec, id));
+    rc = host_->submit(engineId_, id, RequestSpec(spec));
   } catch (const std::exception& e) {  // e.g. bad_alloc copying the request: answer it, keep nothing
     std::lock_guard<std::mutex> lk(mu_);
-    pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, std::string("request not submitted: ") + e.what());
+    pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, ErrorKind::kBackendFailure,
+                    std::string("request not submitted: ") + e.what());
     return id;
   }
   if (rc != pyhost::kSubmitOk) {
     std::lock_guard<std::mutex> lk(mu_);
-    const char* why = rc == pyhost::kSubmitBusy ? "the Python host has too many requests in flight (max_inflight)"
-                      : rc == pyhost::kSubmitStopped ? "the Python host is not running"
-                                                     : "the engine is shut down";
-    pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, why);
+    if (rc == pyhost::kSubmitBusy) {
+      pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, ErrorKind::kCapacity,
+                      "the Python host has too many requests in flight (max_inflight)");
+    } else {
+      pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, ErrorKind::kBackendFailure,
+                      rc == pyhost::kSubmitStopped ? "the Python host is not running" : "the engine is shut down");
+    }
   }
   return id;
 }
@@ -309,20 +262,20 @@ void PyTorchExecutor::shutdown() {
   }
   host_->destroyEngine(engineId_);  // live requests get their final (cancelled) responses meanwhile
   std::lock_guard<std::mutex> lk(mu_);
-  failAllLocked(FinishReason::kCancelled, "executor shut down (no answer from the Python host)");
+  failAllLocked(FinishReason::kCancelled, ErrorKind::kCancelled, "executor shut down (no answer from the Python host)");
   respCv_.notify_all();
 }
 
-void PyTorchExecutor::failAllLocked(FinishReason reason, const std::string& message) {
+void PyTorchExecutor::failAllLocked(FinishReason reason, ErrorKind kind, const std::string& message) {
   std::vector<std::pair<int64_t, int64_t>> left;
   for (const auto& [id, l] : live_) left.emplace_back(id, l.clientRequestId);
   std::sort(left.begin(), left.end());
-  for (const auto& [id, client] : left) pushErrorLocked(id, client, reason, message);
+  for (const auto& [id, client] : left) pushErrorLocked(id, client, reason, kind, message);
 }
 
 void PyTorchExecutor::onHostStopped(const std::string& why) {
   std::lock_guard<std::mutex> lk(mu_);
-  failAllLocked(FinishReason::kError, why);
+  failAllLocked(FinishReason::kError, ErrorKind::kBackendFailure, why);
 }
 
 bool PyTorchExecutor::isShutdown() const {

@@ -60,10 +60,10 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   void onStats(const pyhost::HostIterationStats& stats) override;
   void onHostStopped(const std::string& why) override;
   /// Ends every live request with one final response (ids in order).
-  void failAllLocked(FinishReason reason, const std::string& message);
+  void failAllLocked(FinishReason reason, ErrorKind kind, const std::string& message);
 
   int64_t nowLocked() const;
-  void pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, const std::string& message);
+  void pushErrorLocked(int64_t id, int64_t clientId, FinishReason reason, ErrorKind kind, const std::string& message);
 
   const PyTorchConfig cfg_;
   const int64_t engineId_;

@@ -1,5 +1,6 @@
-// Rank choice inside one instance, mirroring TensorRT-LLM's ADP routers (reference
-// trtllm-disagg.md §7.2): explicit hints honoured while the rank has capacity, then default
+// Rank choice inside one instance, mirroring TensorRT-LLM's ADP routers
+// (tensorrt_llm/_torch/pyexecutor/scheduler/adp_router.py): explicit hints honoured while the rank
+// has capacity, then default
 // (least loaded), KV-aware (longest prefix with a fair-share cap) or conversation-aware (sticky per
 // conversation / sub-agent affinity id, bounded LRU).
 #pragma once

@@ -14,8 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-// Presets: every value is derived in docs/timing-model.md from reference workloads.md §2; each has
-// an anchor test in native/tests/test_timing.cpp.
+// Presets: every value is derived in docs/timing-model.md from published figures (Mooncake's prefill
+// cost model, SGLang's DeepSeek-V3 throughput on H100 and GB200, memory-bandwidth rooflines); each
+// has an anchor test in native/tests/test_timing.cpp.
 std::map<std::string, TimingParams> buildPresets() {
   std::map<std::string, TimingParams> m;
   {

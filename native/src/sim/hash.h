@@ -1,5 +1,6 @@
-// TensorRT-LLM-compatible KV block hashing (reference trtllm-disagg.md §5): the v1 block key
-// (tensorrt_llm/runtime/kv_cache_hash.py, bit-exact with the native BlockKeyHasher) and SHA-256.
+// TensorRT-LLM-compatible KV block hashing: the v1 block key (tensorrt_llm/runtime/kv_cache_hash.py,
+// bit-exact with BlockKeyHasher in cpp/include/tensorrt_llm/batch_manager/kvCacheManager.h, blockKey.h
+// in newer releases) and SHA-256.
 #pragma once
 
 #include <array>

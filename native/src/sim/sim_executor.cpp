@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include "hash.h"
-#include "registry.h"
 #include "../core/queues.h"
 
 namespace affinity::sim {
@@ -21,21 +20,31 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// A random tag of this process, drawn once: the upper 32 bits of every executor uid made here, so
+/// that a context's opaque state tells whether it was made in this process.
+uint32_t processTag() {
+  static const uint32_t tag = [] {
+    std::random_device rd;
+    const auto t = static_cast<uint32_t>(splitmix64((static_cast<uint64_t>(rd()) << 32) ^ rd()));
+    return t == 0 ? 1u : t;
+  }();
+  return tag;
+}
+
 uint64_t newUid() {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  return splitmix64(r ^ (counter.fetch_add(1) + 1)) | 1;  // never 0
+  static std::atomic<uint32_t> counter{0};
+  return (static_cast<uint64_t>(processTag()) << 32) | (counter.fetch_add(1) + 1);  // never 0
 }
 
 int64_t blocksFor(int64_t tokens, int32_t tpb) { return (tokens + tpb - 1) / tpb; }
 
 }  // namespace
 
-SimExecutor::SimExecutor(const SimConfig& cfg)
+SimExecutor::SimExecutor(const SimConfig& cfg, std::shared_ptr<detail::HandoffRegistry> domain)
     : cfg_(cfg),
       timing_(cfg.timing),
       uid_(newUid()),
+      domain_(std::move(domain)),
       wallStart_(std::chrono::steady_clock::now()),
       queued_(static_cast<size_t>(cfg.numRanks)),
       running_(static_cast<size_t>(cfg.numRanks)),
@@ -55,14 +64,16 @@ SimExecutor::SimExecutor(const SimConfig& cfg)
                                                        cfg_.enableBlockReuse, sink));
     caches_.back()->emitCreated(0);
   }
-  Registry::instance().add(uid_, this);
+  if (domain_) domain_->add(uid_, this);
   if (!cfg_.virtualClock) driver_ = std::thread([this] { driverLoop(); });
 }
 
 SimExecutor::~SimExecutor() {
-  Registry::instance().remove(uid_);
+  if (domain_) domain_->remove(uid_);  // first: no pull reaches this executor from here on
   shutdown();
 }
+
+bool SimExecutor::madeInThisProcess(uint64_t uid) { return (uid >> 32) == processTag(); }
 
 // ---------------------------------------------------------------------------------------------
 // Opaque context state
@@ -88,39 +99,22 @@ std::optional<SimExecutor::OpaqueState> SimExecutor::decodeOpaqueState(const std
 // ---------------------------------------------------------------------------------------------
 // Enqueue
 
-std::string SimExecutor::validateLocked(const RequestSpec& s) const {
-  auto msg = [](const auto&... parts) {
-    std::ostringstream o;
-    (o << ... << parts);
-    return o.str();
-  };
-  if (s.inputTokens.empty()) return "input_token_ids is empty";
-  if (s.maxNewTokens <= 0) {
-    return msg("max_new_tokens must be > 0, got ", s.maxNewTokens);
-  }
-  if (s.requestType < 0 || s.requestType > 2) {
-    return msg("request_type ", s.requestType, " is not one of 0 (context_and_generation), 1 (context_only), 2 (generation_only)");
-  }
-  for (size_t i = 0; i < s.inputTokens.size(); ++i) {
-    if (s.inputTokens[i] < 0) {
-      return msg("token id ", s.inputTokens[i], " at position ", i, " is negative");
-    }
-  }
-  if (s.adpRankHint < -1 || s.adpRankHint >= cfg_.numRanks) {
-    return msg("attention_dp_rank ", s.adpRankHint, " is out of range [0, ", cfg_.numRanks, ")");
-  }
+RequestError SimExecutor::validateLocked(const RequestSpec& s) const {
+  RequestError bad = checkRequest(s, cfg_.numRanks);
+  if (bad.any()) return bad;
   const auto type = static_cast<RequestType>(s.requestType);
-  if (type == RequestType::kGenerationOnly && !s.hasContextPhase) {
-    return "generation_only request without context phase params";
-  }
   const int64_t promptLen = static_cast<int64_t>(s.inputTokens.size());
   const int64_t reserve = type == RequestType::kContextOnly ? 1 : s.maxNewTokens;
   const int64_t need = blocksFor(promptLen + reserve, cfg_.tokensPerBlock);
   if (need > cfg_.kvBlocksPerRank) {
-    return msg("prompt of ", promptLen, " tokens plus ", reserve, " new tokens needs ", need, " KV blocks but a rank holds only ", cfg_.kvBlocksPerRank, " (", cfg_.tokensPerBlock, " tokens per block)");
+    return {ErrorKind::kCapacity,
+            concatMessage("prompt of ", promptLen, " tokens plus ", reserve, " new tokens needs ", need,
+                          " KV blocks but a rank holds only ", cfg_.kvBlocksPerRank, " (", cfg_.tokensPerBlock,
+                          " tokens per block)")};
   }
   if (!cfg_.enableChunkedPrefill && type != RequestType::kGenerationOnly && promptLen > cfg_.maxNumTokens) {
-    return msg("prompt of ", promptLen, " tokens exceeds max_num_tokens ", cfg_.maxNumTokens, " and chunked prefill is disabled");
+    return {ErrorKind::kCapacity, concatMessage("prompt of ", promptLen, " tokens exceeds max_num_tokens ",
+                                                cfg_.maxNumTokens, " and chunked prefill is disabled")};
   }
   return {};
 }
@@ -130,32 +124,34 @@ void SimExecutor::emitLocked(Response&& r) {
   respCv_.notify_all();
 }
 
-void SimExecutor::emitErrorLocked(int64_t id, const RequestSpec& spec, const std::string& message, int64_t now) {
+void SimExecutor::emitErrorLocked(int64_t id, const RequestSpec& spec, const RequestError& error, int64_t now) {
   Response r;
   r.requestId = id;
   r.clientRequestId = spec.clientRequestId;
   r.finishReason = static_cast<int32_t>(FinishReason::kError);
   r.isFinal = true;
-  r.errorMessage = message;
+  r.errorMessage = error.message;
+  r.errorKind = static_cast<int32_t>(error.kind);
   r.metrics.arrivalUs = now;
   r.metrics.finishUs = now;
   r.metrics.promptTokens = static_cast<int32_t>(spec.inputTokens.size());
   emitLocked(std::move(r));
 }
 
-int64_t SimExecutor::acceptLocked(const RequestSpec& spec, const std::string& pullError) {
+int64_t SimExecutor::acceptLocked(const RequestSpec& spec, const RequestError& pullError) {
   if (shutdown_) throw std::runtime_error("executor '" + cfg_.instanceName + "' is shut down");
   const int64_t id = nextId_++;
   const int64_t now = nowLocked();
-  std::string error = validateLocked(spec);
-  if (error.empty()) error = pullError;
-  if (error.empty() && spec.requestType == static_cast<int32_t>(RequestType::kGenerationOnly)) {
+  RequestError error = validateLocked(spec);
+  if (!error.any()) error = pullError;
+  if (!error.any() && spec.requestType == static_cast<int32_t>(RequestType::kGenerationOnly)) {
     const auto st = decodeOpaqueState(spec.opaqueState);
     if (st && st->uid == uid_ && !releaseHeldLocked(st->requestId)) {
-      error = "unknown context request " + std::to_string(st->requestId) + " (expired, cancelled or already pulled)";
+      error = {ErrorKind::kContextNotFound, "unknown context request " + std::to_string(st->requestId) +
+                                                " (expired, cancelled or already pulled)"};
     }
   }
-  if (!error.empty()) {
+  if (error.any()) {
     emitErrorLocked(id, spec, error, now);
     return id;
   }
@@ -175,46 +171,50 @@ int64_t SimExecutor::acceptLocked(const RequestSpec& spec, const std::string& pu
   return id;
 }
 
-/// Checks a generation_only request against a context executor in this process, without holding
-/// this executor's lock (lock order: registry, then one executor).
-static std::string pullContext(uint64_t selfUid, const RequestSpec& spec) {
+RequestError SimExecutor::pullContext(const RequestSpec& spec) {
   if (spec.requestType != static_cast<int32_t>(RequestType::kGenerationOnly) || !spec.hasContextPhase) return {};
-  const auto st = SimExecutor::decodeOpaqueState(spec.opaqueState);
+  auto notFound = [](std::string m) { return RequestError(ErrorKind::kContextNotFound, std::move(m)); };
+  const auto st = decodeOpaqueState(spec.opaqueState);
   if (!st) {
-    return "context phase params carry no state from a sim context executor (opaque_state of " +
-           std::to_string(spec.opaqueState.size()) + " bytes is not recognised)";
+    return notFound("context phase params carry no state from a sim context executor (opaque_state of " +
+                    std::to_string(spec.opaqueState.size()) + " bytes is not recognised)");
   }
   if (st->requestId != spec.ctxRequestId) {
-    return "ctx_request_id " + std::to_string(spec.ctxRequestId) + " does not match the context state (request " +
-           std::to_string(st->requestId) + ")";
+    return notFound("ctx_request_id " + std::to_string(spec.ctxRequestId) +
+                    " does not match the context state (request " + std::to_string(st->requestId) + ")");
   }
   if (st->promptTokens != static_cast<int32_t>(spec.inputTokens.size())) {
-    return "generation_only prompt has " + std::to_string(spec.inputTokens.size()) +
-           " tokens but the context request prefilled " + std::to_string(st->promptTokens);
+    return notFound("generation_only prompt has " + std::to_string(spec.inputTokens.size()) +
+                    " tokens but the context request prefilled " + std::to_string(st->promptTokens));
   }
-  if (st->uid == selfUid) return {};  // same executor: released under its own lock
-  bool known = false;
-  const bool released = Registry::instance().withExecutor(st->uid, [&](SimExecutor& ctx) {
-    known = true;
-    return ctx.releaseHeldContext(st->requestId);
-  });
-  if (known && !released) {
-    return "unknown context request " + std::to_string(st->requestId) + " (expired, cancelled or already pulled)";
+  if (st->uid == uid_) return {};  // same executor: released under its own lock
+  // Another process: the context worker is remote and frees its KV on its own timeout.
+  if (!madeInThisProcess(st->uid)) return {};
+  const std::string unknown = "unknown context request " + std::to_string(st->requestId);
+  if (!domain_) return notFound(unknown + " (held by another executor of this process; this one has no hand-off domain)");
+  switch (domain_->pull(st->uid, st->requestId)) {
+    case detail::HandoffRegistry::Pull::kReleased:
+      return {};
+    case detail::HandoffRegistry::Pull::kGone:  // its executor was destroyed, which freed the KV: as a remote one's
+      return {};
+    case detail::HandoffRegistry::Pull::kNotHeld:
+      return notFound(unknown + " (expired, cancelled or already pulled)");
+    case detail::HandoffRegistry::Pull::kForeign:
+      break;
   }
-  // Not in this process: the context worker is remote and frees its KV on its own timeout.
-  return {};
+  return notFound(unknown + " (held outside this executor's hand-off domain)");
 }
 
 int64_t SimExecutor::enqueue(const RequestSpec& spec) {
-  const std::string pullError = pullContext(uid_, spec);
+  const RequestError pullError = pullContext(spec);
   std::lock_guard<std::mutex> lk(mu_);
   return acceptLocked(spec, pullError);
 }
 
 void SimExecutor::enqueueBatch(const RequestBatch& batch, int64_t* idsOut) {
-  std::vector<std::string> pullErrors;
+  std::vector<RequestError> pullErrors;
   pullErrors.reserve(batch.specs.size());
-  for (const auto& s : batch.specs) pullErrors.push_back(pullContext(uid_, s));
+  for (const auto& s : batch.specs) pullErrors.push_back(pullContext(s));
   std::lock_guard<std::mutex> lk(mu_);
   if (shutdown_) throw std::runtime_error("executor '" + cfg_.instanceName + "' is shut down");
   for (size_t i = 0; i < batch.specs.size(); ++i) idsOut[i] = acceptLocked(batch.specs[i], pullErrors[i]);
@@ -679,6 +679,7 @@ void SimExecutor::finalizeLocked(Req& r, FinishReason reason, const std::string&
   resp.finishReason = static_cast<int32_t>(reason);
   resp.isFinal = true;
   resp.errorMessage = error;
+  resp.errorKind = static_cast<int32_t>(reason == FinishReason::kCancelled ? ErrorKind::kCancelled : ErrorKind::kNone);
   r.metrics.finishUs = now;
   r.metrics.outputTokens = std::max(0, r.outputLen());
   resp.metrics = r.metrics;

@@ -19,14 +19,17 @@
 #include "adp_router.h"
 #include "affinity/executor.h"
 #include "config.h"
+#include "../core/handoff_registry.h"
+#include "../core/request_check.h"
 #include "kv_cache.h"
 #include "timing.h"
 
 namespace affinity::sim {
 
-class SimExecutor final : public Executor {
+class SimExecutor final : public Executor, public detail::ContextHolder {
  public:
-  explicit SimExecutor(const SimConfig& cfg);
+  /// domain: the hand-off domain the executor joins (affinity/handoff.h), or nullptr for none.
+  explicit SimExecutor(const SimConfig& cfg, std::shared_ptr<detail::HandoffRegistry> domain = nullptr);
   ~SimExecutor() override;
 
   int64_t enqueue(const RequestSpec& spec) override;
@@ -47,10 +50,12 @@ class SimExecutor final : public Executor {
   bool isShutdown() const override;
 
   /// Frees the KV a context_only request holds for a generation pull. False if not held here.
-  bool releaseHeldContext(int64_t ctxRequestId);
+  bool releaseHeldContext(int64_t ctxRequestId) override;
   uint64_t uid() const { return uid_; }
   const SimConfig& config() const { return cfg_; }
 
+  /// Whether an executor uid was made in this process (its upper 32 bits are this process's tag).
+  static bool madeInThisProcess(uint64_t uid);
   /// Opaque state written into context phase params: identifies this executor and the request.
   static std::string encodeOpaqueState(uint64_t uid, int64_t requestId, int32_t rank, int32_t promptTokens);
   struct OpaqueState {
@@ -98,10 +103,12 @@ class SimExecutor final : public Executor {
 
   // Everything below runs with mu_ held.
   int64_t nowLocked() const;
-  std::string validateLocked(const RequestSpec& spec) const;
-  int64_t acceptLocked(const RequestSpec& spec, const std::string& pullError);
+  RequestError validateLocked(const RequestSpec& spec) const;
+  /// Checks a generation_only request's context against the hand-off domain (no lock held).
+  RequestError pullContext(const RequestSpec& spec);
+  int64_t acceptLocked(const RequestSpec& spec, const RequestError& pullError);
   void emitLocked(Response&& r);
-  void emitErrorLocked(int64_t id, const RequestSpec& spec, const std::string& message, int64_t now);
+  void emitErrorLocked(int64_t id, const RequestSpec& spec, const RequestError& error, int64_t now);
   void routePendingLocked();
   void admitLocked(int32_t rank, int64_t now);
   void startIterationLocked(int64_t now);
@@ -123,6 +130,7 @@ class SimExecutor final : public Executor {
   const SimConfig cfg_;
   const TimingModel timing_;
   const uint64_t uid_;
+  const std::shared_ptr<detail::HandoffRegistry> domain_;  ///< may be null: no in-process hand-off
   mutable std::mutex mu_;
   std::condition_variable respCv_;
   std::condition_variable workCv_;

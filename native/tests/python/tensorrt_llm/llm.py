@@ -204,6 +204,7 @@ class LLM:
         self._ranks = tensor_parallel_size if kwargs.get("enable_attention_dp") else 1
         self._block = int(kv.get("tokens_per_block", 32))
         self._max_batch = int(kwargs.get("max_batch_size") or 1 << 20)
+        self._max_num_tokens = int(kwargs.get("max_num_tokens") or 0)
         self._events_on = int(kv.get("event_buffer_max_size", 0)) > 0
         self._stats_on = bool(kwargs.get("enable_iter_perf_stats"))
         self._cached = [set() for _ in range(self._ranks)]
@@ -239,6 +240,9 @@ class LLM:
             raise RuntimeError("stand-in LLM is shut down")
         if not isinstance(inputs, list) or not all(isinstance(t, int) for t in inputs):
             raise TypeError("stand-in LLM: inputs must be a list of token ids")
+        if self._max_num_tokens and len(inputs) > self._max_num_tokens:  # as TensorRT-LLM's argument checks
+            raise ValueError("stand-in LLM: prompt of %d tokens exceeds max_num_tokens %d"
+                             % (len(inputs), self._max_num_tokens))
         self._check("sampling_params", sampling_params, SamplingParams)
         self._check("disaggregated_params", disaggregated_params, DisaggregatedParams)
         self._check("scheduling_params", scheduling_params, SchedulingParams)

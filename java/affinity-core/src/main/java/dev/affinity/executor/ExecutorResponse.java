@@ -5,9 +5,10 @@ import java.util.Objects;
 
 /**
  * One response: a streamed chunk ({@code isFinal == false}), a final result, or an error
- * ({@link FinishReason#ERROR} with a message). {@code tokens} are the tokens new since the previous
- * response of the same request. {@code contextPhase} is set on the final response of a context-only
- * request.
+ * ({@link FinishReason#ERROR} with its {@link ExecutorErrorKind kind} and a message). {@code tokens}
+ * are the tokens new since the previous response of the same request. {@code contextPhase} is set on
+ * the final response of a context-only request. A null {@code errorKind} reads as
+ * {@link ExecutorErrorKind#NONE}.
  */
 public record ExecutorResponse(
     long requestId,
@@ -16,12 +17,14 @@ public record ExecutorResponse(
     FinishReason finishReason,
     boolean isFinal,
     String errorMessage,
+    ExecutorErrorKind errorKind,
     ContextPhaseParams contextPhase,
     RequestMetrics metrics) {
 
   public ExecutorResponse {
     tokens = tokens == null ? new int[0] : tokens;
     errorMessage = errorMessage == null ? "" : errorMessage;
+    errorKind = errorKind == null ? ExecutorErrorKind.NONE : errorKind;
     Objects.requireNonNull(finishReason, "finishReason");
     Objects.requireNonNull(metrics, "metrics");
   }
@@ -49,6 +52,7 @@ public record ExecutorResponse(
         && r.finishReason == finishReason
         && r.isFinal == isFinal
         && r.errorMessage.equals(errorMessage)
+        && r.errorKind == errorKind
         && Objects.equals(r.contextPhase, contextPhase)
         && r.metrics.equals(metrics);
   }
@@ -56,13 +60,14 @@ public record ExecutorResponse(
   @Override
   public int hashCode() {
     return Objects.hash(requestId, clientRequestId, Arrays.hashCode(tokens), finishReason, isFinal, errorMessage,
-        contextPhase, metrics);
+        errorKind, contextPhase, metrics);
   }
 
   @Override
   public String toString() {
     return "ExecutorResponse[requestId=" + requestId + ", clientRequestId=" + clientRequestId + ", tokens="
         + Arrays.toString(tokens) + ", finishReason=" + finishReason + ", isFinal=" + isFinal
+        + (errorKind == ExecutorErrorKind.NONE ? "" : ", errorKind=" + errorKind)
         + (errorMessage.isEmpty() ? "" : ", error=" + errorMessage)
         + (contextPhase == null ? "" : ", " + contextPhase) + ", " + metrics + "]";
   }

@@ -41,8 +41,8 @@ class PumpedDispatcherTest {
   }
 
   private static ExecutorResponse response(long id, boolean fin) {
-    return new ExecutorResponse(id, 0, new int[] {1}, fin ? FinishReason.LENGTH : FinishReason.NOT_FINISHED, fin, "", null,
-        new RequestMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0));
+    return new ExecutorResponse(id, 0, new int[] {1}, fin ? FinishReason.LENGTH : FinishReason.NOT_FINISHED, fin, "",
+        ExecutorErrorKind.NONE, null, new RequestMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0));
   }
 
   private static ExecutorRequest request() {

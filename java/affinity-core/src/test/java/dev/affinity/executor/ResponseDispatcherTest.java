@@ -59,8 +59,8 @@ class ResponseDispatcherTest {
   }
 
   private static ExecutorResponse response(long id, boolean fin, int... tokens) {
-    return new ExecutorResponse(id, 0, tokens, fin ? FinishReason.LENGTH : FinishReason.NOT_FINISHED, fin, "", null,
-        new RequestMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0));
+    return new ExecutorResponse(id, 0, tokens, fin ? FinishReason.LENGTH : FinishReason.NOT_FINISHED, fin, "",
+        ExecutorErrorKind.NONE, null, new RequestMetrics(0, 0, 0, 0, 0, 0, 0, 0, 0));
   }
 
   private static ExecutorRequest request() {

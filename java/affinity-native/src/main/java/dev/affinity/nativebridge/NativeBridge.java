@@ -73,7 +73,7 @@ public final class NativeBridge {
     return BACKENDS;
   }
 
-  /** Live native facade objects (executors, specs, batches, stats peers); for leak checks. */
+  /** Live native facade objects (executors, hand-off domains, batches, stats peers); for leak checks. */
   public static long liveObjectCount() {
     ensureAvailability();
     return AffinityNative.liveObjectCount();

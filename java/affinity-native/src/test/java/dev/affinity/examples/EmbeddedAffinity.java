@@ -15,6 +15,7 @@ import dev.affinity.disagg.DisaggSettings;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
@@ -42,6 +43,8 @@ import java.util.concurrent.TimeUnit;
  * executors as workers, Affinity's routers, and the disaggregated orchestration, driven directly.
  */
 public final class EmbeddedAffinity implements AutoCloseable {
+  /** The in-process context hand-off of this deployment's workers: one per deployment. */
+  private final HandoffDomain handoff = new HandoffDomain();
   private final List<NativeWorker> workers = new ArrayList<>();
   private final RealScheduler scheduler = new RealScheduler();
   private final RequestAdmission admission;
@@ -54,12 +57,14 @@ public final class EmbeddedAffinity implements AutoCloseable {
     Router ctx = router("affinity", Fleet.CONTEXT);
     Router gen = router("affinity", Fleet.GENERATION);
     for (int i = 0; i < 2; i++) {
-      NativeWorker w = new NativeWorker("ctx-" + i, NativeExecutor.create("sim", executorConfig), tokenizer, 64);
+      NativeWorker w = new NativeWorker("ctx-" + i, NativeExecutor.create("sim", executorConfig, handoff), tokenizer, 64,
+          handoff);
       workers.add(w);
       ctx.addWorker(w);
       w.onKvEvents(events -> ctx.onKvEvents(w.id(), events));  // the prefix index follows the real caches
     }
-    NativeWorker g = new NativeWorker("gen-0", NativeExecutor.create("sim", executorConfig), tokenizer, 64);
+    NativeWorker g = new NativeWorker("gen-0", NativeExecutor.create("sim", executorConfig, handoff), tokenizer, 64,
+        handoff);
     workers.add(g);
     gen.addWorker(g);
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(
@@ -117,6 +122,7 @@ public final class EmbeddedAffinity implements AutoCloseable {
   @Override
   public void close() {
     workers.forEach(NativeWorker::close);
+    handoff.close();
     scheduler.close();
   }
 

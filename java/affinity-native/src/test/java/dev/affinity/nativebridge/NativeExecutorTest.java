@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.executor.ClockMode;
+import dev.affinity.executor.ExecutorErrorKind;
 import dev.affinity.executor.ExecutorException;
 import dev.affinity.executor.ExecutorRequest;
 import dev.affinity.executor.ExecutorResponse;
@@ -81,7 +82,8 @@ class NativeExecutorTest {
     String genCfg = """
         {"clock": {"mode": "virtual"}, "num_ranks": 1, "tokens_per_block": 4, "kv_blocks_per_rank": 64,
          "timing": {"kv_bytes_per_token": 1000000, "transfer_bandwidth_bytes_per_s": 1e9, "transfer_latency_us": 100}}""";
-    try (NativeExecutor ctx = NativeExecutor.create("sim", ctxCfg); NativeExecutor gen = NativeExecutor.create("sim", genCfg)) {
+    try (HandoffDomain fleet = new HandoffDomain(); NativeExecutor ctx = NativeExecutor.create("sim", ctxCfg, fleet);
+        NativeExecutor gen = NativeExecutor.create("sim", genCfg, fleet)) {
       int[] prompt = tokens(17, 500);
       long ctxId = ctx.enqueue(ExecutorRequest.builder(prompt, 1).clientRequestId(9).seed(5)
           .type(RequestType.CONTEXT_ONLY).conversationId("conv-1").build());
@@ -113,6 +115,7 @@ class NativeExecutorTest {
       long again = gen.enqueue(ExecutorRequest.builder(prompt, 6).contextPhase(ctxResp.contextPhase()).build());
       ExecutorResponse err = finalOf(runUntilIdle(gen), again);
       assertTrue(err.isError());
+      assertEquals(ExecutorErrorKind.CONTEXT_NOT_FOUND, err.errorKind());
       assertTrue(err.errorMessage().contains("unknown context request"), err.errorMessage());
     }
   }
@@ -166,19 +169,20 @@ class NativeExecutorTest {
       long tooBig = ex.enqueue(ExecutorRequest.builder(tokens(40, 1), 4).build());
       long negative = ex.enqueue(ExecutorRequest.builder(new int[] {1, -2, 3}, 4).build());
       List<ExecutorResponse> rs = runUntilIdle(ex);
-      assertError(rs, empty, "input_token_ids is empty");
-      assertError(rs, zeroMax, "max_new_tokens must be > 0");
-      assertError(rs, badRank, "attention_dp_rank 5 is out of range [0, 2)");
-      assertError(rs, noParams, "without context phase params");
-      assertError(rs, tooBig, "needs 11 KV blocks but a rank holds only 8");
-      assertError(rs, negative, "token id -2 at position 1 is negative");
+      assertError(rs, empty, "input_token_ids is empty", ExecutorErrorKind.BAD_REQUEST);
+      assertError(rs, zeroMax, "max_new_tokens must be > 0", ExecutorErrorKind.BAD_REQUEST);
+      assertError(rs, badRank, "attention_dp_rank 5 is out of range [0, 2)", ExecutorErrorKind.BAD_REQUEST);
+      assertError(rs, noParams, "without context phase params", ExecutorErrorKind.BAD_REQUEST);
+      assertError(rs, tooBig, "needs 11 KV blocks but a rank holds only 8", ExecutorErrorKind.CAPACITY);
+      assertError(rs, negative, "token id -2 at position 1 is negative", ExecutorErrorKind.BAD_REQUEST);
       assertEquals(0, ex.iterationStats().activeRequests());
     }
   }
 
-  private static void assertError(List<ExecutorResponse> rs, long id, String expected) {
+  private static void assertError(List<ExecutorResponse> rs, long id, String expected, ExecutorErrorKind kind) {
     ExecutorResponse r = finalOf(rs, id);
     assertEquals(FinishReason.ERROR, r.finishReason());
+    assertEquals(kind, r.errorKind(), r::toString);
     assertTrue(r.errorMessage().contains(expected), () -> "'" + r.errorMessage() + "' lacks '" + expected + "'");
   }
 
@@ -281,6 +285,7 @@ class NativeExecutorTest {
       for (long id : ids) {
         ExecutorResponse f = finalOf(rs, id);
         assertEquals(FinishReason.CANCELLED, f.finishReason());
+        assertEquals(ExecutorErrorKind.CANCELLED, f.errorKind());
         assertTrue(f.errorMessage().contains("shut down"), f.errorMessage());
       }
       ExecutorException e = assertThrows(ExecutorException.class,

@@ -6,6 +6,7 @@ import dev.affinity.config.ServerSection;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.executor.ExecutorResponse;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
@@ -23,7 +24,9 @@ import java.util.function.BiConsumer;
  * generation instance of the configuration's {@code affinity.workers} pools is a CPU executor (through
  * JNI) on a virtual clock behind a {@link NativeWorker}, and the routers and {@link DisaggService} are
  * built by {@link Orchestration#build}, exactly as {@code serve} builds them. KV transfer between
- * instances is the generation executors' transfer-time model.
+ * instances is the generation executors' transfer-time model; the fleet's executors and workers share
+ * one {@link HandoffDomain}, so that a generation pull frees its context's KV at once and two fleets in
+ * one JVM stay apart.
  *
  * <p>{@link #run()} is the event loop: it repeatedly takes the earliest of the next scheduled task
  * (arrivals, think times, timeouts) and the next iteration end of any executor, moves virtual time
@@ -36,6 +39,7 @@ public final class SimFleet implements AutoCloseable {
   private final VirtualExecutor.Timeline timeline = new VirtualExecutor.Timeline();
   private final List<VirtualExecutor> executors = new ArrayList<>();
   private final List<NativeWorker> workers = new ArrayList<>();
+  private final HandoffDomain handoff = new HandoffDomain();
   private final Orchestration orchestration;
   private final RequestAdmission admission;
   private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
@@ -80,10 +84,10 @@ public final class SimFleet implements AutoCloseable {
       Map<String, Object> events = section(cfg, "kv_events");
       events.putIfAbsent("include_tokens", false);
       events.putIfAbsent("enabled", kvEvents);
-      NativeExecutor ex = NativeExecutor.create(in.backend(), in.withConfig(cfg).configJson());
+      NativeExecutor ex = NativeExecutor.create(in.backend(), in.withConfig(cfg).configJson(), handoff);
       try {
         VirtualExecutor ve = new VirtualExecutor(in.name(), fleet, ex, clock, timeline, observer);
-        NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock);
+        NativeWorker w = NativeWorker.pumped(in.name(), ve, codec, 128, clock, handoff);
         executors.add(ve);
         workers.add(w);
         out.add(w);
@@ -202,5 +206,6 @@ public final class SimFleet implements AutoCloseable {
     for (NativeWorker w : workers) {
       w.close();
     }
+    handoff.close();
   }
 }

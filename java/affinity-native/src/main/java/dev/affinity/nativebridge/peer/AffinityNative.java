@@ -3,6 +3,7 @@ package dev.affinity.nativebridge.peer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.annotation.Cast;
+import org.bytedeco.javacpp.annotation.Const;
 import org.bytedeco.javacpp.annotation.Namespace;
 import org.bytedeco.javacpp.annotation.Platform;
 import org.bytedeco.javacpp.annotation.StdString;
@@ -13,7 +14,7 @@ import org.bytedeco.javacpp.annotation.StdString;
  * that touch JavaCPP; everything else goes through {@link dev.affinity.nativebridge.NativeExecutor}.
  * Strings cross as UTF-8 bytes.
  */
-@Platform(include = {"affinity/types.h", "affinity/executor.h"}, link = "affinity_native")
+@Platform(include = {"affinity/types.h", "affinity/handoff.h", "affinity/executor.h"}, link = "affinity_native")
 @Namespace("affinity")
 public final class AffinityNative {
   static {
@@ -28,6 +29,10 @@ public final class AffinityNative {
   }
 
   public static native ExecutorPeer createExecutor(@StdString BytePointer backend, @StdString BytePointer configJson);
+
+  /** An executor in a hand-off domain ({@code affinity/handoff.h}); a null domain is none. */
+  public static native ExecutorPeer createExecutor(@StdString BytePointer backend, @StdString BytePointer configJson,
+      @Const HandoffDomainPeer domain);
 
   public static native void destroyExecutor(ExecutorPeer executor);
 

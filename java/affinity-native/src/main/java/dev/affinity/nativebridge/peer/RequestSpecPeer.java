@@ -8,7 +8,11 @@ import org.bytedeco.javacpp.annotation.Name;
 import org.bytedeco.javacpp.annotation.Namespace;
 import org.bytedeco.javacpp.annotation.Properties;
 
-/** Peer of {@code affinity::RequestSpec}; filled through setters, token arrays off-heap. */
+/**
+ * Peer of {@code affinity::RequestSpec}, the C++ declaration of a request's fields: its setters,
+ * token arrays off-heap. {@code dev.affinity.nativebridge.ExecutorMarshaller} is the one place that
+ * fills it from an {@code ExecutorRequest}.
+ */
 @Properties(inherit = AffinityNative.class)
 @Namespace("affinity")
 @Name("RequestSpec")

@@ -36,7 +36,8 @@ public class ResponseBatchPeer extends Pointer {
   public static final int RANK = 17;
   public static final int OUTPUT_TOKENS = 18;
   public static final int TRANSFER_US = 19;
-  public static final int LONG_STRIDE = 20;
+  public static final int ERROR_KIND = 20;
+  public static final int LONG_STRIDE = 21;
 
   public ResponseBatchPeer() {
     allocate();

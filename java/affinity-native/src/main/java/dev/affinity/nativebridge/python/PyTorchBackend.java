@@ -14,9 +14,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Java's part of the native {@code pytorch} backend (docs/gpu.md): before the native factory runs, it
- * fills in what only the JVM knows: the interpreter's real executable, its libpython, and the Python
- * host library extracted from this jar. It also registers one shutdown hook that stops the process's
+ * Java's part of the native {@code pytorch} backend (docs/gpu.md; its plug-in is
+ * {@link PyTorchBackendProvider}): before the native factory runs, it fills in what only the JVM
+ * knows: the interpreter's real executable, its libpython, and the Python host library extracted
+ * from this jar. It also registers one shutdown hook that stops the process's
  * Python host (every LLM first, then the interpreter), so that TensorRT-LLM's worker processes end
  * with the JVM. Nothing here loads Python unless a pytorch executor is created.
  */
@@ -125,15 +126,15 @@ public final class PyTorchBackend {
     }
   }
 
-  /** A pytorch executor was created (NativeExecutor). */
-  public static void opened() {
+  /** A pytorch executor was created ({@link PyTorchBackendProvider#opened}). */
+  static void opened() {
     synchronized (OPEN_LOCK) {
       open++;
     }
   }
 
-  /** A pytorch executor was closed (NativeExecutor). */
-  public static void closed() {
+  /** A pytorch executor was closed ({@link PyTorchBackendProvider#closed}). */
+  static void closed() {
     synchronized (OPEN_LOCK) {
       open--;
       OPEN_LOCK.notifyAll();

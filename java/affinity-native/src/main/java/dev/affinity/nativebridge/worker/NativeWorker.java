@@ -2,52 +2,30 @@ package dev.affinity.nativebridge.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.affinity.timer.RealScheduler;
-import dev.affinity.timer.Scheduler;
 import dev.affinity.executor.ContextPhaseParams;
 import dev.affinity.executor.Executor;
-import dev.affinity.executor.ExecutorRequest;
-import dev.affinity.executor.ExecutorResponse;
-import dev.affinity.executor.FinishReason;
 import dev.affinity.executor.KvEvent;
-import dev.affinity.executor.RequestType;
 import dev.affinity.executor.ResponseDispatcher;
 import dev.affinity.kv.HashAlgorithm;
-import dev.affinity.protocol.ChatChoice;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.protocol.ChatCompletionRequest;
-import dev.affinity.protocol.ChatCompletionResponse;
-import dev.affinity.protocol.ChatCompletionStreamResponse;
-import dev.affinity.protocol.ChatDelta;
-import dev.affinity.protocol.ChatMessage;
-import dev.affinity.protocol.ChatStreamChoice;
-import dev.affinity.protocol.CompletionChoice;
 import dev.affinity.protocol.CompletionRequest;
-import dev.affinity.protocol.CompletionResponse;
-import dev.affinity.protocol.CompletionStreamResponse;
 import dev.affinity.protocol.DisaggRequestType;
-import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.TokenIds;
-import dev.affinity.protocol.UsageInfo;
-import dev.affinity.worker.IncrementalDecoder;
+import dev.affinity.timer.RealScheduler;
+import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.TokenCodec;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerInfo;
 import dev.affinity.worker.WorkerListener;
-import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
-import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
-import java.util.Map;
-import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,10 +36,14 @@ import org.slf4j.LoggerFactory;
  * worker, but hands the conversation id, the sub-agent affinity id and the router's rank hint straight
  * to the executor. Text prompts and chat messages are tokenized by the worker's {@link TokenCodec}: a
  * real BPE tokenizer with a plain chat template for the CPU executor, the model's own tokenizer and
- * chat template ({@link ModelTokenCodec}) for the pytorch backend.
+ * chat template ({@link ModelTokenCodec}) for the pytorch backend. Each call is a {@link NativeCall}.
  * Responses come in batches ({@link ResponseDispatcher}): from one poller thread, or, for a
  * {@linkplain #pumped pumped} worker, whenever its owner calls {@link #pump()} (the fleet simulator
  * drives virtual-clock executors that way, on one thread, with a virtual-time {@link Scheduler}).
+ *
+ * <p>The workers of one fleet share a {@link HandoffDomain} (given here and to their executors): a
+ * generation-first leg waits in it for its context leg. A worker without one serves every other leg,
+ * and answers a generation leg that would wait for its context in process with a worker error.
  */
 public final class NativeWorker implements Worker {
   private static final Logger log = LoggerFactory.getLogger(NativeWorker.class);
@@ -72,6 +54,7 @@ public final class NativeWorker implements Worker {
   private final Executor executor;
   private final TokenCodec codec;
   private final int defaultMaxTokens;
+  private final HandoffDomain handoff;
   private final WorkerInfo info;
   private final ResponseDispatcher dispatcher;
   private final Scheduler timers;
@@ -81,24 +64,40 @@ public final class NativeWorker implements Worker {
   private volatile Thread eventPoller;
   private volatile Consumer<List<KvEvent>> pumpedKvSink;
 
-  /** A worker with its own response poller, KV-event poller and timer threads; it owns the executor. */
+  /** A worker without a hand-off domain, with its own poller and timer threads; it owns the executor. */
   public NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens) {
-    this(id, executor, codec, defaultMaxTokens, null);
+    this(id, executor, codec, defaultMaxTokens, null, null);
+  }
+
+  /**
+   * A worker of a fleet, with its own response poller, KV-event poller and timer threads; it owns
+   * the executor (create that in the same {@code handoff}; null: none).
+   */
+  public NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, HandoffDomain handoff) {
+    this(id, executor, codec, defaultMaxTokens, handoff, null);
+  }
+
+  /** {@link #pumped(String, Executor, TokenCodec, int, Scheduler, HandoffDomain)} without a hand-off domain. */
+  public static NativeWorker pumped(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler timers) {
+    return pumped(id, executor, codec, defaultMaxTokens, timers, null);
   }
 
   /**
    * A worker without threads of its own: responses and KV events are delivered when the caller
    * invokes {@link #pump()}, and request timeouts run on {@code timers}. It owns the executor.
    */
-  public static NativeWorker pumped(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler timers) {
-    return new NativeWorker(id, executor, codec, defaultMaxTokens, java.util.Objects.requireNonNull(timers, "timers"));
+  public static NativeWorker pumped(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler timers,
+      HandoffDomain handoff) {
+    return new NativeWorker(id, executor, codec, defaultMaxTokens, handoff, Objects.requireNonNull(timers, "timers"));
   }
 
-  private NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, Scheduler pumpedTimers) {
+  private NativeWorker(String id, Executor executor, TokenCodec codec, int defaultMaxTokens, HandoffDomain handoff,
+      Scheduler pumpedTimers) {
     this.id = id;
     this.executor = executor;
     this.codec = codec;
     this.defaultMaxTokens = defaultMaxTokens;
+    this.handoff = handoff;
     int maxBatch = 64;
     HashAlgorithm hashes = HashAlgorithm.V1_BLOCK_KEY;
     try {
@@ -168,6 +167,27 @@ public final class NativeWorker implements Worker {
     return executor;
   }
 
+  TokenCodec codec() {
+    return codec;
+  }
+
+  int defaultMaxTokens() {
+    return defaultMaxTokens;
+  }
+
+  ResponseDispatcher dispatcher() {
+    return dispatcher;
+  }
+
+  Scheduler timers() {
+    return timers;
+  }
+
+  /** The fleet's hand-off domain, or null. */
+  HandoffDomain handoff() {
+    return handoff;
+  }
+
   // -------------------------------------------------------------------------------------------
   // Requests
 
@@ -188,7 +208,7 @@ public final class NativeWorker implements Worker {
 
   @Override
   public WorkerCall send(WorkerRequest request, WorkerListener listener) {
-    Call call = new Call(request, listener);
+    NativeCall call = new NativeCall(this, request, listener);
     if (closed.get()) {
       call.fail(new WorkerFailure(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed", false));
       return call::cancel;
@@ -196,227 +216,26 @@ public final class NativeWorker implements Worker {
     DisaggregatedParams params = request.body().disaggregatedParams();
     boolean waitsForContext = request.leg() == DisaggRequestType.GENERATION_ONLY
         && (params == null || params.encodedOpaqueState() == null);
-    if (waitsForContext) {
-      // Generation-first: the context leg has not run yet; wait for it in this process.
+    if (!waitsForContext) {
+      call.start(params);
+    } else if (handoff == null) {
+      call.fail(new WorkerFailure(WorkerFailure.Kind.WORKER_ERROR, 502, "worker " + id + ": a generation leg without "
+          + "context phase params waits for its context in process, and this worker has no hand-off domain", false));
+    } else {
+      // Generation-first: the context leg has not run yet; wait for it in the fleet's hand-off domain.
       long key = params != null && params.ctxRequestId() != null ? params.ctxRequestId() : request.requestId();
-      CompletableFuture<DisaggregatedParams> ctx = ContextRendezvous.await(key);
-      call.onCancel = () -> ctx.cancel(false);
-      ctx.whenComplete((p, err) -> {
-        ContextRendezvous.forget(key);
-        if (err != null || p == null) {
+      CompletableFuture<ContextPhaseParams> context = handoff.awaitContext(key);
+      call.onCancel(() -> context.cancel(false));
+      context.whenComplete((cp, err) -> {
+        handoff.forgetContext(key);
+        if (err != null || cp == null) {
           call.fail(new WorkerFailure(WorkerFailure.Kind.CANCELLED, 0, "cancelled while waiting for the context", false));
         } else {
-          call.start(p.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY).build());
+          call.startGeneration(cp);
         }
       });
-    } else {
-      call.start(params);
     }
     return call::cancel;
-  }
-
-  /** One call: its state and its translation of executor responses into protocol objects. */
-  private final class Call {
-    final WorkerRequest request;
-    final WorkerListener listener;
-    final OpenAiRequest body;
-    final AtomicBoolean ended = new AtomicBoolean();
-    final AtomicLong executorId = new AtomicLong(-1);
-    final List<Integer> output = new ArrayList<>();
-    final IncrementalDecoder decoder = new IncrementalDecoder(codec);
-    volatile Runnable onCancel = () -> { };
-    volatile Runnable timeout;
-    int[] prompt;
-    boolean firstChunk = true;
-    ExecutorResponse last;
-
-    Call(WorkerRequest request, WorkerListener listener) {
-      this.request = request;
-      this.listener = listener;
-      this.body = request.body();
-    }
-
-    void start(DisaggregatedParams params) {
-      ExecutorRequest er;
-      try {
-        er = toExecutorRequest(params);
-      } catch (IllegalArgumentException e) {
-        fail(new WorkerFailure(WorkerFailure.Kind.CLIENT_ERROR, 400, e.getMessage(), false));
-        return;
-      }
-      timeout = timers.schedule(() -> {
-        if (!ended.get()) {
-          fail(new WorkerFailure(WorkerFailure.Kind.TIMEOUT, 0, "no answer within " + request.timeout().toMillis() + " ms", false));
-          long eid = executorId.get();
-          if (eid > 0) {
-            executor.cancel(eid);
-          }
-        }
-      }, request.timeout().compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : request.timeout());
-      try {
-        executorId.set(dispatcher.submit(er, this::onExecutorResponse));
-      } catch (RuntimeException e) {
-        fail(new WorkerFailure(WorkerFailure.Kind.CONNECT, 0, "worker " + id + ": " + e.getMessage(), false));
-      }
-      if (ended.get()) {
-        long eid = executorId.get();
-        if (eid > 0) {
-          executor.cancel(eid);
-        }
-      }
-    }
-
-    private ExecutorRequest toExecutorRequest(DisaggregatedParams params) {
-      prompt = promptTokens(body);
-      int maxTokens = body.maxOutputTokens().orElse(defaultMaxTokens);
-      DisaggRequestType leg = params == null || params.requestType() == null ? DisaggRequestType.CONTEXT_AND_GENERATION
-          : params.requestType();
-      ExecutorRequest.Builder b = ExecutorRequest.builder(prompt, maxTokens)
-          .clientRequestId(request.requestId())
-          .streaming(body.isStreaming())
-          .seed(body.seed() != null ? body.seed() : 0)
-          .conversationId(body.conversationParams() == null ? null : body.conversationParams().conversationId())
-          .subagentAffinityId(request.affinityId())
-          .adpRankHint(request.rankHint(), true);
-      switch (leg) {
-        case CONTEXT_ONLY -> b.type(RequestType.CONTEXT_ONLY);
-        case GENERATION_ONLY -> {
-          if (params.ctxRequestId() == null || params.encodedOpaqueState() == null) {
-            throw new IllegalArgumentException("disaggregated_params of a generation_only request need ctx_request_id and "
-                + "encoded_opaque_state");
-          }
-          int[] first = params.firstGenTokens() == null ? new int[0] : params.firstGenTokens().toArray();
-          byte[] opaque;
-          try {
-            opaque = Base64.getDecoder().decode(params.encodedOpaqueState());
-          } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("disaggregated_params.encoded_opaque_state is not base64");
-          }
-          b.contextPhase(new ContextPhaseParams(params.ctxRequestId(), params.ctxDpRank() == null ? -1 : params.ctxDpRank(),
-              first, opaque));
-        }
-        default -> b.type(RequestType.CONTEXT_AND_GENERATION);
-      }
-      return b.build();
-    }
-
-    private void onExecutorResponse(ExecutorResponse r) {
-      if (ended.get()) {
-        return;
-      }
-      if (r.finishReason() == FinishReason.CANCELLED) {
-        fail(new WorkerFailure(WorkerFailure.Kind.CANCELLED, 0, r.errorMessage(), !firstChunk));
-        return;
-      }
-      if (r.isError()) {
-        boolean handoff = r.errorMessage().contains("context");
-        fail(new WorkerFailure(handoff ? WorkerFailure.Kind.WORKER_ERROR : WorkerFailure.Kind.CLIENT_ERROR,
-            handoff ? 502 : 400, "worker " + id + ": " + r.errorMessage(), !firstChunk));
-        return;
-      }
-      for (int t : r.tokens()) {
-        output.add(t);
-      }
-      last = r;
-      if (body.isStreaming()) {
-        emitChunk(r.tokens(), r.isFinal() ? finishReason(r) : null, r.isFinal());
-      }
-      if (!r.isFinal()) {
-        return;
-      }
-      if (!body.isStreaming()) {
-        listener.onResponse(wholeResponse(r));
-      }
-      if (ended.compareAndSet(false, true)) {
-        cancelTimer();
-        listener.onComplete(new WorkerReport(r.metrics().rank(), r.metrics().reusedTokens(), r.metrics().promptTokens(),
-            r.metrics().ttftUs()));
-      }
-    }
-
-    private String finishReason(ExecutorResponse r) {
-      return switch (r.finishReason()) {
-        case END_ID, STOP -> "stop";
-        default -> "length";
-      };
-    }
-
-    private UsageInfo usage(ExecutorResponse r) {
-      int completion = output.size();
-      return new UsageInfo(r.metrics().promptTokens(), completion, r.metrics().promptTokens() + completion,
-          r.metrics().reusedTokens());
-    }
-
-    private void emitChunk(int[] tokens, String finish, boolean isFinal) {
-      String text = decoder.next(tokens, isFinal);
-      boolean includeUsage = isFinal && body.streamOptions() != null && Boolean.TRUE.equals(body.streamOptions().includeUsage());
-      UsageInfo usage = includeUsage ? usage(last) : null;
-      long created = System.currentTimeMillis() / 1000;
-      if (body instanceof ChatCompletionRequest chat) {
-        ChatDelta delta = new ChatDelta(firstChunk ? "assistant" : null, text, null, null, null, Map.of());
-        listener.onChunk(new ChatCompletionStreamResponse("chatcmpl-" + request.requestId(), "chat.completion.chunk", created,
-            chat.model(), List.of(new ChatStreamChoice(0, delta, null, finish, null, Map.of())), usage, Map.of()));
-      } else {
-        listener.onChunk(new CompletionStreamResponse("cmpl-" + request.requestId(), "text_completion", created, body.model(),
-            List.of(new CompletionChoice(0, text, null, null, finish, null, null, Map.of())), usage, Map.of()));
-      }
-      firstChunk = false;
-    }
-
-    private OpenAiResponse wholeResponse(ExecutorResponse r) {
-      int[] tokens = output.stream().mapToInt(Integer::intValue).toArray();
-      String text = codec.decode(tokens);
-      DisaggregatedParams ctxParams = null;
-      if (r.contextPhase() != null) {
-        ContextPhaseParams cp = r.contextPhase();
-        DisaggregatedParams in = body.disaggregatedParams();
-        ctxParams = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
-            .firstGenTokens(TokenIds.of(cp.firstGenTokens()))
-            .ctxRequestId(cp.ctxRequestId())
-            .encodedOpaqueState(Base64.getEncoder().encodeToString(cp.opaqueState()))
-            .disaggRequestId(request.requestId())
-            .ctxDpRank(cp.ctxDpRank())
-            .scheduleStyle(in == null ? null : in.scheduleStyle())
-            .conversationId(in == null ? null : in.conversationId())
-            .build();
-        if (in != null && in.scheduleStyle() == DisaggScheduleStyle.GENERATION_FIRST) {
-          ContextRendezvous.publish(request.requestId(), ctxParams);
-        }
-      }
-      String finish = finishReason(r);
-      long created = System.currentTimeMillis() / 1000;
-      TokenIds promptIds = ctxParams != null ? TokenIds.of(prompt) : null;
-      if (body instanceof ChatCompletionRequest chat) {
-        return new ChatCompletionResponse("chatcmpl-" + request.requestId(), "chat.completion", created, chat.model(),
-            List.of(new ChatChoice(0, ChatMessage.of("assistant", text), null, finish, null, ctxParams, Map.of())),
-            usage(r), promptIds, null, Map.of());
-      }
-      return new CompletionResponse("cmpl-" + request.requestId(), "text_completion", created, body.model(),
-          List.of(new CompletionChoice(0, text, null, null, finish, null, ctxParams, Map.of())), usage(r), promptIds, Map.of());
-    }
-
-    void fail(WorkerFailure failure) {
-      if (ended.compareAndSet(false, true)) {
-        cancelTimer();
-        listener.onError(failure);
-      }
-    }
-
-    private void cancelTimer() {
-      Runnable t = timeout;
-      if (t != null) {
-        t.run();
-      }
-    }
-
-    void cancel() {
-      onCancel.run();
-      long eid = executorId.get();
-      fail(new WorkerFailure(WorkerFailure.Kind.CANCELLED, 0, "cancelled", !firstChunk));
-      if (eid > 0) {
-        executor.cancel(eid);
-      }
-    }
   }
 
   @Override
@@ -456,6 +275,7 @@ public final class NativeWorker implements Worker {
     eventPoller = t;
   }
 
+  /** Closes the worker and its executor; the hand-off domain belongs to the fleet and stays open. */
   @Override
   public void close() {
     if (!closed.compareAndSet(false, true)) {

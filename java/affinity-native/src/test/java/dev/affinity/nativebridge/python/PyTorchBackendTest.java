@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.executor.ExecutorErrorKind;
 import dev.affinity.executor.ExecutorException;
 import dev.affinity.executor.ExecutorRequest;
 import dev.affinity.executor.ExecutorResponse;
@@ -142,11 +143,16 @@ class PyTorchBackendTest {
       ExecutorResponse bad = last(StandIn.until(ex, ex.enqueue(ExecutorRequest.builder(new int[] {1, 999999}, 4).build()),
           new ArrayList<>()));
       assertEquals(FinishReason.ERROR, bad.finishReason());
+      assertEquals(ExecutorErrorKind.BACKEND_FAILURE, bad.errorKind());
       assertTrue(bad.errorMessage().contains("Traceback"), bad.errorMessage());
       assertTrue(bad.errorMessage().contains("RuntimeError: stand-in: the prompt asked for an error"), bad.errorMessage());
       ExecutorResponse ok = last(StandIn.until(ex, ex.enqueue(ExecutorRequest.builder(new int[] {1, 2}, 2).build()),
           new ArrayList<>()));
       assertEquals(FinishReason.LENGTH, ok.finishReason());
+      assertEquals(ExecutorErrorKind.NONE, ok.errorKind());
+      ExecutorResponse empty = last(StandIn.until(ex, ex.enqueue(ExecutorRequest.builder(new int[0], 2).build()),
+          new ArrayList<>()));
+      assertEquals(ExecutorErrorKind.BAD_REQUEST, empty.errorKind(), empty::toString);
     }
   }
 

@@ -19,6 +19,7 @@ import dev.affinity.disagg.DisaggSettings;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;
@@ -56,17 +57,19 @@ class NativeDisaggTest {
 
   final List<NativeWorker> workers = new ArrayList<>();
   final RealScheduler scheduler = new RealScheduler();
+  final HandoffDomain handoff = new HandoffDomain();
   DisaggService service;
   RequestAdmission admission;
 
   @AfterEach
   void tearDown() {
     workers.forEach(NativeWorker::close);
+    handoff.close();
     scheduler.close();
   }
 
   private NativeWorker worker(String id) {
-    NativeWorker w = new NativeWorker(id, NativeExecutor.create("sim", EXEC), CODEC_BPE, 16);
+    NativeWorker w = new NativeWorker(id, NativeExecutor.create("sim", EXEC, handoff), CODEC_BPE, 16, handoff);
     workers.add(w);
     return w;
   }

@@ -9,6 +9,7 @@ import dev.affinity.config.ServerSection;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.CompletionHandler;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
@@ -47,6 +48,8 @@ public final class AffinityServer implements AutoCloseable {
         return t;
       });
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
+  private final HandoffDomain handoff = new HandoffDomain();
   private Router ctxRouter;
   private Router genRouter;
   private DisaggService service;
@@ -73,7 +76,7 @@ public final class AffinityServer implements AutoCloseable {
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
       if (section.isEmbedded()) {
-        List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128);
+        List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128, handoff);
         embedded.put(fleet, created);
         synchronized (workers) {
           workers.addAll(created);
@@ -219,6 +222,7 @@ public final class AffinityServer implements AutoCloseable {
         log.warn("closing worker {} failed", w.id(), e);
       }
     }
+    handoff.close();
     scheduler.close();
     registry.close();
   }

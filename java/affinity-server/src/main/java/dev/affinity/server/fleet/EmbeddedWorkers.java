@@ -3,6 +3,7 @@ package dev.affinity.server.fleet;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.WorkerPool;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.ModelTokenCodec;
@@ -53,15 +54,19 @@ public final class EmbeddedWorkers {
   /**
    * One {@link NativeWorker} per instance, named {@code <fleet>-<i>}; the caller closes them. The
    * codec is a BPE encoding name, or {@code model} for the model's own tokenizer from each executor.
+   * The context and generation workers of one deployment share {@code handoff} (executors and
+   * workers are created in it), which the caller closes after them.
    */
-  public static List<NativeWorker> create(ServerSection section, String tokenizer, int defaultMaxTokens) {
+  public static List<NativeWorker> create(ServerSection section, String tokenizer, int defaultMaxTokens,
+      HandoffDomain handoff) {
     TokenCodec shared = ModelTokenCodec.NAME.equals(tokenizer) ? null : new BpeTokenCodec(tokenizer);
     List<NativeWorker> out = new ArrayList<>();
     try {
       for (Instance in : instances(section)) {
-        NativeExecutor ex = NativeExecutor.create(in.backend(), in.configJson());
+        NativeExecutor ex = NativeExecutor.create(in.backend(), in.configJson(), handoff);
         try {
-          out.add(new NativeWorker(in.name(), ex, shared != null ? shared : new ModelTokenCodec(ex), defaultMaxTokens));
+          out.add(new NativeWorker(in.name(), ex, shared != null ? shared : new ModelTokenCodec(ex), defaultMaxTokens,
+              handoff));
         } catch (RuntimeException e) {
           ex.close();
           throw e;

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.executor.ClockMode;
 import dev.affinity.executor.KvCacheStats;
 import dev.affinity.executor.Executor;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
@@ -46,6 +47,12 @@ public final class WorkerServer implements AutoCloseable {
     this.frontend = frontend;
   }
 
+  /** {@link #start(String, WorkerSettings, FrontendOptions, String, HandoffDomain)} without a hand-off domain. */
+  public static WorkerServer start(String executorConfig, WorkerSettings settings, FrontendOptions options,
+      String version) throws IOException {
+    return start(executorConfig, settings, options, version, null);
+  }
+
   /**
    * Creates the executor and starts serving.
    *
@@ -55,17 +62,20 @@ public final class WorkerServer implements AutoCloseable {
    * @param options where to listen; disaggregated_params are always accepted (internal traffic) and the
    *     model list is the settings' model
    * @param version what {@code /version} and {@code /server_info} report
+   * @param handoff the hand-off domain of worker servers that share this process (tests), so that a
+   *     generation leg frees its context's KV on another of them at once; null for none (a worker
+   *     process: contexts of other processes are trusted and freed by their own hold timeout)
    * @throws IllegalArgumentException for a configuration that is not a JSON object, or a virtual clock
    * @throws dev.affinity.executor.ExecutorException for a configuration the executor refuses
    * @throws IOException when the address cannot be bound
    */
   public static WorkerServer start(String executorConfig, WorkerSettings settings, FrontendOptions options,
-      String version) throws IOException {
+      String version, HandoffDomain handoff) throws IOException {
     Objects.requireNonNull(settings, "settings");
     Objects.requireNonNull(options, "options");
     String config = effectiveConfig(executorConfig, settings.name());
     BpeTokenCodec codec = new BpeTokenCodec(settings.tokenizer());
-    NativeExecutor executor = NativeExecutor.create(BACKEND, config);
+    NativeExecutor executor = NativeExecutor.create(BACKEND, config, handoff);
     NativeWorker worker = null;
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     try {
@@ -73,7 +83,7 @@ public final class WorkerServer implements AutoCloseable {
         throw new IllegalArgumentException("a worker process needs a real clock (clock.mode: real), not "
             + executor.clockMode());
       }
-      worker = new NativeWorker(settings.name(), executor, codec, settings.defaultMaxTokens());
+      worker = new NativeWorker(settings.name(), executor, codec, settings.defaultMaxTokens(), handoff);
       InternalHeaders internal = new InternalHeaders(settings.name(), InternalAuth.ofNullable(settings.authKey()).orElse(null),
           executor.numRanks());
       WorkerHandler handler = new WorkerHandler(worker, internal, settings.requestTimeout());

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
 import dev.affinity.kv.HashAlgorithm;
+import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.CompletionStreamResponse;
@@ -65,6 +66,8 @@ class WorkerServerTest {
       .collect(java.util.stream.Collectors.joining(",", "[", "]"));
   static final long BASE_ID = (1L << 40) + 1000;
 
+  /** The worker servers of a test share this JVM, as workers of one host would share their process. */
+  private final HandoffDomain handoff = new HandoffDomain();
   private final List<AutoCloseable> open = new ArrayList<>();
   private final List<RecordingListener> listeners = new ArrayList<>();
   private long nextId = BASE_ID;
@@ -74,6 +77,7 @@ class WorkerServerTest {
     for (int i = open.size() - 1; i >= 0; i--) {
       open.get(i).close();
     }
+    handoff.close();
     listeners.forEach(RecordingListener::assertContract);
   }
 
@@ -83,7 +87,7 @@ class WorkerServerTest {
 
   WorkerServer worker(String name, String config, String key, AccessLog log) throws Exception {
     WorkerServer w = WorkerServer.start(config, WorkerSettings.defaults().withName(name).withAuthKey(key),
-        FrontendOptions.defaults().withAccessLog(log), "test");
+        FrontendOptions.defaults().withAccessLog(log), "test", handoff);
     open.add(w);
     return w;
   }
