@@ -99,7 +99,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
 
   private Receiving receiving;
   private final ArrayDeque<Work> queue = new ArrayDeque<>();
-  private Exchange active;
+  private HttpExchange active;
   /** No more input is accepted: the connection closes once the queued responses are written. */
   private boolean closing;
   private boolean pumping;
@@ -369,7 +369,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   }
 
   private void dispatch(Work work) {
-    Exchange exchange = new Exchange(fc, this, ctx.channel(), work.meta(), work.readNanos());
+    HttpExchange exchange = new HttpExchange(fc, this, ctx.channel(), work.meta(), work.readNanos());
     active = exchange;
     fc.metrics.started();
     Rejection rejection = work.rejection();
@@ -405,7 +405,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   }
 
   /** A backend route: its handler's answer as JSON, or the status of the protocol error it threw. */
-  private void serveExtra(Exchange exchange, ExtraEndpoint extra, byte[] body) {
+  private void serveExtra(HttpExchange exchange, ExtraEndpoint extra, byte[] body) {
     Object answer;
     try {
       answer = extra.handler().handle(body == null ? new byte[0] : body);
@@ -417,7 +417,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   }
 
   /** Called by the exchange, on the event loop, once it is complete. */
-  void exchangeDone(Exchange exchange, ChannelFuture lastWrite, boolean close) {
+  void exchangeDone(HttpExchange exchange, ChannelFuture lastWrite, boolean close) {
     if (active == exchange) {
       active = null;
     }
@@ -465,7 +465,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   public void channelInactive(ChannelHandlerContext context) {
     cancelReadDeadline();
     receiving = null;
-    Exchange a = active;
+    HttpExchange a = active;
     active = null;
     if (a != null) {
       a.channelClosed();

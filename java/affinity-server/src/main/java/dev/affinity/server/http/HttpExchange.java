@@ -39,8 +39,8 @@ import org.slf4j.LoggerFactory;
  * first of respond / fail / stream end / abort / connection close completes the exchange (access log
  * line, metrics) and every later call is ignored.
  */
-final class Exchange implements ClientSink {
-  private static final Logger LOG = LoggerFactory.getLogger(Exchange.class);
+final class HttpExchange implements ClientSink {
+  private static final Logger LOG = LoggerFactory.getLogger(HttpExchange.class);
 
   static final AsciiString REQUEST_ID = AsciiString.cached("x-request-id");
   static final AsciiString ROUTE = AsciiString.cached("x-affinity-route");
@@ -71,7 +71,7 @@ final class Exchange implements ClientSink {
   private List<Runnable> disconnectCallbacks;
   private boolean disconnected;
 
-  Exchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
+  HttpExchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
     this.fc = fc;
     this.connection = connection;
     this.channel = channel;
