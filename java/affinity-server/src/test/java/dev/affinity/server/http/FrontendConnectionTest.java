@@ -5,6 +5,7 @@ import static dev.affinity.server.http.Fixtures.ROUTE;
 import static dev.affinity.server.http.Fixtures.STREAMING_COMPLETION;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.frontend.ClientSink;
@@ -350,18 +351,23 @@ class FrontendConnectionTest {
 
   // ---- HTTP/1.1 details ----
 
-  @Test
-  void pipelinedRequestsAreAnsweredInOrder() throws Exception {
-    start(options().withVersion("v-pipe"));
-    CountDownLatch release = new CountDownLatch(1);
+  /** Completion requests are answered with {@code text} from another thread once {@code release} opens. */
+  private void answerWhenReleased(CountDownLatch release, String text) {
     backend.handler = (request, headers, sink) -> new Thread(() -> {
       try {
         release.await();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      sink.respond(Fixtures.completionResponse("first"), ROUTE);
+      sink.respond(Fixtures.completionResponse(text), ROUTE);
     }).start();
+  }
+
+  @Test
+  void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+    start(options().withVersion("v-pipe"));
+    CountDownLatch release = new CountDownLatch(1);
+    answerWhenReleased(release, "first");
     try (Socket s = connect()) {
       send(s, post("/v1/completions", COMPLETION) + "GET /version HTTP/1.1\r\nHost: test\r\n\r\n"
           + "GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
@@ -379,17 +385,14 @@ class FrontendConnectionTest {
   void pipelinedRejectionWaitsForTheRequestAhead() throws Exception {
     start(options());
     CountDownLatch release = new CountDownLatch(1);
-    backend.handler = (request, headers, sink) -> new Thread(() -> {
-      try {
-        release.await();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      sink.respond(Fixtures.completionResponse("first"), ROUTE);
-    }).start();
+    answerWhenReleased(release, "first");
     try (Socket s = connect()) {
       send(s, post("/v1/completions", COMPLETION) + "GET /nowhere HTTP/1.1\r\nHost: test\r\n\r\n"
           + "DELETE /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+      s.setSoTimeout(300);
+      // while the first request waits, nothing is answered (a slow server only makes this check weaker)
+      assertThrows(java.net.SocketTimeoutException.class, () -> s.getInputStream().read());
+      s.setSoTimeout(SAFETY_MS);
       release.countDown();
       String all = readToEnd(s);
       int first = all.indexOf("\"text\":\"first\"");
