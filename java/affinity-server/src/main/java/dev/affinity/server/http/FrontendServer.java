@@ -21,9 +21,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The OpenAI-compatible HTTP/1.1 frontend (Netty, NIO transport; the pipeline is built by
- * {@link FrontendChannelInitializer}). Endpoints, statuses and headers are described in docs/frontend.md. Start it with {@link #start}; {@link #close} stops accepting, closes
- * every connection (in-flight requests see a disconnect) and closes the access log.
+ * The OpenAI-compatible HTTP/1.1 frontend (Netty, NIO transport; {@link FrontendChannelInitializer}
+ * builds each connection's pipeline). Endpoints, statuses and headers are described in
+ * docs/frontend.md. Start it with {@link #start}; {@link #close} stops accepting, closes every
+ * connection (in-flight requests see a disconnect) and closes the access log.
  */
 public final class FrontendServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(FrontendServer.class);

@@ -18,8 +18,8 @@ import java.util.concurrent.TimeUnit;
  * discards input until the client closes or {@link #LINGER_MILLIS} pass. Closing with unread input (a
  * refused body, a request after a timeout) would make the kernel send a reset, which can destroy the
  * response before the client has read it. Any other close (an abort, an idle connection), and a
- * second close while it lingers (the server stopping), is immediate. It sits right after the HTTP codec, where it sees responses as objects.
- * Event-loop confined.
+ * second close while it lingers (the server stopping), is immediate. It sits right after the HTTP
+ * codec, where it sees responses as objects. Event-loop confined.
  */
 final class LingeringClose extends ChannelDuplexHandler {
   /** How long a connection closing after a response keeps draining input. */
