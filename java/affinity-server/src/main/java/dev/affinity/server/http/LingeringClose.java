@@ -13,13 +13,13 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Closes a connection gently after a response that ends it ({@code Connection: close}, closed by
- * {@code HttpServerKeepAliveHandler} or {@link HttpConnection}): it shuts down the sending side, then
- * discards input until the client closes or {@link #LINGER_MILLIS} pass. Closing with unread input (a
- * refused body, a request after a timeout) would make the kernel send a reset, which can destroy the
- * response before the client has read it. Any other close (an abort, an idle connection), and a
- * second close while it lingers (the server stopping), is immediate. It sits right after the HTTP
- * codec, where it sees responses as objects. Event-loop confined.
+ * Closes a connection gently after a response that ends it ({@code Connection: close}; Netty's
+ * {@code HttpServerKeepAliveHandler} closes once that response is written): it shuts down the
+ * sending side, then discards input until the client closes or {@link #LINGER_MILLIS} pass. Closing
+ * with unread input (a refused body, a request after a timeout) would make the kernel send a reset,
+ * which can destroy the response before the client has read it. Any other close (an abort, an idle
+ * connection), and a second close while it lingers (the server stopping), is immediate. It sits
+ * right after the HTTP codec, where it sees responses as objects. Event-loop confined.
  */
 final class LingeringClose extends ChannelDuplexHandler {
   /** How long a connection closing after a response keeps draining input. */
