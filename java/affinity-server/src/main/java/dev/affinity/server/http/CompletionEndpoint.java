@@ -26,7 +26,7 @@ final class CompletionEndpoint {
   }
 
   /** On the event loop; answers through {@code exchange} now (a rejection) or later (the handler). */
-  void serve(Exchange exchange, byte[] body) {
+  void serve(HttpExchange exchange, byte[] body) {
     if (!fc.backend.ready()) {
       exchange.sendError(503, ErrorResponse.of(503, "cluster is not ready", null));
       return;

@@ -4,18 +4,12 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.http.HttpDecoderConfig;
-import io.netty.handler.codec.http.HttpServerCodec;
-import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -27,19 +21,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The OpenAI-compatible HTTP/1.1 frontend (Netty, NIO transport). Endpoints, statuses and headers are
- * described in docs/frontend.md. Start it with {@link #start}; {@link #close} stops accepting, closes
- * every connection (in-flight requests see a disconnect) and closes the access log.
+ * The OpenAI-compatible HTTP/1.1 frontend (Netty, NIO transport; {@link FrontendChannelInitializer}
+ * builds each connection's pipeline). Endpoints, statuses and headers are described in
+ * docs/frontend.md. Start it with {@link #start}; {@link #close} stops accepting, closes every
+ * connection (in-flight requests see a disconnect) and closes the access log.
  */
 public final class FrontendServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(FrontendServer.class);
 
   /** The content type of {@code /metrics}: Prometheus text exposition format 0.0.4. */
   static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
-
-  static final int MAX_INITIAL_LINE = 8 * 1024;
-  static final int MAX_HEADER_SIZE = 32 * 1024;
-  static final int MAX_CHUNK_SIZE = 64 * 1024;
 
   private final FrontendContext context;
   private final EventLoopGroup acceptor;
@@ -81,24 +72,9 @@ public final class FrontendServer implements AutoCloseable {
         .option(ChannelOption.SO_REUSEADDR, true)
         .childOption(ChannelOption.TCP_NODELAY, true)
         .childOption(ChannelOption.SO_KEEPALIVE, true)
-        .childHandler(new ChannelInitializer<SocketChannel>() {
-          @Override
-          protected void initChannel(SocketChannel ch) {
-            context.channels.add(ch);
-            HttpConnection connection = new HttpConnection(context);
-            ChannelPipeline p = ch.pipeline();
-            p.addLast("read-watch", connection.readWatcher());
-            if (!options.keepAliveTimeout().isZero()) {
-              p.addLast("keep-alive-idle",
-                  new IdleStateHandler(0, 0, options.keepAliveTimeout().toNanos(), TimeUnit.NANOSECONDS));
-            }
-            p.addLast("http", new HttpServerCodec(new HttpDecoderConfig()
-                .setMaxInitialLineLength(MAX_INITIAL_LINE)
-                .setMaxHeaderSize(MAX_HEADER_SIZE)
-                .setMaxChunkSize(MAX_CHUNK_SIZE)));
-            p.addLast("frontend", connection);
-          }
-        });
+        // a client that shuts down its sending side after its request still gets the answer
+        .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+        .childHandler(new FrontendChannelInitializer(context));
     ChannelFuture bound = bootstrap.bind(options.host(), options.port()).awaitUninterruptibly();
     if (!bound.isSuccess()) {
       acceptor.shutdownGracefully(0, 1, TimeUnit.SECONDS);

@@ -1,7 +1,12 @@
 package dev.affinity.server.http;
 
+import io.netty.channel.Channel;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpVersion;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.URI;
 
 /**
  * What the frontend knows of a request once its headers are read.
@@ -31,6 +36,45 @@ record RequestMeta(
 
   /** Longest path kept for logs and error messages. */
   static final int MAX_LOGGED_PATH = 256;
+
+  /** A request whose head never arrived or could not be parsed: no method, path or headers. */
+  static RequestMeta unknown(long localId, String remote) {
+    return new RequestMeta(localId, "-", "-", null, null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, false,
+        remote, System.currentTimeMillis());
+  }
+
+  /** The client's {@code ip:port} as the access log reports it. */
+  static String remote(Channel channel) {
+    SocketAddress a = channel.remoteAddress();
+    if (a instanceof InetSocketAddress inet) {
+      return (inet.getAddress() != null ? inet.getAddress().getHostAddress() : inet.getHostString()) + ":"
+          + inet.getPort();
+    }
+    return a != null ? a.toString() : "-";
+  }
+
+  /** The path of an origin-form or absolute-form request target, without query or fragment. */
+  static String path(String uri) {
+    String target = uri;
+    if (!target.startsWith("/")) {
+      try {
+        String p = URI.create(target).getRawPath();
+        target = p == null || p.isEmpty() ? "/" : p;
+      } catch (IllegalArgumentException e) {
+        return target;
+      }
+    }
+    int end = target.length();
+    int q = target.indexOf('?');
+    if (q >= 0) {
+      end = q;
+    }
+    int h = target.indexOf('#');
+    if (h >= 0 && h < end) {
+      end = h;
+    }
+    return target.substring(0, end);
+  }
 
   static String loggablePath(String path) {
     return path.length() <= MAX_LOGGED_PATH ? path : path.substring(0, MAX_LOGGED_PATH) + "...";

@@ -5,6 +5,7 @@ import static dev.affinity.server.http.Fixtures.ROUTE;
 import static dev.affinity.server.http.Fixtures.STREAMING_COMPLETION;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.frontend.ClientSink;
@@ -279,20 +280,94 @@ class FrontendConnectionTest {
     assertEquals(AccessRecord.ABORTED, accessLog.last().outcome());
   }
 
-  // ---- HTTP/1.1 details ----
+  // ---- half-closed clients ----
 
   @Test
-  void pipelinedRequestsAreAnsweredInOrder() throws Exception {
-    start(options().withVersion("v-pipe"));
-    CountDownLatch release = new CountDownLatch(1);
+  void halfClosedClientStillGetsTheAnswer() throws Exception {
+    start(options());
+    CountDownLatch handled = new CountDownLatch(1);
+    AtomicInteger callbacks = new AtomicInteger();
+    AtomicReference<ClientSink> sinkRef = new AtomicReference<>();
+    backend.handler = (request, headers, sink) -> {
+      sink.onDisconnect(callbacks::incrementAndGet);
+      sinkRef.set(sink);
+      handled.countDown();
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", COMPLETION));
+      s.shutdownOutput();
+      await(handled, "the handler was called");
+      // the frontend has seen the end of input and checked that the client still reads
+      String probe = readUntil(s, "HTTP/1.1 100 Continue\r\n\r\n");
+      sinkRef.get().respond(Fixtures.completionResponse("late"), ROUTE);
+      String response = probe + readToEnd(s);
+      assertTrue(response.contains("HTTP/1.1 200 OK\r\n"), response);
+      assertTrue(response.contains("\"text\":\"late\""), response);
+    }
+    server.close();
+    assertEquals(0, callbacks.get(), "a half-closed client has not gone away");
+    assertEquals(AccessRecord.OK, accessLog.last().outcome());
+  }
+
+  @Test
+  void halfClosedClientStillGetsTheWholeStream() throws Exception {
+    start(options());
+    CountDownLatch handled = new CountDownLatch(1);
+    AtomicReference<ClientSink> sinkRef = new AtomicReference<>();
+    backend.handler = (request, headers, sink) -> {
+      sinkRef.set(sink);
+      sink.streamStart(ROUTE);
+      sink.streamChunk(Fixtures.chunk(0));
+      handled.countDown();
+    };
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", STREAMING_COMPLETION));
+      s.shutdownOutput();
+      await(handled, "the handler was called");
+      String seen = readUntil(s, "data: {");
+      ClientSink sink = sinkRef.get();
+      sink.streamChunk(Fixtures.chunk(1));
+      sink.streamEnd(ROUTE);
+      String response = seen + readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
+      assertTrue(response.contains("\"text\":\"t1\""), response);
+      assertTrue(response.contains("data: [DONE]\n\n"), response);
+      assertTrue(response.endsWith("0\r\n\r\n"), "the stream ends cleanly: " + response);
+    }
+    server.close();
+    assertEquals(AccessRecord.OK, accessLog.last().outcome());
+  }
+
+  @Test
+  void halfClosedIdleConnectionIsClosed() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "GET /health HTTP/1.1\r\nHost: test\r\n\r\n");
+      s.shutdownOutput();
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
+    }
+  }
+
+  // ---- HTTP/1.1 details ----
+
+  /** Completion requests are answered with {@code text} from another thread once {@code release} opens. */
+  private void answerWhenReleased(CountDownLatch release, String text) {
     backend.handler = (request, headers, sink) -> new Thread(() -> {
       try {
         release.await();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      sink.respond(Fixtures.completionResponse("first"), ROUTE);
+      sink.respond(Fixtures.completionResponse(text), ROUTE);
     }).start();
+  }
+
+  @Test
+  void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+    start(options().withVersion("v-pipe"));
+    CountDownLatch release = new CountDownLatch(1);
+    answerWhenReleased(release, "first");
     try (Socket s = connect()) {
       send(s, post("/v1/completions", COMPLETION) + "GET /version HTTP/1.1\r\nHost: test\r\n\r\n"
           + "GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
@@ -304,6 +379,39 @@ class FrontendConnectionTest {
       assertTrue(first > 0 && second > first && third > second, all);
       assertEquals(3, all.split("HTTP/1.1 200 OK", -1).length - 1, all);
     }
+  }
+
+  @Test
+  void pipelinedRejectionWaitsForTheRequestAhead() throws Exception {
+    start(options());
+    CountDownLatch release = new CountDownLatch(1);
+    answerWhenReleased(release, "first");
+    try (Socket s = connect()) {
+      send(s, post("/v1/completions", COMPLETION) + "GET /nowhere HTTP/1.1\r\nHost: test\r\n\r\n"
+          + "DELETE /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+      s.setSoTimeout(300);
+      // while the first request waits, nothing is answered (a slow server only makes this check weaker)
+      assertThrows(java.net.SocketTimeoutException.class, () -> s.getInputStream().read());
+      s.setSoTimeout(SAFETY_MS);
+      release.countDown();
+      String all = readToEnd(s);
+      int first = all.indexOf("\"text\":\"first\"");
+      int second = all.indexOf("HTTP/1.1 404 ");
+      int third = all.indexOf("HTTP/1.1 405 ");
+      assertTrue(first > 0 && second > first && third > second, all);
+    }
+  }
+
+  @Test
+  void unsupportedExpectationIs417() throws Exception {
+    start(options());
+    try (Socket s = connect()) {
+      send(s, "POST /v1/completions HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nExpect: something-else\r\n\r\n");
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 417 "), response);
+      assertTrue(response.contains("unsupported Expect header: something-else"), response);
+    }
+    assertEquals(0, backend.calls.get());
   }
 
   @Test

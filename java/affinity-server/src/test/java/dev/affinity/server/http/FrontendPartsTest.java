@@ -47,18 +47,18 @@ class FrontendPartsTest {
 
   @Test
   void pathDropsQueryAndFragmentAndAcceptsAbsoluteForm() {
-    assertEquals("/v1/models", HttpConnection.path("/v1/models?x=1"));
-    assertEquals("/health", HttpConnection.path("/health#frag"));
-    assertEquals("/v1/completions", HttpConnection.path("http://host:8000/v1/completions?a=b"));
-    assertEquals("/", HttpConnection.path("http://host:8000"));
-    assertEquals("*", HttpConnection.path("*"));
+    assertEquals("/v1/models", RequestMeta.path("/v1/models?x=1"));
+    assertEquals("/health", RequestMeta.path("/health#frag"));
+    assertEquals("/v1/completions", RequestMeta.path("http://host:8000/v1/completions?a=b"));
+    assertEquals("/", RequestMeta.path("http://host:8000"));
+    assertEquals("*", RequestMeta.path("*"));
   }
 
   @Test
   void routeHeaderValuesAreAsciiWithoutControls() {
-    assertEquals("ctx=a; gen=b", Exchange.headerSafe("ctx=a; gen=b"));
-    assertEquals("a?b?c", Exchange.headerSafe("a\nb\u00e9c"));
-    assertEquals(2048, Exchange.headerSafe("x".repeat(5000)).length());
+    assertEquals("ctx=a; gen=b", ResponseHeaders.headerSafe("ctx=a; gen=b"));
+    assertEquals("a?b?c", ResponseHeaders.headerSafe("a\nb\u00e9c"));
+    assertEquals(2048, ResponseHeaders.headerSafe("x".repeat(5000)).length());
   }
 
   @Test

@@ -14,7 +14,6 @@ import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -22,9 +21,6 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.util.AsciiString;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
@@ -39,18 +35,10 @@ import org.slf4j.LoggerFactory;
  * first of respond / fail / stream end / abort / connection close completes the exchange (access log
  * line, metrics) and every later call is ignored.
  */
-final class Exchange implements ClientSink {
-  private static final Logger LOG = LoggerFactory.getLogger(Exchange.class);
+final class HttpExchange implements ClientSink {
+  private static final Logger LOG = LoggerFactory.getLogger(HttpExchange.class);
 
-  static final AsciiString REQUEST_ID = AsciiString.cached("x-request-id");
-  static final AsciiString ROUTE = AsciiString.cached("x-affinity-route");
-  static final AsciiString JSON = AsciiString.cached("application/json");
-  static final AsciiString EVENT_STREAM = AsciiString.cached("text/event-stream; charset=utf-8");
-  private static final AsciiString ACCEL_BUFFERING = AsciiString.cached("x-accel-buffering");
-  private static final int MAX_ROUTE_HEADER = 2048;
-
-  private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
-  private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+  private static final AsciiString JSON = ResponseHeaders.JSON;
 
   private enum State { NEW, STREAMING, DONE }
 
@@ -58,25 +46,20 @@ final class Exchange implements ClientSink {
   private final HttpConnection connection;
   private final Channel channel;
   private final RequestMeta meta;
-  private final long readNanos;
+  private final ExchangeLog log;
 
   // event-loop confined
   private State state = State.NEW;
-  private RouteInfo route;
-  private String model;
-  private Boolean stream;
-  private long firstNanos = -1;
-  private long lastChunkNanos = -1;
-  private long bytes;
-  private List<Runnable> disconnectCallbacks;
-  private boolean disconnected;
+  private final DisconnectCallbacks disconnect = new DisconnectCallbacks();
+  /** Whether anything was written since the last probe of a half-closed client. */
+  private boolean wroteSinceProbe;
 
-  Exchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
+  HttpExchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
     this.fc = fc;
     this.connection = connection;
     this.channel = channel;
     this.meta = meta;
-    this.readNanos = readNanos;
+    this.log = new ExchangeLog(fc, meta, readNanos);
   }
 
   RequestMeta meta() {
@@ -85,8 +68,7 @@ final class Exchange implements ClientSink {
 
   /** What the access log reports of a completion request. */
   void describe(String requestModel, boolean streaming) {
-    this.model = requestModel;
-    this.stream = streaming;
+    log.describe(requestModel, streaming);
   }
 
   // ---- ClientSink: any thread ----
@@ -119,7 +101,7 @@ final class Exchange implements ClientSink {
   @Override
   public void streamChunk(OpenAiStreamChunk chunk) {
     Objects.requireNonNull(chunk, "chunk");
-    byte[] event = sseEvent(fc.codec.toJsonBytes(chunk));
+    byte[] event = Sse.event(fc.codec.toJsonBytes(chunk));
     onLoop(() -> writeChunk(event));
   }
 
@@ -149,16 +131,7 @@ final class Exchange implements ClientSink {
   @Override
   public void onDisconnect(Runnable callback) {
     Objects.requireNonNull(callback, "callback");
-    onLoop(() -> {
-      if (disconnected) {
-        runCallback(callback);
-      } else if (state != State.DONE) {
-        if (disconnectCallbacks == null) {
-          disconnectCallbacks = new ArrayList<>(1);
-        }
-        disconnectCallbacks.add(callback);
-      }
-    });
+    onLoop(() -> disconnect.add(callback));
   }
 
   private void onLoop(Runnable task) {
@@ -213,13 +186,25 @@ final class Exchange implements ClientSink {
     if (state == State.DONE) {
       return;
     }
-    List<Runnable> callbacks = disconnectCallbacks;
-    disconnected = true;
-    complete(state == State.STREAMING ? 200 : 499, AccessRecord.CLIENT_DISCONNECT, "connection closed", System.nanoTime());
     LOG.debug("request {}: the connection closed before the response was complete", meta.localId());
-    if (callbacks != null) {
-      callbacks.forEach(this::runCallback);
+    disconnect.disconnected();
+    complete(state == State.STREAMING ? 200 : 499, AccessRecord.CLIENT_DISCONNECT, "connection closed", System.nanoTime());
+  }
+
+  /**
+   * Checks that a client whose input ended still reads (see {@link HttpConnection}): writes something
+   * it ignores, an interim {@code 100 Continue} before the response head (HTTP/1.1 clients must accept
+   * unexpected 1xx responses, RFC 9110 §15.2) or an SSE comment in a quiet stream. A client that closed
+   * its socket answers with a reset, and a later write fails and closes the connection.
+   */
+  void probe() {
+    if (state == State.NEW && meta.version().equals(HttpVersion.HTTP_1_1)) {
+      channel.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.CONTINUE,
+          Unpooled.EMPTY_BUFFER));
+    } else if (state == State.STREAMING && !wroteSinceProbe) {
+      channel.writeAndFlush(new DefaultHttpContent(Unpooled.wrappedBuffer(Sse.COMMENT)));
     }
+    wroteSinceProbe = false;
   }
 
   // ---- writing: event loop ----
@@ -235,9 +220,7 @@ final class Exchange implements ClientSink {
       }
       return;
     }
-    if (routeInfo != null) {
-      route = routeInfo;
-    }
+    log.route(routeInfo);
     FullHttpResponse response = new DefaultFullHttpResponse(meta.version(), status, Unpooled.wrappedBuffer(body));
     HttpHeaders h = response.headers();
     if (contentType != null) {
@@ -249,33 +232,23 @@ final class Exchange implements ClientSink {
     boolean close = forceClose || !meta.keepAlive();
     HttpUtil.setKeepAlive(h, meta.version(), !close);
     long now = System.nanoTime();
-    bytes = body.length;
-    boolean ok = status.code() < 400;
-    if (ok && meta.endpoint() != null && meta.endpoint().isCompletion()) {
-      firstNanos = now;
-      fc.metrics.ttft(meta.endpointTag(), false, now - readNanos);
-    }
-    complete(status.code(), ok ? AccessRecord.OK : AccessRecord.ERROR, error, now);
-    ChannelFuture written = channel.writeAndFlush(response);
-    connection.exchangeDone(this, written, close);
+    log.wholeResponse(status.code(), body.length, now);
+    complete(status.code(), status.code() < 400 ? AccessRecord.OK : AccessRecord.ERROR, error, now);
+    connection.exchangeDone(this, channel.writeAndFlush(response), close);
   }
 
   private void startStream(RouteInfo routeInfo) {
-    if (routeInfo != null) {
-      route = routeInfo;
-    }
+    log.route(routeInfo);
     state = State.STREAMING;
     HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK);
     HttpHeaders h = response.headers();
-    h.set(HttpHeaderNames.CONTENT_TYPE, EVENT_STREAM);
-    h.set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE);
-    h.set(ACCEL_BUFFERING, "no");
+    Sse.headers(h);
     commonHeaders(h, routeInfo);
     if (chunked()) {
       HttpUtil.setTransferEncodingChunked(response, true);
     }
     HttpUtil.setKeepAlive(h, meta.version(), keepAliveAfterStream());
-    channel.writeAndFlush(response);
+    write(response);
   }
 
   /** HTTP/1.0 has no chunked encoding: the stream ends when the connection closes. */
@@ -295,16 +268,8 @@ final class Exchange implements ClientSink {
     if (state != State.STREAMING) {
       return;
     }
-    long now = System.nanoTime();
-    if (firstNanos < 0) {
-      firstNanos = now;
-      fc.metrics.ttft(meta.endpointTag(), true, now - readNanos);
-    } else {
-      fc.metrics.interToken(meta.endpointTag(), now - lastChunkNanos);
-    }
-    lastChunkNanos = now;
-    bytes += event.length;
-    channel.writeAndFlush(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
+    log.chunk(event.length, System.nanoTime());
+    write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
   }
 
   private void endStream(RouteInfo routeInfo) {
@@ -314,15 +279,17 @@ final class Exchange implements ClientSink {
     if (state == State.NEW) {
       startStream(routeInfo); // a stream without chunks: only [DONE]
     }
-    if (routeInfo != null) {
-      route = routeInfo;
-    }
-    bytes += DONE.length;
+    log.route(routeInfo);
+    log.sent(Sse.DONE.length);
     complete(200, AccessRecord.OK, null, System.nanoTime());
-    ChannelFuture written = channel.writeAndFlush(chunked()
-        ? new DefaultLastHttpContent(Unpooled.wrappedBuffer(DONE))
-        : new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
+    // without chunked encoding (HTTP/1.0) the encoder writes the last content as it is
+    ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(Sse.DONE)));
     connection.exchangeDone(this, written, !keepAliveAfterStream());
+  }
+
+  private ChannelFuture write(Object message) {
+    wroteSinceProbe = true;
+    return channel.writeAndFlush(message);
   }
 
   private void failOnLoop(int status, byte[] body, String message, RouteInfo routeInfo) {
@@ -339,106 +306,21 @@ final class Exchange implements ClientSink {
     if (state == State.DONE) {
       return;
     }
-    if (routeInfo != null) {
-      route = routeInfo;
-    }
+    log.route(routeInfo);
     LOG.debug("request {}: aborted: {}", meta.localId(), reason);
     complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, reason, System.nanoTime());
     connection.exchangeDone(this, null, true);
   }
 
   private void commonHeaders(HttpHeaders h, RouteInfo routeInfo) {
-    RouteInfo r = routeInfo != null ? routeInfo : route;
-    h.set(REQUEST_ID, Long.toString(requestId(r)));
-    if (fc.options.debugHeaders() && r != null) {
-      h.set(ROUTE, headerSafe(r.toHeader()));
-    }
+    RouteInfo r = log.routeOr(routeInfo);
+    ResponseHeaders.set(h, log.requestId(r), r, fc.options.debugHeaders());
   }
 
-  private long requestId(RouteInfo r) {
-    return r != null && r.requestId() > 0 ? r.requestId() : meta.localId();
-  }
-
-  /** Header values are ASCII without control characters; ids from request bodies may carry anything. */
-  static String headerSafe(String value) {
-    int n = Math.min(value.length(), MAX_ROUTE_HEADER);
-    StringBuilder sb = null;
-    for (int i = 0; i < n; i++) {
-      char c = value.charAt(i);
-      boolean ok = c >= 0x20 && c < 0x7f;
-      if (!ok && sb == null) {
-        sb = new StringBuilder(n).append(value, 0, i);
-      }
-      if (sb != null) {
-        sb.append(ok ? c : '?');
-      }
-    }
-    if (sb != null) {
-      return sb.toString();
-    }
-    return n == value.length() ? value : value.substring(0, n);
-  }
-
-  private static byte[] sseEvent(byte[] json) {
-    byte[] event = new byte[DATA.length + json.length + 2];
-    System.arraycopy(DATA, 0, event, 0, DATA.length);
-    System.arraycopy(json, 0, event, DATA.length, json.length);
-    event[event.length - 2] = '\n';
-    event[event.length - 1] = '\n';
-    return event;
-  }
-
-  private void runCallback(Runnable callback) {
-    try {
-      callback.run();
-    } catch (RuntimeException e) {
-      LOG.warn("request {}: a disconnect callback failed", meta.localId(), e);
-    }
-  }
-
-  // ---- completion: event loop ----
-
+  /** The exchange is complete (access log line, metrics); later calls are ignored. */
   private void complete(int status, String outcome, String error, long nowNanos) {
     state = State.DONE;
-    disconnectCallbacks = null;
-    long total = nowNanos - readNanos;
-    fc.metrics.finished(meta.endpointTag(), status, outcome, total, bytes);
-    try {
-      fc.options.accessLog().log(record(status, outcome, error, total));
-    } catch (RuntimeException e) {
-      LOG.warn("the access log failed", e);
-    }
-  }
-
-  private AccessRecord record(int status, String outcome, String error, long totalNanos) {
-    RouteInfo r = route;
-    return new AccessRecord(
-        Instant.ofEpochMilli(meta.wallMillis()).toString(),
-        requestId(r),
-        meta.method(),
-        RequestMeta.loggablePath(meta.path()),
-        status,
-        outcome,
-        model,
-        stream,
-        r == null ? null : r.conversationId(),
-        r == null ? null : r.affinityId(),
-        r == null ? null : r.ctxKey(),
-        r == null ? null : r.genKey(),
-        r == null ? null : r.ctxWorker(),
-        r == null || r.ctxRank() < 0 ? null : r.ctxRank(),
-        r == null ? null : r.genWorker(),
-        r == null || r.genRank() < 0 ? null : r.genRank(),
-        r == null || r.reusedTokens() < 0 ? null : r.reusedTokens(),
-        firstNanos < 0 ? null : millis(firstNanos - readNanos),
-        millis(totalNanos),
-        r == null ? 0 : r.retries(),
-        bytes,
-        meta.remote(),
-        error);
-  }
-
-  private static double millis(long nanos) {
-    return Math.round(nanos / 1_000.0) / 1_000.0;
+    disconnect.forget();
+    log.complete(status, outcome, error, nowNanos);
   }
 }
