@@ -166,7 +166,8 @@ final class RequestFlow {
   /** Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
     context.send(sel, legBody(client.withoutStreaming(), params), (s, report) -> {
-      route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens()));
+      route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
+          rankSource(report)));
       onDone.onComplete(s, report);
     });
   }
@@ -187,7 +188,7 @@ final class RequestFlow {
       @Override
       public void onComplete(Selection s, WorkerReport report) {
         heldContext = null;
-        route = route.withGeneration(Placement.of(s.worker().id(), servedRank(report, s)));
+        route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1, rankSource(report)));
         answer(s);
       }
     });
@@ -217,6 +218,11 @@ final class RequestFlow {
   /** The rank the executor reports having served on, else the one the router chose. */
   private static int servedRank(WorkerReport report, Selection sel) {
     return report.rank() >= 0 ? report.rank() : sel.rank();
+  }
+
+  /** Where the worker's rank comes from when its executor did not report it itself (null otherwise). */
+  private static String rankSource(WorkerReport report) {
+    return report.rank() >= 0 ? report.rankSource() : null;
   }
 
   /** Keeps a finished context until its generation leg takes the KV (or frees it if none will). */

@@ -36,6 +36,7 @@ import dev.affinity.routing.Selection;
 import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerReport;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -193,6 +194,24 @@ class DisaggServiceTest {
     assertEquals("ctx=ctx0; ctx_rank=1; gen=gen0; gen_rank=0; conversation=conv-1; reused=4", sink.route.toHeader());
     assertTrue(sink.route.requestId() >= RequestIds.MIN_GLOBAL_ID);
     assertAllReleased();
+  }
+
+  @Test
+  void aRankTheExecutorDidNotReportItselfIsShownWithItsSource() {
+    for (String source : List.of("hint", "kv_events")) {
+      ScriptedWorker c = new ScriptedWorker("ctx0", (r, l) -> {
+        l.onResponse(DisaggFakes.ctxResponse(r, "length"));
+        l.onComplete(new WorkerReport(1, 4, 10, 100, source));
+      });
+      ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
+      service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+      RecordingSink sink = new RecordingSink();
+      handle(completion(false), headers("x-session-id", "conv-1"), sink);
+      assertEquals("ctx=ctx0; ctx_rank=1; ctx_rank_src=" + source + "; gen=gen0; gen_rank=0; conversation=conv-1; reused=4",
+          sink.route.toHeader());
+      assertEquals(source, sink.route.context().rankSource());
+      assertAllReleased();
+    }
   }
 
   @Test
