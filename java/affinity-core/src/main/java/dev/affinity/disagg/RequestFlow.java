@@ -163,11 +163,15 @@ final class RequestFlow {
   // ---------------------------------------------------------------------------------------------
   // Legs
 
-  /** Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. */
+  /**
+   * Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. The context
+   * placement names where its rank comes from unless the executor reported it: the worker's inference
+   * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
+   */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
     context.send(sel, legBody(client.withoutStreaming(), params), (s, report) -> {
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
-          rankSource(report)));
+          report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
       onDone.onComplete(s, report);
     });
   }
@@ -188,7 +192,8 @@ final class RequestFlow {
       @Override
       public void onComplete(Selection s, WorkerReport report) {
         heldContext = null;
-        route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1, rankSource(report)));
+        route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1,
+            report.rank() >= 0 ? report.rankSource() : null));
         answer(s);
       }
     });
@@ -218,11 +223,6 @@ final class RequestFlow {
   /** The rank the executor reports having served on, else the one the router chose. */
   private static int servedRank(WorkerReport report, Selection sel) {
     return report.rank() >= 0 ? report.rank() : sel.rank();
-  }
-
-  /** Where the worker's rank comes from when its executor did not report it itself (null otherwise). */
-  private static String rankSource(WorkerReport report) {
-    return report.rank() >= 0 ? report.rankSource() : null;
   }
 
   /** Keeps a finished context until its generation leg takes the KV (or frees it if none will). */
