@@ -171,13 +171,15 @@ def _kv_event(ev, default_rank):
 class BlockIndex:
     """Which attention-DP rank holds which prompt blocks, from the stored / removed KV events: the rank
     of a request whose output does not say (releases without ctx_dp_rank) is the one whose blocks are
-    its prompt. Blocks are keyed by their parent and their tokens, so no hash algorithm is needed."""
+    its prompt. Blocks are keyed by their parent and a hash of their tokens (Python's tuple hash of ints,
+    which no hash seed changes), so no KV-cache hash algorithm is needed; the oldest blocks beyond
+    max_blocks_per_rank are forgotten."""
 
-    def __init__(self, num_ranks, max_blocks_per_rank=1 << 20):
+    def __init__(self, num_ranks, max_blocks_per_rank=1 << 18):
         self.num_ranks = num_ranks
         self.max_blocks = max_blocks_per_rank
-        self.by_content = [dict() for _ in range(num_ranks)]  # (parent, tokens) -> block
-        self.by_block = [dict() for _ in range(num_ranks)]    # block -> ((parent, tokens), sequence)
+        self.by_content = [dict() for _ in range(num_ranks)]  # (parent, hash of tokens) -> block
+        self.by_block = [dict() for _ in range(num_ranks)]    # block -> ((parent, hash of tokens), sequence)
         self.sequence = 0  # counts stored blocks: a request's own blocks are newer than its submission
 
     def apply(self, event):
@@ -188,7 +190,7 @@ class BlockIndex:
         if kind == 1 and hashes and tokens and len(tokens) % len(hashes) == 0:
             per = len(tokens) // len(hashes)
             for i, block in enumerate(hashes):
-                self._store(rank, parent, tuple(tokens[i * per:(i + 1) * per]), block)
+                self._store(rank, parent, hash(tuple(tokens[i * per:(i + 1) * per])), block)
                 parent = block
         elif kind == 2:
             for block in hashes:
@@ -225,7 +227,8 @@ class BlockIndex:
         for rank in range(self.num_ranks):
             parent, newest = None, 0
             for b in range(need):
-                block = self.by_content[rank].get((parent, tuple(prompt[b * tokens_per_block:(b + 1) * tokens_per_block])))
+                tokens = tuple(prompt[b * tokens_per_block:(b + 1) * tokens_per_block])
+                block = self.by_content[rank].get((parent, hash(tokens)))
                 if block is None:
                     break
                 newest = max(newest, self.by_block[rank][block][1])
