@@ -497,8 +497,12 @@ class Engine:
 
     async def _finish(self, rid, req, c, tokens, reused, since):
         ctx = self._context_phase(c)
-        rank, source = await self._served_rank(req, ctx, reused, since)
-        self._final(rid, _finish_code(c), None, ctx, tokens, reused, rank, source=source)
+        code = _finish_code(c)
+        if code == CANCELLED:  # aborted: no rank to wait for
+            rank, source = (ctx[1] if ctx is not None else -1), RANK_FROM_EXECUTOR
+        else:
+            rank, source = await self._served_rank(req, ctx, reused, since)
+        self._final(rid, code, None, ctx, tokens, reused, rank, source=source)
 
     @staticmethod
     def _reused(result, previous):

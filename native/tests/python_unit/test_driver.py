@@ -303,6 +303,14 @@ class _Nothing:
         raise StopAsyncIteration
 
 
+class CancelTest(EngineCase):
+    def test_an_aborted_request_waits_for_no_rank(self):
+        e = self.engine(rank_wait_ms=600000)  # a wait for the KV events would outlast the test
+        e.llm = OverlapLLM([([5], None, None), ([5], "cancelled", None)])
+        r = self.finish(e, request(1, range(10), streaming=True))
+        self.assertEqual((r[3], r[9]), (D.CANCELLED, -1))
+
+
 class StopTokenTest(EngineCase):
     def engine(self, **kw):
         return super().engine(ranks=1)
