@@ -31,6 +31,8 @@ final class NativeCall {
   private final OpenAiRequest body;
   private final OpenAiTranslator translator;
   private final AtomicBoolean ended = new AtomicBoolean();
+  /** Set before {@link #ended} when the executor's final answer ends the call (nothing to cancel then). */
+  private volatile boolean answered;
   private final AtomicLong executorId = new AtomicLong(-1);
   private volatile Runnable onCancel = () -> { };
   private volatile Runnable timeout;
@@ -104,7 +106,9 @@ final class NativeCall {
     } catch (RuntimeException e) {
       fail(new WorkerFailure(WorkerFailure.Kind.CONNECT, 0, "worker " + worker.id() + ": " + e.getMessage(), false));
     }
-    if (ended.get()) {
+    if (ended.get() && !answered) {
+      // Cancelled or failed while being submitted. A call the executor already answered is left
+      // alone: cancelling a finished context_only request would free the KV its generation leg pulls.
       cancelInExecutor();
     }
   }
@@ -150,6 +154,7 @@ final class NativeCall {
       publishContext(r);
       listener.onResponse(translator.whole(r, prompt));
     }
+    answered = true;
     if (ended.compareAndSet(false, true)) {
       cancelTimer();
       listener.onComplete(new WorkerReport(r.metrics().rank(), r.metrics().reusedTokens(), r.metrics().promptTokens(),
@@ -206,7 +211,7 @@ final class NativeCall {
     onCancel.run();
     long eid = executorId.get();
     fail(new WorkerFailure(WorkerFailure.Kind.CANCELLED, 0, "cancelled", translator.streamStarted()));
-    if (eid > 0) {
+    if (eid > 0 && !answered) {  // an answered context leg's held KV is freed by releaseContext or its pull
       worker.executor().cancel(eid);
     }
   }

@@ -153,6 +153,22 @@ class NativeWorkerHandoffTest {
     assertEquals(0, ctxA.executor().iterationStats().heldContexts(), "fleet A's generation worker pulled it");
   }
 
+  /**
+   * A context leg the executor answers while its call is still being submitted keeps its KV held
+   * (a call once let go of such a context as if it had been cancelled during submission). Each
+   * round has the same answer; the race the rounds exercise only decides whether the bug shows.
+   */
+  @Test
+  void aContextAnsweredDuringSubmissionStaysHeld() throws Exception {
+    HandoffDomain fleetA = fleet();
+    NativeWorker ctxA = worker("ctx-a", fleetA);
+    for (int i = 1; i <= 200; i++) {
+      Outcome ctx = send(ctxA, i, leg("{\"request_type\": \"context_only\", \"disagg_request_id\": " + i + "}"));
+      assertInstanceOf(WorkerReport.class, ctx.await());
+      assertEquals(i, ctxA.executor().iterationStats().heldContexts(), "round " + i);
+    }
+  }
+
   @Test
   void aGenerationFirstLegWaitsForAContextOfItsOwnFleetOnly() throws Exception {
     HandoffDomain fleetA = fleet();
