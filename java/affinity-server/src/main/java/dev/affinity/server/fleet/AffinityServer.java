@@ -155,7 +155,7 @@ public final class AffinityServer implements AutoCloseable {
 
     @Override
     public List<String> models() {
-      return List.of(config.affinity().model());
+      return List.of(config.affinity().modelOrDefault());
     }
 
     @Override
