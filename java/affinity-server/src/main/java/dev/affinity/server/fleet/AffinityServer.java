@@ -14,7 +14,18 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterStats;
+import dev.affinity.server.cluster.ClockSync;
+import dev.affinity.server.cluster.ClusterMembership;
+import dev.affinity.server.cluster.ClusterStorage;
+import dev.affinity.server.cluster.ClusterStorageEndpoints;
+import dev.affinity.server.cluster.ClusterWorker;
+import dev.affinity.server.cluster.EtcdClusterStorage;
+import dev.affinity.server.cluster.InMemoryClusterStorage;
+import dev.affinity.server.cluster.ServerRole;
+import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
+import dev.affinity.server.worker.HttpWorker;
+import dev.affinity.server.worker.HttpWorkerSettings;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.timer.RealScheduler;
@@ -50,10 +61,17 @@ public final class AffinityServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
+  private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
+  private final WorkerModels models = new WorkerModels();
+  /** Meters registered per worker, removed when a cluster worker leaves. */
+  private final Map<Worker, List<io.micrometer.core.instrument.Meter>> workerMeters = new java.util.concurrent.ConcurrentHashMap<>();
   private Router ctxRouter;
   private Router genRouter;
   private DisaggService service;
   private FrontendServer frontend;
+  /** With a disagg_cluster: the storage (the frontend's own, or etcd) and the membership it feeds. */
+  private ClusterStorage storage;
+  private ClusterMembership membership;
 
   private AffinityServer(DisaggConfig config) {
     this.config = config;
@@ -78,6 +96,7 @@ public final class AffinityServer implements AutoCloseable {
       if (section.isEmbedded()) {
         List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128, handoff);
         embedded.put(fleet, created);
+        created.forEach(w -> models.put(w.id(), List.of(WorkerModels.modelOf(section.embedded().get()))));
         synchronized (workers) {
           workers.addAll(created);
         }
@@ -96,14 +115,19 @@ public final class AffinityServer implements AutoCloseable {
           registerWorkerGauges(w);
         }
       } else {
-        RemoteWorkers.connect(section(fleet), config, new dev.affinity.protocol.ProtocolCodec(), orchestration.router(fleet),
-            background, w -> {
-              synchronized (workers) {
-                workers.add(w);
-              }
-              registerWorkerGauges(w);
-            });
+        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), background, w -> {
+          models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
+          synchronized (workers) {
+            workers.add(w);
+          }
+          registerWorkerGauges(w);
+        });
       }
+    }
+    if (config.disaggCluster().isPresent()) {
+      DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
+      storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
+      membership = new ClusterMembership(cluster, storage, new ClusterFleets(), background, RemoteWorkers.RETRY);
     }
     for (Router r : List.of(ctxRouter, genRouter)) {
       String fleet = r == ctxRouter ? "context" : "generation";
@@ -117,18 +141,65 @@ public final class AffinityServer implements AutoCloseable {
           .register(registry);
     }
     frontend = FrontendServer.start(options, new Backend(tokenizer), registry);
+    if (membership != null) {
+      membership.start(); // after the frontend listens: the HTTP storage is served there
+    }
+  }
+
+  /** Cluster workers join and leave the fleets' routers as their keys come and go. */
+  private final class ClusterFleets implements ClusterMembership.Fleets {
+    private final ClockSync clock = new ClockSync(java.time.Duration.ofSeconds(5));
+
+    @Override
+    public Object join(ClusterWorker w) throws Exception {
+      HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
+      clock.align(settings.baseUrl().toString());
+      RemoteWorkers.Joined joined = RemoteWorkers.join(settings, codec, routerOf(w.role()), background);
+      HttpWorker hw = joined.worker();
+      if (w.role() == ServerRole.CONTEXT) {
+        models.fetch(hw.id(), settings.baseUrl());
+      }
+      synchronized (workers) {
+        workers.add(hw);
+      }
+      registerWorkerGauges(hw);
+      return joined;
+    }
+
+    @Override
+    public void leave(ClusterWorker w, Object joined) {
+      RemoteWorkers.Joined j = (RemoteWorkers.Joined) joined;
+      HttpWorker hw = j.worker();
+      models.remove(hw.id());
+      List<io.micrometer.core.instrument.Meter> meters = workerMeters.remove(hw);
+      if (meters != null) {
+        meters.forEach(registry::remove);
+      }
+      RemoteWorkers.retire(j, routerOf(w.role()), background,
+          java.time.Duration.ofMillis((long) (config.affinity().requestTimeoutSeconds() * 1000)), () -> {
+            synchronized (workers) {
+              workers.remove(hw);
+            }
+          });
+    }
+  }
+
+  private Router routerOf(ServerRole role) {
+    return role == ServerRole.CONTEXT ? ctxRouter : genRouter;
   }
 
   /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
   private void registerWorkerGauges(Worker w) {
+    List<io.micrometer.core.instrument.Meter> meters = new ArrayList<>();
     if (w instanceof NativeWorker n) {
-      Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
-          .tag("worker", w.id()).register(registry);
-      Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
-          .tag("worker", w.id()).register(registry);
-    } else if (w instanceof dev.affinity.server.worker.HttpWorker h) {
-      Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry);
+      meters.add(Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
+          .tag("worker", w.id()).register(registry));
+      meters.add(Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
+          .tag("worker", w.id()).register(registry));
+    } else if (w instanceof HttpWorker h) {
+      meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry));
     }
+    workerMeters.put(w, meters);
   }
 
   private ServerSection section(Fleet fleet) {
@@ -155,18 +226,54 @@ public final class AffinityServer implements AutoCloseable {
 
     @Override
     public List<String> models() {
-      return List.of(config.affinity().modelOrDefault());
+      if (config.affinity().model().isPresent()) {
+        return List.of(config.affinity().model().get());
+      }
+      return models.of(ctxRouter.workers().stream().filter(Worker::isAlive).map(Worker::id).toList());
     }
 
     @Override
-    public boolean ready() {
-      return ctxRouter.workers().stream().anyMatch(Worker::isAlive) && genRouter.workers().stream().anyMatch(Worker::isAlive);
+    public boolean checksModel() {
+      return config.affinity().model().isPresent();
     }
 
+    @Override
+    public Map<String, ExtraEndpoint> extraEndpoints() {
+      return storage instanceof InMemoryClusterStorage mem ? new ClusterStorageEndpoints(mem).endpoints() : Map.of();
+    }
+
+    /**
+     * With a disagg_cluster: {@code minimal_instances} of each role are in their routers (upstream's
+     * readiness). Otherwise a live worker in each fleet that has instances (none needed for a fleet of 0).
+     */
+    @Override
+    public boolean ready() {
+      if (membership != null) {
+        return membership.ready();
+      }
+      return fleetReady(ctxRouter, config.context()) && fleetReady(genRouter, config.generation());
+    }
+
+    private boolean fleetReady(Router r, ServerSection section) {
+      return section.numInstances() == 0 || r.workers().stream().anyMatch(Worker::isAlive);
+    }
+
+    /**
+     * Upstream's shape ({@code is_ready}, {@code server_lists}, and with a cluster {@code current_workers} and
+     * {@code minimal_instances}) plus each fleet's router and workers.
+     */
     @Override
     public JsonNode clusterInfo() {
       ObjectNode root = JsonNodeFactory.instance.objectNode();
       root.put("is_ready", ready());
+      ObjectNode lists = root.putObject("server_lists");
+      ctxRouter.workers().forEach(w -> lists.withArray("context").add(w.id()));
+      genRouter.workers().forEach(w -> lists.withArray("generation").add(w.id()));
+      lists.withArray("context");
+      lists.withArray("generation");
+      if (membership != null) {
+        membership.describe(root);
+      }
       for (Map.Entry<String, Router> e : Map.of("context_servers", ctxRouter, "generation_servers", genRouter).entrySet()) {
         ObjectNode fleet = root.putObject(e.getKey());
         RouterStats st = e.getValue().stats();
@@ -211,10 +318,16 @@ public final class AffinityServer implements AutoCloseable {
 
   /** Stops taking requests, drains those in flight for up to {@code drain}, then closes everything. */
   public void shutdown(java.time.Duration drain) {
+    if (membership != null) {
+      membership.close();
+    }
     if (frontend != null) {
       frontend.shutdown(drain);
     }
     background.shutdownNow();
+    if (storage != null) {
+      storage.close();
+    }
     for (Worker w : workers()) {
       try {
         w.close();
