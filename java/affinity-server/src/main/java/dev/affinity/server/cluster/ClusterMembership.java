@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * set is a worker to prepare and add to its role's router ({@link Fleets#join}, in the background, retried
  * while the key lives); a key deleted or expired is a worker to take out ({@link Fleets#leave}). A re-registration
  * with the same value changes nothing; a second key at the same address (a worker restarted on its port)
- * replaces the first. Ready when at least {@code minimal_instances} of each role are in their routers.
+ * replaces the first. (The frontend is ready when its routers hold {@code minimal_instances} of each role.)
  */
 public final class ClusterMembership implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ClusterMembership.class);
@@ -173,12 +173,6 @@ public final class ClusterMembership implements AutoCloseable {
       }
     }
     return n;
-  }
-
-  /** At least {@code minimal_instances} of each role are in their routers. */
-  public boolean ready() {
-    return joined(ServerRole.CONTEXT) >= config.minimalContextInstances()
-        && joined(ServerRole.GENERATION) >= config.minimalGenerationInstances();
   }
 
   /** Registered workers of a role (their keys are live), in registration order. */

@@ -249,7 +249,10 @@ public final class AffinityServer implements AutoCloseable {
     @Override
     public boolean ready() {
       if (membership != null) {
-        return membership.ready();
+        // upstream's is_ready_with_router: the workers prepared in each router against minimal_instances
+        DisaggConfig.DisaggClusterConfig c = config.disaggCluster().get();
+        return ctxRouter.workers().size() >= c.minimalContextInstances()
+            && genRouter.workers().size() >= c.minimalGenerationInstances();
       }
       return fleetReady(ctxRouter, config.context()) && fleetReady(genRouter, config.generation());
     }

@@ -214,8 +214,9 @@ public final class WorkerServer implements AutoCloseable {
 
   /**
    * Leaves without failing a routed request: deletes its cluster key first, then answers new requests 503
-   * (a frontend retries them elsewhere) while those in flight finish, for at least {@link #DRAIN_GRACE} (so
-   * that frontends see the delete) and at most {@code drain}; then closes.
+   * (a frontend retries them elsewhere) while those in flight finish and the contexts it holds for
+   * generation legs are pulled or time out, for at least {@link #DRAIN_GRACE} (so that frontends see the
+   * delete) and at most {@code drain}; then closes.
    */
   public void shutdown(Duration drain) {
     WorkerRegistration r = registration;
@@ -226,7 +227,8 @@ public final class WorkerServer implements AutoCloseable {
     long start = System.nanoTime();
     long deadline = start + drain.toNanos();
     long graceEnd = start + Math.min(DRAIN_GRACE.toNanos(), drain.toNanos());
-    while (System.nanoTime() - deadline < 0 && (frontend.inFlight() > 0 || System.nanoTime() - graceEnd < 0)) {
+    while (System.nanoTime() - deadline < 0
+        && (frontend.inFlight() > 0 || holdsKv() || System.nanoTime() - graceEnd < 0)) {
       try {
         Thread.sleep(20);
       } catch (InterruptedException e) {
@@ -238,6 +240,18 @@ public final class WorkerServer implements AutoCloseable {
       LOG.warn("worker {} closing with {} requests in flight after draining {}", worker.id(), frontend.inFlight(), drain);
     }
     close();
+  }
+
+  /** Whether requests or held contexts (a generation leg elsewhere has yet to pull) still use the executor's KV. */
+  private boolean holdsKv() {
+    Executor e = worker.executor();
+    for (int r = 0; r < e.numRanks(); r++) {
+      KvCacheStats s = e.kvCacheStats(r);
+      if (s.activeRequests() > 0 || s.usedNumBlocks() > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Stops serving (connections in flight see a disconnect, which cancels their legs), then frees the executor. */
