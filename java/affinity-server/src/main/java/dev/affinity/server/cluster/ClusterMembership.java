@@ -186,6 +186,16 @@ public final class ClusterMembership implements AutoCloseable {
     return out;
   }
 
+  /** Whether a worker at {@code address} (host:port) is registered: its key is live, prepared or not. */
+  public synchronized boolean isRegistered(String address) {
+    for (Member m : byKey.values()) {
+      if (m.info.address().equals(address)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Adds upstream's {@code current_workers} and {@code minimal_instances} to a {@code /cluster_info} body. */
   public void describe(ObjectNode root) {
     ObjectNode current = root.putObject("current_workers");

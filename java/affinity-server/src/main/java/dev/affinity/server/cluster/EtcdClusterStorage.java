@@ -66,8 +66,12 @@ public final class EtcdClusterStorage implements ClusterStorage {
   }
 
   private <T> T await(Future<T> f, String what) throws StorageFailure {
+    return await(f, what, TimeUnit.SECONDS.toMillis(TIMEOUT_SECONDS));
+  }
+
+  private <T> T await(Future<T> f, String what, long timeoutMillis) throws StorageFailure {
     try {
-      return f.get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
+      return f.get(timeoutMillis, TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       f.cancel(true);
@@ -173,28 +177,30 @@ public final class EtcdClusterStorage implements ClusterStorage {
     }
   }
 
-  private record Snapshot(Map<String, String> values, long revision) {}
+  private record Snapshot(Map<String, String> values, Map<String, Long> revisions, long revision) {}
 
   private Snapshot snapshot(String prefix) throws StorageFailure {
     GetResponse got = await(client.getKVClient().get(bytes(prefix), GetOption.builder().isPrefix(true).build()),
         "get prefix " + prefix);
     Map<String, String> out = new LinkedHashMap<>();
+    Map<String, Long> revisions = new LinkedHashMap<>();
     for (KeyValue kv : got.getKvs()) {
       out.put(text(kv.getKey()), text(kv.getValue()));
+      revisions.put(text(kv.getKey()), kv.getModRevision());
     }
-    return new Snapshot(out, got.getHeader().getRevision());
+    return new Snapshot(out, revisions, got.getHeader().getRevision());
   }
 
   /**
    * Writes {@code value} unless the key exists (one transaction) and returns what the key holds afterwards:
    * {@code value} when this call won, the other writer's value when it lost; empty when etcd failed.
    */
-  public Optional<Versioned> putIfAbsent(String key, String value, long lease) {
+  public Optional<Versioned> putIfAbsent(String key, String value, long lease, long timeoutMillis) {
     try {
       TxnResponse r = await(client.getKVClient().txn()
           .If(new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.version(0)))
           .Then(Op.put(bytes(key), bytes(value), PutOption.builder().withLeaseId(lease).build()))
-          .Else(Op.get(bytes(key), GetOption.DEFAULT)).commit(), "put-if-absent " + key);
+          .Else(Op.get(bytes(key), GetOption.DEFAULT)).commit(), "put-if-absent " + key, timeoutMillis);
       return Optional.of(outcome(r, value));
     } catch (StorageFailure e) {
       return Optional.empty();
@@ -205,13 +211,13 @@ public final class EtcdClusterStorage implements ClusterStorage {
    * Replaces the key's value if it is still at {@code modRevision} (0: if it does not exist) and returns what
    * the key holds afterwards, as {@link #putIfAbsent}.
    */
-  public Optional<Versioned> replace(String key, long modRevision, String value, long lease) {
+  public Optional<Versioned> replace(String key, long modRevision, String value, long lease, long timeoutMillis) {
     try {
       Cmp cmp = modRevision == 0 ? new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.version(0))
           : new Cmp(bytes(key), Cmp.Op.EQUAL, CmpTarget.modRevision(modRevision));
       TxnResponse r = await(client.getKVClient().txn().If(cmp)
           .Then(Op.put(bytes(key), bytes(value), PutOption.builder().withLeaseId(lease).build()))
-          .Else(Op.get(bytes(key), GetOption.DEFAULT)).commit(), "compare-and-swap " + key);
+          .Else(Op.get(bytes(key), GetOption.DEFAULT)).commit(), "compare-and-swap " + key, timeoutMillis);
       return Optional.of(outcome(r, value));
     } catch (StorageFailure e) {
       return Optional.empty();
@@ -229,10 +235,10 @@ public final class EtcdClusterStorage implements ClusterStorage {
     return new Versioned(text(kvs.get(0).getValue()), kvs.get(0).getModRevision());
   }
 
-  /** A lease of {@code ttlSeconds} (0 when etcd failed: keys then live until deleted). */
-  public long grantLease(long ttlSeconds) {
+  /** A lease of {@code ttlSeconds}, or 0 when etcd did not grant one within {@code timeoutMillis}. */
+  public long grantLease(long ttlSeconds, long timeoutMillis) {
     try {
-      return await(client.getLeaseClient().grant(ttlSeconds), "grant").getID();
+      return await(client.getLeaseClient().grant(ttlSeconds), "grant", timeoutMillis).getID();
     } catch (StorageFailure e) {
       return 0;
     }
@@ -255,7 +261,7 @@ public final class EtcdClusterStorage implements ClusterStorage {
     long revision = 0;
     try {
       Snapshot s = snapshot(prefix);
-      s.values().forEach((k, v) -> ordered.accept(StorageEvent.set(k, v)));
+      s.values().forEach((k, v) -> ordered.accept(new StorageEvent(StorageEvent.Type.SET, k, v, s.revisions().get(k))));
       revision = s.revision() + 1;
     } catch (StorageFailure e) {
       LOG.warn("etcd {}: watching {} without a snapshot: {}", uri, prefix, e.getMessage());
@@ -267,8 +273,10 @@ public final class EtcdClusterStorage implements ClusterStorage {
     Watch.Watcher watcher = client.getWatchClient().watch(bytes(prefix), opt.build(), Watch.listener(response -> {
       for (WatchEvent ev : response.getEvents()) {
         String key = text(ev.getKeyValue().getKey());
+        long rev = ev.getKeyValue().getModRevision();
         ordered.accept(ev.getEventType() == WatchEvent.EventType.PUT
-            ? StorageEvent.set(key, text(ev.getKeyValue().getValue())) : StorageEvent.delete(key));
+            ? new StorageEvent(StorageEvent.Type.SET, key, text(ev.getKeyValue().getValue()), rev)
+            : new StorageEvent(StorageEvent.Type.DELETE, key, "", rev));
       }
     }, error -> LOG.warn("etcd {}: the watch of {} failed: {}", uri, prefix, error.toString())));
     return () -> {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
+import dev.affinity.config.SubagentScope;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.CompletionHandler;
@@ -21,6 +22,8 @@ import dev.affinity.server.cluster.ClusterStorageEndpoints;
 import dev.affinity.server.cluster.ClusterWorker;
 import dev.affinity.server.cluster.EtcdClusterStorage;
 import dev.affinity.server.cluster.InMemoryClusterStorage;
+import dev.affinity.server.cluster.PinSharingRouter;
+import dev.affinity.server.cluster.SharedPins;
 import dev.affinity.server.cluster.ServerRole;
 import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
@@ -72,6 +75,7 @@ public final class AffinityServer implements AutoCloseable {
   /** With a disagg_cluster: the storage (the frontend's own, or etcd) and the membership it feeds. */
   private ClusterStorage storage;
   private ClusterMembership membership;
+  private final List<SharedPins> sharedPins = new ArrayList<>();
 
   private AffinityServer(DisaggConfig config) {
     this.config = config;
@@ -104,7 +108,12 @@ public final class AffinityServer implements AutoCloseable {
     }
     PromptTokenizer tokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.NONE);
-    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()));
+    if (config.disaggCluster().isPresent()) {
+      DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
+      storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
+    }
+    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
+        this::sharePins);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -125,9 +134,8 @@ public final class AffinityServer implements AutoCloseable {
       }
     }
     if (config.disaggCluster().isPresent()) {
-      DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
-      storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
-      membership = new ClusterMembership(cluster, storage, new ClusterFleets(), background, RemoteWorkers.RETRY);
+      membership = new ClusterMembership(config.disaggCluster().get(), storage, new ClusterFleets(), background,
+          RemoteWorkers.RETRY);
     }
     for (Router r : List.of(ctxRouter, genRouter)) {
       String fleet = r == ctxRouter ? "context" : "generation";
@@ -144,6 +152,21 @@ public final class AffinityServer implements AutoCloseable {
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
     }
+  }
+
+  /**
+   * With an etcd cluster, the pins of the context router (and of the generation router with scope both) are
+   * shared with the other frontends of the cluster, when the router keeps pins (conversation, affinity).
+   */
+  private Router sharePins(Fleet fleet, Router router) {
+    if (!(storage instanceof EtcdClusterStorage etcd) || !PinSharingRouter.supports(router)
+        || (fleet == Fleet.GENERATION && config.subagentScope() != SubagentScope.BOTH)) {
+      return router;
+    }
+    SharedPins pins = new SharedPins(etcd, config.disaggCluster().get().clusterName(), fleet).start();
+    sharedPins.add(pins);
+    log.info("{} pins are shared through etcd under {}", fleet.name().toLowerCase(), pins.prefix());
+    return new PinSharingRouter(router, pins, address -> membership != null && membership.isRegistered(address));
   }
 
   /** Cluster workers join and leave the fleets' routers as their keys come and go. */
@@ -324,6 +347,7 @@ public final class AffinityServer implements AutoCloseable {
     if (membership != null) {
       membership.close();
     }
+    sharedPins.forEach(SharedPins::close);
     if (frontend != null) {
       frontend.shutdown(drain);
     }

@@ -40,6 +40,10 @@ public record WorkerCluster(String uri, String name, ServerRole role, int heartb
     return new WorkerCluster(uri, "", role, 5, 10, WorkerRegistration.RETRY);
   }
 
+  public WorkerCluster withName(String clusterName) {
+    return new WorkerCluster(uri, clusterName, role, heartbeatIntervalSec, inactiveTimeoutSec, retry);
+  }
+
   private DisaggClusterConfig asConfig() {
     return new DisaggClusterConfig(uri, name, 1, 1, heartbeatIntervalSec, inactiveTimeoutSec);
   }

@@ -57,30 +57,34 @@ class EtcdClusterStorageTest {
     storage.set(prefix + "old", "existing", false, 0);
     LinkedBlockingQueue<StorageEvent> events = new LinkedBlockingQueue<>();
     try (AutoCloseable w = storage.watch(prefix, events::add)) {
-      assertEquals(StorageEvent.set(prefix + "old", "existing"), events.poll(10, TimeUnit.SECONDS), "replayed first");
+      StorageEvent replayed = events.poll(10, TimeUnit.SECONDS);
+      assertEquals(StorageEvent.Type.SET, replayed.type(), "replayed first");
+      assertEquals(prefix + "old", replayed.key());
+      assertTrue(replayed.revision() > 0);
       assertTrue(storage.set(prefix + "w", "{}", false, 2));
-      assertEquals(StorageEvent.set(prefix + "w", "{}"), events.poll(10, TimeUnit.SECONDS));
+      assertEquals("{}", events.poll(10, TimeUnit.SECONDS).value());
       assertTrue(storage.expire(prefix + "w", 2), "the heartbeat keeps the lease alive");
       // no more heartbeats: the lease ends and etcd deletes the key
       StorageEvent gone = events.poll(15, TimeUnit.SECONDS);
-      assertEquals(StorageEvent.delete(prefix + "w"), gone);
+      assertEquals(StorageEvent.Type.DELETE, gone.type());
+      assertEquals(prefix + "w", gone.key());
       assertFalse(storage.expire(prefix + "w", 2));
       assertTrue(storage.delete(prefix + "old"));
-      assertEquals(StorageEvent.delete(prefix + "old"), events.poll(10, TimeUnit.SECONDS));
+      assertEquals(prefix + "old", events.poll(10, TimeUnit.SECONDS).key());
     }
   }
 
   @Test
   void putIfAbsentAndReplaceTellTheWinner() {
     String key = "/affinity/c3/pins/context/conv-1";
-    EtcdClusterStorage.Versioned first = storage.putIfAbsent(key, "a", 0).orElseThrow();
+    EtcdClusterStorage.Versioned first = storage.putIfAbsent(key, "a", 0, 5000).orElseThrow();
     assertEquals("a", first.value());
-    EtcdClusterStorage.Versioned lost = storage.putIfAbsent(key, "b", 0).orElseThrow();
+    EtcdClusterStorage.Versioned lost = storage.putIfAbsent(key, "b", 0, 5000).orElseThrow();
     assertEquals("a", lost.value(), "the second writer adopts the first one's choice");
     assertEquals(first.modRevision(), lost.modRevision());
-    EtcdClusterStorage.Versioned moved = storage.replace(key, first.modRevision(), "c", 0).orElseThrow();
+    EtcdClusterStorage.Versioned moved = storage.replace(key, first.modRevision(), "c", 0, 5000).orElseThrow();
     assertEquals("c", moved.value());
-    EtcdClusterStorage.Versioned stale = storage.replace(key, first.modRevision(), "d", 0).orElseThrow();
+    EtcdClusterStorage.Versioned stale = storage.replace(key, first.modRevision(), "d", 0, 5000).orElseThrow();
     assertEquals("c", stale.value(), "a move from an old revision loses to the newer one");
     assertEquals(moved.modRevision(), stale.modRevision());
   }
