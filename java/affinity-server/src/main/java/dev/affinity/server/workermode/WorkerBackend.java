@@ -85,7 +85,8 @@ final class WorkerBackend implements FrontendBackend {
     try {
       com.fasterxml.jackson.databind.JsonNode tree = MSGPACK.readTree(body);
       return JSON.writeValueAsBytes(tree);
-    } catch (java.io.IOException e) {
+    } catch (java.io.IOException | org.msgpack.core.MessagePackException e) {
+      // msgpack-core reports some malformed input (a reserved byte such as 0xc1) unchecked
       throw dev.affinity.protocol.ProtocolException.of(400, "the body is flagged " + MSGPACK_HEADER
           + ": 1 but is not valid msgpack: " + e.getMessage(), null);
     }
