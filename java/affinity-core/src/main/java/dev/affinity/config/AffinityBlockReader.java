@@ -17,6 +17,11 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
  * through the {@link YamlReader}; unknown keys are errors that list the known ones.
  */
 final class AffinityBlockReader {
+  private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
+      "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
+      "require_internal_auth", "workers");
+  private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
+
   private final YamlReader r;
 
   AffinityBlockReader(YamlReader r) {
@@ -24,9 +29,10 @@ final class AffinityBlockReader {
   }
 
   /** What the block says: the settings, and each fleet's embedded worker pool when it has one. */
-  record AffinityBlock(AffinitySettings settings, Optional<WorkerPool> context, Optional<WorkerPool> generation) {
+  record AffinityBlock(AffinitySettings settings, Optional<WorkerPool> context, Optional<WorkerPool> generation,
+      org.yaml.snakeyaml.nodes.Node requireInternalAuthNode) {
     static AffinityBlock empty() {
-      return new AffinityBlock(AffinitySettings.defaults(), Optional.empty(), Optional.empty());
+      return new AffinityBlock(AffinitySettings.defaults(), Optional.empty(), Optional.empty(), null);
     }
   }
 
@@ -35,7 +41,8 @@ final class AffinityBlockReader {
     String p = "affinity";
     Map<String, NodeTuple> m = r.entries(t.getValueNode(), p);
     AffinitySettings d = AffinitySettings.defaults();
-    String model = d.model();
+    Optional<String> model = d.model();
+    boolean requireAuth = d.requireInternalAuth();
     List<String> headers = d.sessionHeaders();
     boolean debug = d.debugHeaders();
     Optional<String> accessLog = d.accessLog();
@@ -49,8 +56,17 @@ final class AffinityBlockReader {
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
       String k = p + "." + e.getKey();
       NodeTuple v = e.getValue();
+      if (YamlReader.isNull(v.getValueNode()) && KNOWN.contains(e.getKey())) {
+        continue; // null: the default
+      }
       switch (e.getKey()) {
-        case "model" -> model = r.string(v, k).filter(s -> !s.isBlank()).orElse(model);
+        case "model" -> {
+          Optional<String> named = r.string(v, k).filter(s -> !s.isBlank()).map(String::strip);
+          if (named.isPresent()) {
+            model = named;
+          }
+        }
+        case "require_internal_auth" -> requireAuth = r.bool(v, k).orElse(requireAuth);
         case "session_headers" -> headers = r.stringList(v, k).map(l -> l.stream().map(h -> h.strip().toLowerCase(Locale.ROOT)).toList()).orElse(headers);
         case "debug_headers" -> debug = r.bool(v, k).orElse(debug);
         case "access_log" -> accessLog = accessLog(v, k);
@@ -69,8 +85,7 @@ final class AffinityBlockReader {
             }
           }
         }
-        default -> r.error(v.getKeyNode(), k, "unknown key (known: model, session_headers, debug_headers, access_log, "
-            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, workers)");
+        default -> r.error(v.getKeyNode(), k, "unknown key (known: " + String.join(", ", KNOWN_ORDER) + ")");
       }
     }
     for (int i = 0; i < headers.size(); i++) {
@@ -88,8 +103,9 @@ final class AffinityBlockReader {
         }
       }
     }
+    NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer), ctx, gen);
+        tokenizer, requireAuth), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

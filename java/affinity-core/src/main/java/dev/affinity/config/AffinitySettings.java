@@ -6,7 +6,8 @@ import java.util.Optional;
 /**
  * Affinity's own settings: the {@code affinity:} block of the YAML.
  *
- * @param model the model name served to clients ({@code /v1/models}) and checked on requests
+ * @param model the model name served to clients ({@code /v1/models}) and checked on requests; empty: as
+ *     upstream, the model names come from the context workers and requests are not checked
  * @param sessionHeaders headers that carry a conversation id, in priority order (matched
  *     case-insensitively); TensorRT-LLM's list by default
  * @param debugHeaders whether responses carry {@code x-affinity-route}
@@ -16,9 +17,11 @@ import java.util.Optional;
  * @param requestTimeoutSeconds end-to-end request timeout
  * @param maxRequestBodyBytes request bodies above this get 413
  * @param tokenizer the BPE encoding used for text prompts of embedded workers
+ * @param requireInternalAuth a missing {@code internal_request_auth_key} is a start-up error instead of a
+ *     warning
  */
 public record AffinitySettings(
-    String model,
+    Optional<String> model,
     List<String> sessionHeaders,
     boolean debugHeaders,
     Optional<String> accessLog,
@@ -26,7 +29,11 @@ public record AffinitySettings(
     boolean allowClientDisaggregatedParams,
     double requestTimeoutSeconds,
     long maxRequestBodyBytes,
-    String tokenizer) {
+    String tokenizer,
+    boolean requireInternalAuth) {
+
+  /** The model name embedded CPU-executor workers answer with when none is configured. */
+  public static final String DEFAULT_MODEL = "affinity-sim";
 
   /** TensorRT-LLM's session headers, in its order (tensorrt_llm/serve/conversation_id.py). */
   public static final List<String> DEFAULT_SESSION_HEADERS = List.of(
@@ -43,7 +50,12 @@ public record AffinitySettings(
   }
 
   public static AffinitySettings defaults() {
-    return new AffinitySettings("affinity-sim", DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base");
+    return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
+        180.0, 16L * 1024 * 1024, "cl100k_base", false);
+  }
+
+  /** The configured model, or {@value #DEFAULT_MODEL}. */
+  public String modelOrDefault() {
+    return model.orElse(DEFAULT_MODEL);
   }
 }

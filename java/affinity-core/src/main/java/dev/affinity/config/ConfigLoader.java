@@ -38,6 +38,10 @@ public final class ConfigLoader {
       "internal_request_auth_key", "conversation_affinity_header_for_subagents", "subagent_affinity_scope",
       "affinity");
 
+  /** Optional sections that upstream treats as absent when null or empty ({@code if section: ...}). */
+  static final Set<String> OPTIONAL_SECTIONS = Set.of("conditional_disagg_config", "otlp_config", "disagg_cluster",
+      "affinity");
+
   private ConfigLoader() {}
 
   public static LoadedConfig load(Path path) throws IOException {
@@ -65,14 +69,17 @@ public final class ConfigLoader {
       throw new ConfigException(List.of(new ConfigProblem(Location.unknown(source), "",
           "the file is empty; expected a mapping with context_servers and generation_servers")));
     }
-    DisaggConfig cfg = new Builder(r, root).build();
+    Builder builder = new Builder(r, root);
+    DisaggConfig cfg = builder.build();
     if (!r.problems().isEmpty()) {
       List<ConfigProblem> sorted = new ArrayList<>(r.problems());
       sorted.sort(java.util.Comparator.comparingInt((ConfigProblem p) -> p.location().line())
           .thenComparingInt(p -> p.location().column()));
       throw new ConfigException(sorted);
     }
-    return new LoadedConfig(cfg, ConfigWarnings.of(cfg));
+    List<ConfigWarning> warnings = new ArrayList<>(builder.notes);
+    warnings.addAll(ConfigWarnings.of(cfg));
+    return new LoadedConfig(cfg, warnings);
   }
 
   /** Reads one document; fields are filled as keys are read. */
@@ -80,6 +87,8 @@ public final class ConfigLoader {
     private final YamlReader r;
     private final Map<String, NodeTuple> top;
     private final ServerSectionReader sections;
+    /** Warnings that need the node of a key (where it was written). */
+    final List<ConfigWarning> notes = new ArrayList<>();
 
     Builder(YamlReader r, Node root) {
       this.r = r;
@@ -87,8 +96,19 @@ public final class ConfigLoader {
       this.sections = new ServerSectionReader(r, root, top);
     }
 
+    /**
+     * A top-level key; an explicit null is absent, as upstream's keyword defaults make it, and so is an
+     * empty mapping for the optional sections ({@code conditional_disagg_config: {}} is falsy there).
+     */
     private Optional<NodeTuple> get(String key) {
-      return Optional.ofNullable(top.get(key));
+      NodeTuple t = top.get(key);
+      if (t == null || YamlReader.isNull(t.getValueNode())) {
+        return Optional.empty();
+      }
+      if (OPTIONAL_SECTIONS.contains(key) && YamlReader.isEmptyMapping(t.getValueNode())) {
+        return Optional.empty();
+      }
+      return Optional.of(t);
     }
 
     DisaggConfig build() {
@@ -104,7 +124,18 @@ public final class ConfigLoader {
       boolean strip = get("gen_strip_message_history").flatMap(t -> r.bool(t, "gen_strip_message_history")).orElse(false);
       boolean tokids = get("gen_tokids_ctxbytes").flatMap(t -> r.bool(t, "gen_tokids_ctxbytes")).orElse(false);
       int numWorkers = get("num_workers").flatMap(t -> r.integer(t, "num_workers", 1, 1024)).map(Long::intValue).orElse(1);
+      if (numWorkers > 1) {
+        notes.add(new ConfigWarning(r.loc(top.get("num_workers").getValueNode()), "num_workers",
+            "is " + numWorkers + ", but Affinity runs one frontend process: its event loops and routers already use "
+                + "every core, so the setting is accepted and has no effect.",
+            "drop num_workers; to run more frontends, start several behind a load balancer sharing an etcd "
+                + "disagg_cluster (docs/workers.md, several frontends)"));
+      }
       Optional<String> coordinator = get("disagg_coordinator_url").flatMap(t -> r.string(t, "disagg_coordinator_url"));
+      coordinator.ifPresent(url -> notes.add(new ConfigWarning(r.loc(top.get("disagg_coordinator_url").getValueNode()),
+          "disagg_coordinator_url", "is set, but Affinity has no coordinator: frontends share conversation pins "
+              + "through etcd instead, so " + url + " is never contacted.",
+          "drop disagg_coordinator_url and give every frontend the same disagg_cluster with cluster_uri: etcd://HOST:PORT")));
       int keepAlive = get("server_keep_alive_timeout").flatMap(t -> r.integer(t, "server_keep_alive_timeout", 0, 86400)).map(Long::intValue).orElse(10);
       Optional<String> authKey = get("internal_request_auth_key").flatMap(t -> r.string(t, "internal_request_auth_key"));
       Optional<String> subagentHeader = get("conversation_affinity_header_for_subagents")
@@ -129,9 +160,19 @@ public final class ConfigLoader {
 
       AffinityBlockReader.AffinityBlock aff = get("affinity").map(new AffinityBlockReader(r)::read)
           .orElseGet(AffinityBlockReader.AffinityBlock::empty);
-      ServerSection ctx = sections.read("context_servers", inherited, inheritedNodes, aff.context(), cluster.isPresent());
-      ServerSection gen = sections.read("generation_servers", inherited, inheritedNodes, aff.generation(), cluster.isPresent());
+      boolean dynamic = get("disagg_cluster").isPresent(); // even when invalid: one error, not a second one
+      ServerSection ctx = sections.read("context_servers", inherited, inheritedNodes, aff.context(), dynamic);
+      ServerSection gen = sections.read("generation_servers", inherited, inheritedNodes, aff.generation(), dynamic);
       sections.checkDuplicateUrls(ctx, gen);
+      sections.reportSectionsWithoutWorkers();
+      if (aff.settings().requireInternalAuth() && authKey.filter(k -> !k.isEmpty()).isEmpty()) {
+        r.error(aff.requireInternalAuthNode(), "affinity.require_internal_auth", "is true but internal_request_auth_key "
+            + "is not set: set the key shared with every worker"
+            + subagentHeader.map(h -> " (the sub-agent affinity id of " + h + " is only sent signed)").orElse("")
+            + ", or drop require_internal_auth to start with a warning");
+      }
+      subagentHeader.ifPresent(h -> parentHeaderIsNotASessionHeader(h, aff.settings()));
+      cluster.ifPresent(c -> checkStorageScope(c, hostname));
 
       if (conditional.isPresent() && gen != null && !"kv_cache_aware".equals(gen.router().type())) {
         r.error(top.get("conditional_disagg_config").getKeyNode(), "conditional_disagg_config",
@@ -144,6 +185,37 @@ public final class ConfigLoader {
       return new DisaggConfig(r.file(), hostname, port, ctx, gen, maxRetries, style, nodeId, conditional, otlp,
           cluster, perfMax, returnPerf, perfDir, allowTemplate, strip, tokids, numWorkers, coordinator, keepAlive,
           authKey, subagentHeader, scope, inherited, aff.settings());
+    }
+
+    /** Upstream's docs ask for a separate parent header: one that is also a session header names both ids. */
+    private void parentHeaderIsNotASessionHeader(String header, AffinitySettings a) {
+      if (a.sessionHeaders().contains(header.toLowerCase(Locale.ROOT))) {
+        notes.add(new ConfigWarning(r.loc(top.get("conversation_affinity_header_for_subagents").getValueNode()),
+            "conversation_affinity_header_for_subagents", "is " + header + ", which is also a session header: the "
+                + "same value is then read as the request's own conversation id and as its parent's, so a sub-agent "
+                + "cannot be told from its parent.",
+            "use a header of its own for the parent id (e.g. X-Dynamo-Parent-Session-ID), or remove " + header
+                + " from affinity.session_headers"));
+      }
+    }
+
+    /**
+     * The HTTP cluster storage is served by this frontend without authentication, so, as upstream
+     * ({@code validate_http_cluster_storage_scope}), it is for workers on this host only: the URI and the
+     * frontend's hostname must both be loopback. etcd has no such limit.
+     */
+    private void checkStorageScope(DisaggConfig.DisaggClusterConfig c, String hostname) {
+      NodeTuple t = top.get("disagg_cluster");
+      if (!c.isHttp()) {
+        return;
+      }
+      String uriHost = c.httpHost();
+      if (!DisaggConfig.DisaggClusterConfig.isLoopback(uriHost) || !DisaggConfig.DisaggClusterConfig.isLoopback(hostname)) {
+        r.error(t.getKeyNode(), "disagg_cluster.cluster_uri", "the HTTP cluster storage (" + c.clusterUri()
+            + ") is loopback-only: it is served by this frontend without authentication, so the URI and hostname ("
+            + hostname + ") must both be localhost, 127.0.0.1 or ::1. For workers on other hosts use "
+            + "cluster_uri: etcd://HOST:PORT");
+      }
     }
 
     private void checkHeaderName(String h, NodeTuple t) {
@@ -224,14 +296,22 @@ public final class ConfigLoader {
       int inactive = 10;
       for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
         String k = p + "." + e.getKey();
+        if (YamlReader.isNull(e.getValue().getValueNode()) && !e.getKey().equals("cluster_uri")) {
+          continue; // upstream: None keeps the default
+        }
         switch (e.getKey()) {
           case "cluster_uri" -> uri = r.string(e.getValue(), k).orElse(null);
           case "cluster_name" -> name = r.string(e.getValue(), k).orElse("");
-          case "heartbeat_interval_sec" -> heartbeat = r.integer(e.getValue(), k, 1, 3600).map(Long::intValue).orElse(5);
+          case "heartbeat_interval_sec" -> heartbeat = r.integer(e.getValue(), k, 0, 3600).map(Long::intValue).orElse(5);
           case "inactive_timeout_sec" -> inactive = r.integer(e.getValue(), k, 1, 86400).map(Long::intValue).orElse(10);
           case "minimal_instances" -> {
-            for (Map.Entry<String, NodeTuple> mi : r.entries(e.getValue().getValueNode(), k).entrySet()) {
+            Map<String, NodeTuple> mins = YamlReader.isNull(e.getValue().getValueNode()) ? Map.of()
+                : r.entries(e.getValue().getValueNode(), k);
+            for (Map.Entry<String, NodeTuple> mi : mins.entrySet()) {
               String kk = k + "." + mi.getKey();
+              if (YamlReader.isNull(mi.getValue().getValueNode())) {
+                continue; // upstream: None keeps the default
+              }
               switch (mi.getKey()) {
                 case "context_servers" -> minCtx = r.integer(mi.getValue(), kk, 0, 100000).map(Long::intValue).orElse(1);
                 case "generation_servers" -> minGen = r.integer(mi.getValue(), kk, 0, 100000).map(Long::intValue).orElse(1);
@@ -244,10 +324,21 @@ public final class ConfigLoader {
         }
       }
       if (uri == null || uri.isBlank()) {
-        r.error(t.getKeyNode(), p + ".cluster_uri", "is required");
+        r.error(t.getKeyNode(), p + ".cluster_uri", "is required: http://HOST:PORT (this frontend serves the "
+            + "storage) or etcd://HOST:PORT[,etcd://HOST2:PORT2]");
         return Optional.empty();
       }
-      return Optional.of(new DisaggConfig.DisaggClusterConfig(uri, name, minCtx, minGen, heartbeat, inactive));
+      String bad = DisaggConfig.DisaggClusterConfig.uriProblem(uri.strip());
+      if (bad != null) {
+        r.error(m.get("cluster_uri").getValueNode(), p + ".cluster_uri", bad);
+        return Optional.empty();
+      }
+      if (heartbeat >= inactive && m.containsKey("heartbeat_interval_sec")) {
+        notes.add(new ConfigWarning(r.loc(m.get("heartbeat_interval_sec").getValueNode()), p + ".heartbeat_interval_sec",
+            "is not below inactive_timeout_sec (" + inactive + "): workers given this section run without heartbeats "
+                + "and their keys expire.", "set heartbeat_interval_sec below inactive_timeout_sec"));
+      }
+      return Optional.of(new DisaggConfig.DisaggClusterConfig(uri.strip(), name, minCtx, minGen, heartbeat, inactive));
     }
 
   }

@@ -25,9 +25,14 @@ final class ServerSectionReader {
   /** Worker arguments that also tell the routers a worker's capacity. */
   private static final List<String> ROUTER_ADOPTED = List.of("max_batch_size", "max_num_tokens");
 
+  /** Section keys whose explicit null means "absent" (the default). */
+  private static final Set<String> OPTIONAL_KEYS = Set.of("num_instances", "urls", "router");
+
   private final YamlReader r;
   private final Node root;
   private final Map<String, NodeTuple> top;
+  /** Sections that need workers and name none (no urls, no disagg_cluster, no embedded pool). */
+  private final List<NodeTuple> withoutWorkers = new ArrayList<>();
 
   ServerSectionReader(YamlReader r, Node root, Map<String, NodeTuple> top) {
     this.r = r;
@@ -42,16 +47,23 @@ final class ServerSectionReader {
       r.error(root, name, "is required (a mapping with num_instances, urls and router)");
       return null;
     }
-    Map<String, NodeTuple> m = r.entries(t.getValueNode(), name);
+    // null is an empty section, as upstream's `context_servers or {}`
+    Map<String, NodeTuple> m = YamlReader.isNull(t.getValueNode()) ? new LinkedHashMap<>() : r.entries(t.getValueNode(), name);
+    m.entrySet().removeIf(e -> OPTIONAL_KEYS.contains(e.getKey()) && YamlReader.isNull(e.getValue().getValueNode()));
     Long numInstances = null;
     List<String> urls = null;
     RouterConfig router = null;
+    boolean badUrls = false;
     Map<String, Object> workerArgs = new LinkedHashMap<>();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
       String k = name + "." + e.getKey();
       switch (e.getKey()) {
         case "num_instances" -> numInstances = r.integer(e.getValue(), k, 0, 100000).orElse(null);
-        case "urls" -> urls = urls(e.getValue(), k);
+        case "urls" -> {
+          int before = r.problems().size();
+          urls = urls(e.getValue(), k);
+          badUrls = r.problems().size() > before;
+        }
         case "router" -> router = router(e.getValue(), k);
         default -> workerArgs.put(e.getKey(), r.plain(e.getValue().getValueNode()));
       }
@@ -94,6 +106,10 @@ final class ServerSectionReader {
         if (!urls.isEmpty()) {
           r.error(m.get("urls").getKeyNode(), name + ".urls", "cannot be combined with disagg_cluster (membership is dynamic)");
         }
+      } else if (badUrls) {
+        // reported where the urls were read; a count would be a second error about the same key
+      } else if (urls.isEmpty() && n > 0) {
+        withoutWorkers.add(t); // one error for the whole file: reportSectionsWithoutWorkers
       } else if (urls.size() != n) {
         r.error(m.containsKey("urls") ? m.get("urls").getValueNode() : t.getKeyNode(), name + ".urls",
             "has " + urls.size() + " entries but num_instances is " + n + (numInstances == null ? " (the default)" : "")
@@ -172,6 +188,26 @@ final class ServerSectionReader {
       args.putIfAbsent("tokens_per_block", kv.get("tokens_per_block"));
     }
     return new RouterConfig(router.type(), router.typeLocation(), args, router.argLocations());
+  }
+
+  /**
+   * One error naming every section without workers and the three ways to give them (upstream's templates
+   * leave them out for its harness to add a disagg_cluster).
+   */
+  void reportSectionsWithoutWorkers() {
+    if (withoutWorkers.isEmpty()) {
+      return;
+    }
+    List<String> names = withoutWorkers.stream()
+        .map(t -> ((org.yaml.snakeyaml.nodes.ScalarNode) t.getKeyNode()).getValue()).toList();
+    String which = String.join(" and ", names);
+    String first = names.get(0);
+    r.error(withoutWorkers.get(0).getKeyNode(), first, which + (names.size() == 1 ? " has" : " have")
+        + " no workers: no urls, no disagg_cluster and no embedded workers. Give workers one of three ways: list "
+        + "them under urls (host:port, one per instance, e.g. " + first + ".urls: [\"host:8001\"]); add a "
+        + "disagg_cluster section (cluster_uri: http://localhost:PORT served by this frontend, or etcd://HOST:PORT) "
+        + "so that workers started with --disagg_cluster_uri register themselves; or embed workers under "
+        + "affinity.workers." + fleetName(first));
   }
 
   void checkDuplicateUrls(ServerSection ctx, ServerSection gen) {

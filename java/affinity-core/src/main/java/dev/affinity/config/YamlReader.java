@@ -103,6 +103,11 @@ final class YamlReader {
     return n instanceof ScalarNode s && Tag.NULL.equals(s.getTag());
   }
 
+  /** {@code {}}: a mapping without entries. */
+  static boolean isEmptyMapping(Node n) {
+    return n instanceof MappingNode m && m.getValue().isEmpty();
+  }
+
   Optional<String> string(NodeTuple t, String path) {
     Node v = t.getValueNode();
     if (isNull(v)) {

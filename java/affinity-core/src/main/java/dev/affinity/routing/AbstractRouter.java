@@ -170,17 +170,37 @@ public abstract class AbstractRouter implements Router {
     }
   }
 
+  /**
+   * Removes a worker: its outstanding selections are released now (their owners' later release is a quiet
+   * no-op), so its load stops counting, and the keys pinned to it move on their next request.
+   */
   @Override
   public final void removeWorker(String workerId) {
     synchronized (lock) {
       Worker removed = workers.remove(workerId);
       if (removed != null) {
         workerSnapshot = List.copyOf(workers.values());
+        releaseSelectionsOf(workerId);
         candidateSets.remove(removed);
         onWorkerRemoved(workerId);
+        workerLoads.remove(workerId);
       }
     }
     index.clearWorker(workerId);
+  }
+
+  /** Releases (as cancelled) every outstanding selection of a worker; returns how many. */
+  private int releaseSelectionsOf(String workerId) {
+    int n = 0;
+    for (Selection s : outstanding.values()) {
+      if (s.candidate().workerId().equals(workerId) && s.detach()) {
+        n++;
+      }
+    }
+    if (n > 0) {
+      log.info("worker {} removed with {} selections outstanding: released", workerId, n);
+    }
+    return n;
   }
 
   @Override

@@ -29,7 +29,7 @@ import java.util.Map;
  * (in-flight tokens against the fleet mean); the key pins only with {@code subagent_affinity_scope:
  * both}.
  */
-public final class AffinityRouter extends AbstractRouter {
+public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final long pinMarginTokens;
   private final double placementTolerance;
   private final double genPinMargin;
@@ -81,6 +81,13 @@ public final class AffinityRouter extends AbstractRouter {
   @Override
   public String type() {
     return "affinity";
+  }
+
+  @Override
+  public void adoptPin(String key, Candidate candidate) {
+    synchronized (lock) {
+      pins.put(key, candidate);
+    }
   }
 
   /** The candidate a key is pinned to, or null. */

@@ -24,7 +24,7 @@ import java.util.Set;
  * {@code max_sessions}; a removed worker's sessions are evicted. Load is content weight (text length
  * / 5, or tokens). On workers with visible ranks a binding also holds the rank.
  */
-public final class ConversationRouter extends AbstractRouter {
+public final class ConversationRouter extends AbstractRouter implements PinKeeping {
   private final double matchThreshold;
   private final int tokensPerBlock;
   private final int hashSkipCount;
@@ -84,6 +84,16 @@ public final class ConversationRouter extends AbstractRouter {
   public int sessionCount() {
     synchronized (lock) {
       return sessions.size();
+    }
+  }
+
+  @Override
+  public void adoptPin(String key, Candidate candidate) {
+    synchronized (lock) {
+      Session s = sessions.get(key);
+      if (s == null || !s.candidate.equals(candidate)) {
+        bind(key, candidate, s == null ? new long[0] : s.hashes);
+      }
     }
   }
 

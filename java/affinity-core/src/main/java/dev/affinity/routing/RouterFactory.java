@@ -61,6 +61,25 @@ public final class RouterFactory {
     return new TreeSet<>(providers.keySet());
   }
 
+  /**
+   * Builds each fleet's router once, as {@code serve} does, and returns what it refuses (an unknown type
+   * with the known ones, a bad argument), each naming the file, key and line; empty when both build.
+   */
+  public java.util.List<ConfigProblem> check(dev.affinity.config.DisaggConfig config) {
+    java.util.List<ConfigProblem> problems = new java.util.ArrayList<>();
+    for (dev.affinity.config.ServerSection section : java.util.List.of(config.context(), config.generation())) {
+      Fleet fleet = section == config.context() ? Fleet.CONTEXT : Fleet.GENERATION;
+      RouterContext context = new RouterContext(fleet, config.subagentScope(), System::nanoTime,
+          new dev.affinity.kv.PrefixIndex(1), RouterContext.DEFAULT_TTL, config.nodeId());
+      try {
+        create(section.router(), section.name(), context);
+      } catch (ConfigException e) {
+        problems.addAll(e.problems());
+      }
+    }
+    return problems;
+  }
+
   public Router create(RouterConfig config, String sectionName, RouterContext context) {
     RouterProvider p = providers.get(config.type());
     if (p == null) {

@@ -7,7 +7,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * A router's decision for one request leg: the worker, the attention-DP rank when the router chose
  * one (else -1), and what it knew (matched blocks, reason). Must be released exactly once with its
  * {@link Outcome}; a second release is a logged no-op, and a selection never released expires after
- * the router's TTL and is counted.
+ * the router's TTL and is counted. Removing its worker from the router releases it at once (as
+ * cancelled); the owner's release afterwards returns false without counting a double release.
  */
 public final class Selection {
   private final long id;
@@ -19,6 +20,8 @@ public final class Selection {
   private final long deadlineNanos;
   private final AbstractRouter router;
   private final AtomicBoolean released = new AtomicBoolean();
+  /** Released by the router because its worker was removed: the owner's release is then a quiet no-op. */
+  private volatile boolean detached;
 
   Selection(long id, RoutingRequest request, Candidate candidate, int matchedBlocks, int matchedTokens,
       DecisionReason reason, long deadlineNanos, AbstractRouter router) {
@@ -80,10 +83,22 @@ public final class Selection {
    */
   public boolean release(Outcome outcome) {
     if (!released.compareAndSet(false, true)) {
-      router.noteDoubleRelease(this, outcome);
+      if (!detached) {
+        router.noteDoubleRelease(this, outcome);
+      }
       return false;
     }
     router.release(this, outcome);
+    return true;
+  }
+
+  /** Called by the router when the worker is removed: releases as cancelled, before the owner does. */
+  boolean detach() {
+    if (!released.compareAndSet(false, true)) {
+      return false;
+    }
+    detached = true;
+    router.release(this, Outcome.CANCELLED);
     return true;
   }
 

@@ -63,9 +63,15 @@ class SelectionLifecycleTest {
     assertEquals(1, router.workers().size());
     router.addWorker(worker("b"));
     Selection s = router.select(req(1, null), Set.of());
+    Selection other = router.select(req(9, null), Set.of());
+    assertEquals(2, router.stats().outstandingSelections());
     router.removeWorker(s.worker().id());
     assertEquals(1, router.workers().size());
-    assertTrue(s.release(Outcome.SUCCESS), "a selection of a removed worker still releases");
+    assertEquals(1, router.stats().outstandingSelections(), "the removed worker's selection is released with it");
+    assertTrue(s.isReleased());
+    assertFalse(s.release(Outcome.SUCCESS), "its owner's release is then a no-op");
+    assertEquals(0, router.stats().doubleReleases(), "and not counted as a double release");
+    assertTrue(other.release(Outcome.SUCCESS));
     for (int i = 0; i < 4; i++) {
       assertEquals(router.workers().get(0).id(), router.select(req(2 + i, null), Set.of()).worker().id());
     }

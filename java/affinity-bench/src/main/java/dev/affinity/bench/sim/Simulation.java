@@ -63,7 +63,7 @@ public final class Simulation {
       VirtualScheduler clock = fleet.clock();
       String session = config.affinity().sessionHeaders().isEmpty() ? "x-session-id" : config.affinity().sessionHeaders().get(0);
       String parent = config.subagentHeader().orElse(DEFAULT_PARENT_HEADER);
-      SimTransport transport = new SimTransport(fleet, new BlockTokens(32000, seed), config.affinity().model(), session, parent,
+      SimTransport transport = new SimTransport(fleet, new BlockTokens(32000, seed), config.affinity().modelOrDefault(), session, parent,
           stream);
       transportRef[0] = transport;
       int kvBlock = fleet.workers().get(0).info().tokensPerBlock();

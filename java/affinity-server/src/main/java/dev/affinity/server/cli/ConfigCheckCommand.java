@@ -11,6 +11,7 @@ import dev.affinity.config.WorkerPool;
 import dev.affinity.executor.ExecutorException;
 import dev.affinity.nativebridge.NativeBridge;
 import dev.affinity.nativebridge.NativeExecutor;
+import dev.affinity.routing.RouterFactory;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -63,6 +64,8 @@ final class ConfigCheckCommand implements Callable<Integer> {
       return 1;
     }
     List<String> errors = new ArrayList<>();
+    // everything serve would refuse at start-up: the routers are built here too
+    new RouterFactory().check(loaded.config()).forEach(p -> errors.add(p.format()));
     for (ServerSection s : List.of(loaded.config().context(), loaded.config().generation())) {
       s.embedded().ifPresent(pool -> checkExecutor(s, pool, errors));
     }

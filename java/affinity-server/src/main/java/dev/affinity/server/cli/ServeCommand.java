@@ -12,6 +12,8 @@ import java.io.InputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
+import dev.affinity.routing.RouterFactory;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -52,6 +54,14 @@ final class ServeCommand implements Callable<Integer> {
     } catch (ConfigException e) {
       e.problems().stream().map(ConfigProblem::format).forEach(err::println);
       return 1;
+    } catch (IOException e) {
+      err.println(config + ": cannot read: " + e.getMessage());
+      return 1;
+    }
+    List<ConfigProblem> routerProblems = new RouterFactory().check(loaded.config());
+    if (!routerProblems.isEmpty()) {
+      routerProblems.stream().map(ConfigProblem::format).forEach(err::println);
+      return 1;
     }
     loaded.warnings().stream().map(ConfigWarning::format).forEach(err::println);
     FrontendOptions options = FrontendOptions.fromConfig(loaded.config(), AffinityServer.VERSION);
@@ -61,11 +71,20 @@ final class ServeCommand implements Callable<Integer> {
     if (port != null) {
       options = options.withPort(port);
     }
-    AffinityServer server = AffinityServer.start(loaded.config(), options);
+    AffinityServer server;
+    try {
+      server = AffinityServer.start(loaded.config(), options);
+    } catch (ConfigException e) {
+      e.problems().stream().map(ConfigProblem::format).forEach(err::println);
+      return 1;
+    } catch (IOException | IllegalArgumentException | dev.affinity.executor.ExecutorException e) {
+      err.println("affinity serve: " + e.getMessage());
+      return 1;
+    }
     // SIGTERM / Ctrl-C: stop accepting, let in-flight streams finish (up to 30 s), then close.
     Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(java.time.Duration.ofSeconds(30)), "affinity-shutdown"));
     String url = "http://" + (options.host().equals("0.0.0.0") ? "localhost" : options.host()) + ":" + server.port();
-    String model = loaded.config().affinity().model();
+    String model = loaded.config().affinity().modelOrDefault();
     out.println("Affinity " + AffinityServer.VERSION + " listening on " + url + " (" + server.workers().size() + " workers)");
     out.println("Try:");
     out.println("  curl -s " + url + "/v1/chat/completions -H 'Content-Type: application/json' -H 'X-Session-ID: agent-1' \\");

@@ -4,6 +4,9 @@ import dev.affinity.executor.ExecutorException;
 import dev.affinity.server.fleet.AffinityServer;
 import dev.affinity.server.http.AccessLog;
 import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.cluster.ServerRole;
+import dev.affinity.server.cluster.WorkerRegistration;
+import dev.affinity.server.workermode.WorkerCluster;
 import dev.affinity.server.workermode.WorkerServer;
 import dev.affinity.server.workermode.WorkerSettings;
 import java.io.IOException;
@@ -74,6 +77,34 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--access-log", paramLabel = "-|FILE", description = "JSON access log lines to stdout (-) or a file (default: the SLF4J logger affinity.access).")
   String accessLog;
 
+  @Option(names = "--require-internal-auth",
+      description = "Refuse to start without --auth-key, and answer a sub-agent affinity id with a missing or wrong signature with 401 (default: ignore it).")
+  boolean requireInternalAuth;
+
+  @Option(names = {"--server-role", "--server_role"}, paramLabel = "context|generation",
+      description = "The fleet this worker serves in a disagg_cluster (required with --disagg-cluster-uri).")
+  String serverRole;
+
+  @Option(names = {"--disagg-cluster-uri", "--disagg_cluster_uri"}, paramLabel = "URI",
+      description = "Register with a disagg_cluster as a stock worker does: http://FRONTEND:PORT (the frontend's storage) or etcd://HOST:PORT[,etcd://HOST2:PORT2].")
+  String clusterUri;
+
+  @Option(names = {"--disagg-cluster-name", "--disagg_cluster_name"}, defaultValue = "",
+      description = "The cluster_name that scopes the keys (default: \"\").")
+  String clusterName;
+
+  @Option(names = {"--heartbeat-interval-sec", "--heartbeat_interval_sec"}, defaultValue = "5",
+      description = "How often the registration is refreshed (default: ${DEFAULT-VALUE}; 0 or not below the inactive timeout: no heartbeat).")
+  int heartbeatSec;
+
+  @Option(names = {"--inactive-timeout-sec", "--inactive_timeout_sec"}, defaultValue = "10",
+      description = "The registration's TTL: a worker that stops refreshing leaves after it (default: ${DEFAULT-VALUE}).")
+  int inactiveSec;
+
+  @Option(names = "--drain-timeout-sec", defaultValue = "30",
+      description = "On SIGTERM: how long the worker, its key deleted, answers new requests 503 while those in flight finish (default: ${DEFAULT-VALUE}).")
+  int drainSec;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -81,10 +112,23 @@ final class WorkerCommand implements Callable<Integer> {
     String config;
     WorkerSettings settings;
     FrontendOptions options;
+    WorkerCluster cluster = null;
     try {
       config = executorConfig();
       settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey).withTokenizer(tokenizer)
-          .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds));
+          .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds)).withRequireInternalAuth(requireInternalAuth);
+      if (clusterUri != null) {
+        if (serverRole == null) {
+          throw new IllegalArgumentException("--disagg-cluster-uri needs --server-role context|generation");
+        }
+        cluster = new WorkerCluster(clusterUri, clusterName, ServerRole.parse(serverRole), heartbeatSec, inactiveSec,
+            WorkerRegistration.RETRY);
+      } else if (serverRole != null) {
+        ServerRole.parse(serverRole); // checked; a role matters only in a cluster
+      }
+      if (drainSec < 0) {
+        throw new IllegalArgumentException("--drain-timeout-sec must not be negative: " + drainSec);
+      }
       options = FrontendOptions.defaults().withHost(host).withPort(port)
           .withAccessLog(accessLog == null ? AccessLog.slf4j() : AccessLog.forSetting(Optional.of(accessLog)));
     } catch (IOException | IllegalArgumentException e) {
@@ -98,11 +142,17 @@ final class WorkerCommand implements Callable<Integer> {
       err.println("affinity worker: " + e.getMessage());
       return 1;
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "affinity-worker-shutdown"));
+    // SIGTERM / Ctrl-C: leave the cluster first, finish what is in flight, then close
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(Duration.ofSeconds(drainSec)),
+        "affinity-worker-shutdown"));
     String shownHost = host.equals("0.0.0.0") ? "localhost" : host;
     out.println("Affinity worker " + settings.name() + " listening on http://" + shownHost + ":" + server.port() + " ("
         + server.executor().numRanks() + " ranks, " + server.executor().tokensPerBlock() + " tokens per block, "
         + (settings.authKey() == null ? "no auth key" : "auth key set") + ")");
+    if (cluster != null) {
+      server.joinCluster(cluster);
+      out.println("Registering as " + server.registration().key() + " with " + cluster.uri());
+    }
     out.flush();
     server.awaitClose();
     return 0;

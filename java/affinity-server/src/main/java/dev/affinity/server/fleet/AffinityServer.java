@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
+import dev.affinity.config.SubagentScope;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.CompletionHandler;
@@ -14,7 +15,20 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterStats;
+import dev.affinity.server.cluster.ClockSync;
+import dev.affinity.server.cluster.ClusterMembership;
+import dev.affinity.server.cluster.ClusterStorage;
+import dev.affinity.server.cluster.ClusterStorageEndpoints;
+import dev.affinity.server.cluster.ClusterWorker;
+import dev.affinity.server.cluster.EtcdClusterStorage;
+import dev.affinity.server.cluster.InMemoryClusterStorage;
+import dev.affinity.server.cluster.PinSharingRouter;
+import dev.affinity.server.cluster.SharedPins;
+import dev.affinity.server.cluster.ServerRole;
+import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
+import dev.affinity.server.worker.HttpWorker;
+import dev.affinity.server.worker.HttpWorkerSettings;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.timer.RealScheduler;
@@ -50,10 +64,18 @@ public final class AffinityServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
+  private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
+  private final WorkerModels models = new WorkerModels();
+  /** Meters registered per worker, removed when a cluster worker leaves. */
+  private final Map<Worker, List<io.micrometer.core.instrument.Meter>> workerMeters = new java.util.concurrent.ConcurrentHashMap<>();
   private Router ctxRouter;
   private Router genRouter;
   private DisaggService service;
   private FrontendServer frontend;
+  /** With a disagg_cluster: the storage (the frontend's own, or etcd) and the membership it feeds. */
+  private ClusterStorage storage;
+  private ClusterMembership membership;
+  private final List<SharedPins> sharedPins = new ArrayList<>();
 
   private AffinityServer(DisaggConfig config) {
     this.config = config;
@@ -78,6 +100,7 @@ public final class AffinityServer implements AutoCloseable {
       if (section.isEmbedded()) {
         List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128, handoff);
         embedded.put(fleet, created);
+        created.forEach(w -> models.put(w.id(), List.of(WorkerModels.modelOf(section.embedded().get()))));
         synchronized (workers) {
           workers.addAll(created);
         }
@@ -85,7 +108,12 @@ public final class AffinityServer implements AutoCloseable {
     }
     PromptTokenizer tokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.NONE);
-    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()));
+    if (config.disaggCluster().isPresent()) {
+      DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
+      storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
+    }
+    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
+        this::sharePins);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -96,14 +124,18 @@ public final class AffinityServer implements AutoCloseable {
           registerWorkerGauges(w);
         }
       } else {
-        RemoteWorkers.connect(section(fleet), config, new dev.affinity.protocol.ProtocolCodec(), orchestration.router(fleet),
-            background, w -> {
-              synchronized (workers) {
-                workers.add(w);
-              }
-              registerWorkerGauges(w);
-            });
+        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), background, w -> {
+          models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
+          synchronized (workers) {
+            workers.add(w);
+          }
+          registerWorkerGauges(w);
+        });
       }
+    }
+    if (config.disaggCluster().isPresent()) {
+      membership = new ClusterMembership(config.disaggCluster().get(), storage, new ClusterFleets(), background,
+          RemoteWorkers.RETRY);
     }
     for (Router r : List.of(ctxRouter, genRouter)) {
       String fleet = r == ctxRouter ? "context" : "generation";
@@ -117,22 +149,84 @@ public final class AffinityServer implements AutoCloseable {
           .register(registry);
     }
     frontend = FrontendServer.start(options, new Backend(tokenizer), registry);
+    if (membership != null) {
+      membership.start(); // after the frontend listens: the HTTP storage is served there
+    }
+  }
+
+  /**
+   * With an etcd cluster, the pins of the context router (and of the generation router with scope both) are
+   * shared with the other frontends of the cluster, when the router keeps pins (conversation, affinity).
+   */
+  private Router sharePins(Fleet fleet, Router router) {
+    if (!(storage instanceof EtcdClusterStorage etcd) || !PinSharingRouter.supports(router)
+        || (fleet == Fleet.GENERATION && config.subagentScope() != SubagentScope.BOTH)) {
+      return router;
+    }
+    SharedPins pins = new SharedPins(etcd, config.disaggCluster().get().clusterName(), fleet).start();
+    sharedPins.add(pins);
+    log.info("{} pins are shared through etcd under {}", fleet.name().toLowerCase(), pins.prefix());
+    return new PinSharingRouter(router, pins, address -> membership != null && membership.isRegistered(address));
+  }
+
+  /** Cluster workers join and leave the fleets' routers as their keys come and go. */
+  private final class ClusterFleets implements ClusterMembership.Fleets {
+    private final ClockSync clock = new ClockSync(java.time.Duration.ofSeconds(5));
+
+    @Override
+    public Object join(ClusterWorker w) throws Exception {
+      HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
+      clock.align(settings.baseUrl().toString());
+      RemoteWorkers.Joined joined = RemoteWorkers.join(settings, codec, routerOf(w.role()), background);
+      HttpWorker hw = joined.worker();
+      if (w.role() == ServerRole.CONTEXT) {
+        models.fetch(hw.id(), settings.baseUrl());
+      }
+      synchronized (workers) {
+        workers.add(hw);
+      }
+      registerWorkerGauges(hw);
+      return joined;
+    }
+
+    @Override
+    public void leave(ClusterWorker w, Object joined) {
+      RemoteWorkers.Joined j = (RemoteWorkers.Joined) joined;
+      HttpWorker hw = j.worker();
+      models.remove(hw.id());
+      List<io.micrometer.core.instrument.Meter> meters = workerMeters.remove(hw);
+      if (meters != null) {
+        meters.forEach(registry::remove);
+      }
+      RemoteWorkers.retire(j, routerOf(w.role()), background,
+          java.time.Duration.ofMillis((long) (config.affinity().requestTimeoutSeconds() * 1000)), () -> {
+            synchronized (workers) {
+              workers.remove(hw);
+            }
+          });
+    }
+  }
+
+  private Router routerOf(ServerRole role) {
+    return role == ServerRole.CONTEXT ? ctxRouter : genRouter;
   }
 
   /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
   private void registerWorkerGauges(Worker w) {
+    List<io.micrometer.core.instrument.Meter> meters = new ArrayList<>();
     if (w instanceof NativeWorker n) {
-      Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
-          .tag("worker", w.id()).register(registry);
-      Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
-          .tag("worker", w.id()).register(registry);
-      Gauge.builder("affinity_worker_rejected_poll_items", n,
+      meters.add(Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
+          .tag("worker", w.id()).register(registry));
+      meters.add(Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
+          .tag("worker", w.id()).register(registry));
+      meters.add(Gauge.builder("affinity_worker_rejected_poll_items", n,
               x -> x.isAlive() ? x.executor().iterationStats().rejectedPollItems() : 0)
           .description("KV events and statistics rows of an unexpected shape that the executor skipped")
-          .tag("worker", w.id()).register(registry);
-    } else if (w instanceof dev.affinity.server.worker.HttpWorker h) {
-      Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry);
+          .tag("worker", w.id()).register(registry));
+    } else if (w instanceof HttpWorker h) {
+      meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry));
     }
+    workerMeters.put(w, meters);
   }
 
   private ServerSection section(Fleet fleet) {
@@ -159,18 +253,57 @@ public final class AffinityServer implements AutoCloseable {
 
     @Override
     public List<String> models() {
-      return List.of(config.affinity().model());
+      if (config.affinity().model().isPresent()) {
+        return List.of(config.affinity().model().get());
+      }
+      return models.of(ctxRouter.workers().stream().filter(Worker::isAlive).map(Worker::id).toList());
     }
 
     @Override
-    public boolean ready() {
-      return ctxRouter.workers().stream().anyMatch(Worker::isAlive) && genRouter.workers().stream().anyMatch(Worker::isAlive);
+    public boolean checksModel() {
+      return config.affinity().model().isPresent();
     }
 
+    @Override
+    public Map<String, ExtraEndpoint> extraEndpoints() {
+      return storage instanceof InMemoryClusterStorage mem ? new ClusterStorageEndpoints(mem).endpoints() : Map.of();
+    }
+
+    /**
+     * With a disagg_cluster: {@code minimal_instances} of each role are in their routers (upstream's
+     * readiness). Otherwise a live worker in each fleet that has instances (none needed for a fleet of 0).
+     */
+    @Override
+    public boolean ready() {
+      if (membership != null) {
+        // upstream's is_ready_with_router: the workers prepared in each router against minimal_instances
+        DisaggConfig.DisaggClusterConfig c = config.disaggCluster().get();
+        return ctxRouter.workers().size() >= c.minimalContextInstances()
+            && genRouter.workers().size() >= c.minimalGenerationInstances();
+      }
+      return fleetReady(ctxRouter, config.context()) && fleetReady(genRouter, config.generation());
+    }
+
+    private boolean fleetReady(Router r, ServerSection section) {
+      return section.numInstances() == 0 || r.workers().stream().anyMatch(Worker::isAlive);
+    }
+
+    /**
+     * Upstream's shape ({@code is_ready}, {@code server_lists}, and with a cluster {@code current_workers} and
+     * {@code minimal_instances}) plus each fleet's router and workers.
+     */
     @Override
     public JsonNode clusterInfo() {
       ObjectNode root = JsonNodeFactory.instance.objectNode();
       root.put("is_ready", ready());
+      ObjectNode lists = root.putObject("server_lists");
+      ctxRouter.workers().forEach(w -> lists.withArray("context").add(w.id()));
+      genRouter.workers().forEach(w -> lists.withArray("generation").add(w.id()));
+      lists.withArray("context");
+      lists.withArray("generation");
+      if (membership != null) {
+        membership.describe(root);
+      }
       for (Map.Entry<String, Router> e : Map.of("context_servers", ctxRouter, "generation_servers", genRouter).entrySet()) {
         ObjectNode fleet = root.putObject(e.getKey());
         RouterStats st = e.getValue().stats();
@@ -215,10 +348,17 @@ public final class AffinityServer implements AutoCloseable {
 
   /** Stops taking requests, drains those in flight for up to {@code drain}, then closes everything. */
   public void shutdown(java.time.Duration drain) {
+    if (membership != null) {
+      membership.close();
+    }
+    sharedPins.forEach(SharedPins::close);
     if (frontend != null) {
       frontend.shutdown(drain);
     }
     background.shutdownNow();
+    if (storage != null) {
+      storage.close();
+    }
     for (Worker w : workers()) {
       try {
         w.close();

@@ -12,6 +12,7 @@ import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.Worker;
+import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
 
 /**
@@ -27,9 +28,18 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
    * @param nanoClock the routers' clock (selection TTLs, load decay), nanoseconds
    */
   public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids) {
+    return build(config, scheduler, nanoClock, ids, (fleet, router) -> router);
+  }
+
+  /**
+   * As {@link #build(DisaggConfig, Scheduler, LongSupplier, RequestIds)}, each router passed through
+   * {@code wrap} (a frontend that shares its pins with others wraps its pin-keeping routers).
+   */
+  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
+      BiFunction<Fleet, Router, Router> wrap) {
     RouterFactory factory = new RouterFactory();
-    Router ctx = router(factory, config, config.context(), Fleet.CONTEXT, nanoClock);
-    Router gen = router(factory, config, config.generation(), Fleet.GENERATION, nanoClock);
+    Router ctx = wrap.apply(Fleet.CONTEXT, router(factory, config, config.context(), Fleet.CONTEXT, nanoClock));
+    Router gen = wrap.apply(Fleet.GENERATION, router(factory, config, config.generation(), Fleet.GENERATION, nanoClock));
     DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler);
     return new Orchestration(ctx, gen, service);
   }

@@ -10,47 +10,50 @@ import dev.affinity.server.worker.WorkerSetupException;
 import dev.affinity.worker.Worker;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The remote (trtllm-serve or Affinity worker process) workers of a fleet, from its {@code urls}:
- * each is connected ({@code /server_info}), added to the fleet's router, fed into its prefix index
- * ({@code /kv_cache_events}, one poller per worker) and health-checked. A worker that is not up yet
- * is retried in the background and joins the router when it answers.
+ * The remote (trtllm-serve or Affinity worker process) workers of a fleet: each is connected
+ * ({@code /server_info}), added to the fleet's router, fed into its prefix index ({@code /kv_cache_events}, one
+ * poller per worker) and health-checked ({@link #join}). Static {@code urls} are joined at start, and a worker
+ * that is not up yet is retried in the background until it answers ({@link #connect}); workers of a
+ * {@code disagg_cluster} join and {@link #retire} as their keys come and go.
  */
 final class RemoteWorkers {
   private static final Logger log = LoggerFactory.getLogger(RemoteWorkers.class);
   static final Duration RETRY = Duration.ofSeconds(2);
   static final Duration HEALTH = Duration.ofSeconds(5);
   static final Duration KV_POLL = Duration.ofMillis(500);
+  /** How often a retired worker is checked for requests still in flight. */
+  static final Duration DRAIN_POLL = Duration.ofMillis(200);
 
   private RemoteWorkers() {}
+
+  /** A worker in a router: the worker and its health-check schedule. */
+  record Joined(HttpWorker worker, ScheduledFuture<?> health) {}
+
+  /** The settings of a worker at {@code url} with the config's internal auth key. */
+  static HttpWorkerSettings settings(String url, DisaggConfig config) {
+    HttpWorkerSettings settings = HttpWorkerSettings.of(url);
+    return config.internalRequestAuthKey().map(settings::withAuthKey).orElse(settings);
+  }
 
   /** Connects the section's workers (now or later); {@code joined} receives each one once it is up. */
   static void connect(ServerSection section, DisaggConfig config, ProtocolCodec codec, Router router,
       ScheduledExecutorService background, Consumer<Worker> joined) {
     for (String url : section.urls()) {
-      HttpWorkerSettings settings = HttpWorkerSettings.of(url);
-      if (config.internalRequestAuthKey().isPresent()) {
-        settings = settings.withAuthKey(config.internalRequestAuthKey().get());
-      }
-      tryConnect(settings, codec, router, background, joined);
+      tryConnect(settings(url, config), codec, router, background, joined);
     }
   }
 
   private static void tryConnect(HttpWorkerSettings settings, ProtocolCodec codec, Router router,
       ScheduledExecutorService background, Consumer<Worker> joined) {
     try {
-      HttpWorker w = HttpWorker.connect(settings, codec);
-      router.addWorker(w);
-      w.onKvEvents(events -> router.onKvEvents(w.id(), events));
-      w.startKvEventPolling(KV_POLL);
-      background.scheduleWithFixedDelay(w::checkHealth, HEALTH.toMillis(), HEALTH.toMillis(), TimeUnit.MILLISECONDS);
-      joined.accept(w);
-      log.info("worker {} joined ({} tokens per block, {})", w.id(), w.info().tokensPerBlock(), w.info().hashAlgorithm().wireName());
+      joined.accept(join(settings, codec, router, background).worker());
     } catch (WorkerSetupException e) {
       log.warn("worker {} is not ready ({}); retrying in {} s", settings.workerId(), e.getMessage(), RETRY.toSeconds());
       if (!background.isShutdown()) {
@@ -58,5 +61,45 @@ final class RemoteWorkers {
             TimeUnit.MILLISECONDS);
       }
     }
+  }
+
+  /** Connects one worker ({@code /server_info}) and puts it in the router, with its KV events and health checks. */
+  static Joined join(HttpWorkerSettings settings, ProtocolCodec codec, Router router, ScheduledExecutorService background)
+      throws WorkerSetupException {
+    HttpWorker w = HttpWorker.connect(settings, codec);
+    router.addWorker(w);
+    w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+    w.startKvEventPolling(KV_POLL);
+    ScheduledFuture<?> health = background.scheduleWithFixedDelay(w::checkHealth, HEALTH.toMillis(), HEALTH.toMillis(),
+        TimeUnit.MILLISECONDS);
+    log.info("worker {} joined ({} tokens per block, {})", w.id(), w.info().tokensPerBlock(), w.info().hashAlgorithm().wireName());
+    return new Joined(w, health);
+  }
+
+  /**
+   * Takes a worker out of its router (its selections are released, its conversations re-pin on their next
+   * turn) and closes it once the requests it still serves have finished, or after {@code drain}.
+   */
+  static void retire(Joined joined, Router router, ScheduledExecutorService background, Duration drain,
+      Runnable closed) {
+    HttpWorker w = joined.worker();
+    router.removeWorker(w.id());
+    joined.health().cancel(false);
+    w.stopKvEventPolling();
+    long deadline = System.nanoTime() + drain.toNanos();
+    log.info("worker {} left; closing it once its {} requests in flight are done", w.id(), w.inFlight());
+    closeWhenIdle(w, background, deadline, closed);
+  }
+
+  private static void closeWhenIdle(HttpWorker w, ScheduledExecutorService background, long deadline, Runnable closed) {
+    if (w.inFlight() == 0 || System.nanoTime() - deadline > 0 || background.isShutdown()) {
+      if (w.inFlight() > 0) {
+        log.warn("worker {} closed with {} requests still in flight", w.id(), w.inFlight());
+      }
+      w.close();
+      closed.run();
+      return;
+    }
+    background.schedule(() -> closeWhenIdle(w, background, deadline, closed), DRAIN_POLL.toMillis(), TimeUnit.MILLISECONDS);
   }
 }

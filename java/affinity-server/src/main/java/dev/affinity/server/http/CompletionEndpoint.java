@@ -34,8 +34,10 @@ final class CompletionEndpoint {
     boolean chat = exchange.meta().endpoint() == Endpoint.CHAT_COMPLETIONS;
     AdmittedRequest admitted;
     try {
-      OpenAiRequest request = chat ? fc.codec.parseChatCompletionRequest(body) : fc.codec.parseCompletionRequest(body);
-      admitted = fc.admission.admit(request, headerSource(exchange.meta().headers()));
+      HeaderSource headers = headerSource(exchange.meta().headers());
+      byte[] json = fc.backend.requestBody(body, headers);
+      OpenAiRequest request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
+      admitted = fc.admission.admit(request, headers);
     } catch (ProtocolException e) {
       exchange.sendError(e.status(), e.toErrorResponse());
       return;

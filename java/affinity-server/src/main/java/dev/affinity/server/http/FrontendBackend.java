@@ -33,6 +33,25 @@ public interface FrontendBackend {
    */
   List<String> models();
 
+  /**
+   * Whether a request's model must be one of the served models (404 otherwise). False does as upstream's
+   * frontend, which has no model name of its own: any model is accepted, and {@code /v1/models} lists the
+   * {@link #models()} the ready context workers report, or answers 503 while there are none. Default true.
+   */
+  default boolean checksModel() {
+    return true;
+  }
+
+  /**
+   * The body of a completion request as JSON. Default: the body as received. Worker mode decodes the msgpack
+   * bodies upstream's frontend sends with {@code X-TRTLLM-Msgpack: 1}. Runs on the event loop.
+   *
+   * @throws dev.affinity.protocol.ProtocolException (400) for a body that cannot be decoded
+   */
+  default byte[] requestBody(byte[] body, dev.affinity.conversation.HeaderSource headers) {
+    return body;
+  }
+
   /** Whether the cluster can take requests: {@code /health} is 200 when true, else 503. */
   boolean ready();
 

@@ -75,9 +75,12 @@ final class FrontendContext {
     return new ArrayList<>(all);
   }
 
-  /** Whether a request may name {@code model}: any model when no model is known at all. */
+  /** Whether a request may name {@code model}: any model when no model is known at all, or none is checked. */
   boolean serves(String model) {
     if (options.models().contains(model)) {
+      return true;
+    }
+    if (options.models().isEmpty() && !backend.checksModel()) {
       return true;
     }
     List<String> dynamic = backend.models();
@@ -94,8 +97,13 @@ final class FrontendContext {
   /** {@code GET /version}. */
   record VersionBody(@JsonProperty("version") String version) {}
 
+  /** The list, or null when models come from the workers ({@code checksModel} false) and none is ready. */
   ModelList modelList() {
-    List<ModelCard> cards = servedModels().stream()
+    List<String> served = servedModels();
+    if (served.isEmpty() && options.models().isEmpty() && !backend.checksModel()) {
+      return null;
+    }
+    List<ModelCard> cards = served.stream()
         .map(m -> new ModelCard(m, "model", startedEpochSeconds, "affinity"))
         .toList();
     return new ModelList("list", cards);

@@ -102,7 +102,7 @@ public record FrontendOptions(
     AffinitySettings a = config.affinity();
     Duration keepAlive = Duration.ofSeconds(config.serverKeepAliveTimeout());
     return new FrontendOptions(config.hostname(), config.port(), a.maxRequestBodyBytes(), a.apiKeys(),
-        a.debugHeaders(), DEFAULT_REQUEST_READ_TIMEOUT, keepAlive, List.of(a.model()), version,
+        a.debugHeaders(), DEFAULT_REQUEST_READ_TIMEOUT, keepAlive, a.model().map(List::of).orElse(List.of()), version,
         AccessLog.forSetting(a.accessLog()), a.allowClientDisaggregatedParams(), config.allowRequestChatTemplate(),
         ConversationSettings.from(config), 0);
   }

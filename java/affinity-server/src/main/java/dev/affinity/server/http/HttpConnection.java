@@ -207,12 +207,19 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
     try {
       if (work.meta().extra() != null) {
-        serveExtra(exchange, work.meta().extra(), work.body());
+        serveExtra(exchange, work.meta(), work.body());
         return;
       }
       switch (work.meta().endpoint()) {
         case COMPLETIONS, CHAT_COMPLETIONS -> completions.serve(exchange, work.body());
-        case MODELS -> exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(fc.modelList()));
+        case MODELS -> {
+          FrontendContext.ModelList models = fc.modelList();
+          if (models == null) {
+            exchange.sendError(503, ErrorResponse.of(503, "no context worker is ready to name the model", null));
+          } else {
+            exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(models));
+          }
+        }
         case HEALTH -> {
           if (fc.backend.ready()) {
             exchange.sendEmpty(HttpResponseStatus.OK);
@@ -233,15 +240,22 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
   }
 
   /** A backend route: its handler's answer as JSON, or the status of the protocol error it threw. */
-  private void serveExtra(HttpExchange exchange, ExtraEndpoint extra, byte[] body) {
+  private void serveExtra(HttpExchange exchange, RequestMeta meta, byte[] body) {
     Object answer;
     try {
-      answer = extra.handler().handle(body);
+      java.net.InetAddress client = ctx.channel().remoteAddress() instanceof java.net.InetSocketAddress a
+          ? a.getAddress() : null;
+      answer = meta.extra().handler().handle(new ExtraEndpoint.Request(meta.method(), body == null ? new byte[0] : body,
+          new io.netty.handler.codec.http.QueryStringDecoder(meta.uri()).parameters(), client));
     } catch (ProtocolException e) {
       exchange.sendError(e.status(), e.toErrorResponse());
       return;
     }
-    exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(answer));
+    if (answer instanceof ExtraEndpoint.Answer a) {
+      exchange.sendJson(HttpResponseStatus.valueOf(a.status()), fc.codec.toJsonBytes(a.body()));
+    } else {
+      exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(answer));
+    }
   }
 
   /**

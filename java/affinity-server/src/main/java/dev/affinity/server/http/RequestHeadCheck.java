@@ -119,7 +119,7 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     if (allowed == null) {
       return Rejection.notFound(meta.method(), meta.path());
     }
-    if (!allowed.equals(meta.method())) {
+    if (meta.extra() != null ? !meta.extra().accepts(meta.method()) : !allowed.equals(meta.method())) {
       return Rejection.methodNotAllowed(meta.method(), meta.path(), allowed);
     }
     if (meta.authenticated()) {
@@ -144,6 +144,6 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     ExtraEndpoint extra = endpoint == null ? fc.extraEndpoints.get(path) : null;
     boolean keepAlive = HttpUtil.isKeepAlive(head) && !fc.options.keepAliveTimeout().isZero();
     return new RequestMeta(id, head.method().name(), path, endpoint, extra, head.protocolVersion(), head.headers(),
-        keepAlive, remote, System.currentTimeMillis());
+        keepAlive, remote, System.currentTimeMillis(), head.uri());
   }
 }

@@ -21,6 +21,7 @@ import java.net.URI;
  * @param keepAlive whether the connection may serve another request afterwards
  * @param remote the client's address
  * @param wallMillis when the request's head was read, epoch milliseconds
+ * @param uri the request target as sent (path and query), {@code "-"} when the request line never arrived
  */
 record RequestMeta(
     long localId,
@@ -32,7 +33,8 @@ record RequestMeta(
     HttpHeaders headers,
     boolean keepAlive,
     String remote,
-    long wallMillis) {
+    long wallMillis,
+    String uri) {
 
   /** Longest path kept for logs and error messages. */
   static final int MAX_LOGGED_PATH = 256;
@@ -40,7 +42,7 @@ record RequestMeta(
   /** A request whose head never arrived or could not be parsed: no method, path or headers. */
   static RequestMeta unknown(long localId, String remote) {
     return new RequestMeta(localId, "-", "-", null, null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, false,
-        remote, System.currentTimeMillis());
+        remote, System.currentTimeMillis(), "-");
   }
 
   /** The client's {@code ip:port} as the access log reports it. */
@@ -85,7 +87,7 @@ record RequestMeta(
     return endpoint == null && extra != null ? path : Endpoint.tag(endpoint);
   }
 
-  /** The one method the matched route accepts (null when none matched). */
+  /** The methods the matched route accepts, as an {@code Allow} value (null when none matched). */
   String allowedMethod() {
     return endpoint != null ? endpoint.method.name() : extra != null ? extra.method() : null;
   }

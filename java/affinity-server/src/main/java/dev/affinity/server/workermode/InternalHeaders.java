@@ -42,10 +42,44 @@ final class InternalHeaders {
   private final AtomicBoolean warnedAffinityRole = new AtomicBoolean();
   private final AtomicBoolean warnedRankHint = new AtomicBoolean();
 
+  /** Strict: a sub-agent affinity id that does not verify is refused (401), as upstream's worker does. */
+  private final boolean strict;
+
   InternalHeaders(String worker, InternalAuth auth, int numRanks) {
+    this(worker, auth, numRanks, false);
+  }
+
+  InternalHeaders(String worker, InternalAuth auth, int numRanks, boolean strict) {
     this.worker = worker;
     this.auth = auth;
     this.numRanks = numRanks;
+    this.strict = strict;
+  }
+
+  /**
+   * With {@code --require-internal-auth}: why a leg carrying a sub-agent affinity id whose signature is missing
+   * or wrong is refused (401), or null. Legs without an id, and legs without a role (aggregated), pass.
+   */
+  String affinityRefusal(OpenAiRequest request, HeaderSource headers) {
+    if (!strict || auth == null) {
+      return null;
+    }
+    String raw = headers.first(InternalAuth.SUBAGENT_AFFINITY_HEADER);
+    String id = raw == null ? null : raw.strip();
+    DisaggregatedParams p = request.disaggregatedParams();
+    Optional<InternalAuth.Role> role = InternalAuth.Role.inferredFrom(p == null ? null : p.requestType());
+    if (id == null || id.isEmpty() || role.isEmpty()) {
+      return null;
+    }
+    String signature = headers.first(InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER);
+    if (signature == null) {
+      return "missing " + InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER + " for " + InternalAuth.SUBAGENT_AFFINITY_HEADER;
+    }
+    if (!auth.verifySubagentAffinity(SubagentAffinityClaim.of(request, role.get(), id), signature)) {
+      warnOnce(warnedRefused, "refused (401): a wrongly signed " + InternalAuth.SUBAGENT_AFFINITY_HEADER);
+      return "invalid " + InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER + " signature";
+    }
+    return null;
   }
 
   /** Why the leg is refused (401), or null when it may run. */

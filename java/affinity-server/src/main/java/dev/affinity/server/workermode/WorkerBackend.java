@@ -22,14 +22,25 @@ import java.util.Map;
  * endpoints, {@code GET /server_info} and {@code POST /kv_cache_events}.
  */
 final class WorkerBackend implements FrontendBackend {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WorkerBackend.class);
   /** The most events one {@code /kv_cache_events} answer carries; the rest wait for the next poll. */
   static final int MAX_EVENTS_PER_POLL = 65_536;
   private static final int DRAIN_BATCH = 4_096;
+
+  /** The header upstream's frontend flags msgpack bodies with ({@code TRTLLM_SERVE_ENABLE_MSGSPEC=1}). */
+  static final String MSGPACK_HEADER = "x-trtllm-msgpack";
+  private static final com.fasterxml.jackson.databind.ObjectMapper MSGPACK =
+      new com.fasterxml.jackson.databind.ObjectMapper(new org.msgpack.jackson.dataformat.MessagePackFactory());
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
 
   private final NativeWorker worker;
   private final WorkerSettings settings;
   private final WorkerHandler handler;
   private final String version;
+  /** Leaving: its key is deleted; new requests get 503 while those in flight finish. */
+  private volatile boolean draining;
+  /** The steady-clock offset a frontend set (seconds), as upstream's worker keeps it for its perf metrics. */
+  private volatile double frontendClockOffset;
 
   WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version) {
     this.worker = worker;
@@ -50,7 +61,35 @@ final class WorkerBackend implements FrontendBackend {
 
   @Override
   public boolean ready() {
-    return worker.isAlive();
+    return worker.isAlive() && !draining;
+  }
+
+  /** Stops taking requests (503) while the ones in flight finish. */
+  void drain() {
+    draining = true;
+  }
+
+  double frontendClockOffset() {
+    return frontendClockOffset;
+  }
+
+  /**
+   * A body upstream's frontend sent as msgpack ({@code X-TRTLLM-Msgpack: 1}, Content-Type still JSON), decoded
+   * to JSON as upstream's worker decodes it; any other body as it came.
+   */
+  @Override
+  public byte[] requestBody(byte[] body, dev.affinity.conversation.HeaderSource headers) {
+    if (!"1".equals(headers.first(MSGPACK_HEADER)) || body.length == 0) {
+      return body;
+    }
+    try {
+      com.fasterxml.jackson.databind.JsonNode tree = MSGPACK.readTree(body);
+      return JSON.writeValueAsBytes(tree);
+    } catch (java.io.IOException | org.msgpack.core.MessagePackException e) {
+      // msgpack-core reports some malformed input (a reserved byte such as 0xc1) unchecked
+      throw dev.affinity.protocol.ProtocolException.of(400, "the body is flagged " + MSGPACK_HEADER
+          + ": 1 but is not valid msgpack: " + e.getMessage(), null);
+    }
   }
 
   @Override
@@ -65,7 +104,31 @@ final class WorkerBackend implements FrontendBackend {
   public Map<String, ExtraEndpoint> extraEndpoints() {
     return Map.of(
         "/server_info", ExtraEndpoint.get(body -> serverInfo()),
-        "/kv_cache_events", ExtraEndpoint.post(body -> drainKvEvents()));
+        "/kv_cache_events", ExtraEndpoint.post(body -> drainKvEvents()),
+        "/steady_clock_offset", new ExtraEndpoint("GET, POST", false, this::steadyClockOffset));
+  }
+
+  /**
+   * Upstream's clock exchange: {@code GET} answers when the request arrived and when the answer left, on this
+   * process's steady clock (seconds); {@code POST {"offset": s}} keeps the offset a frontend measured.
+   */
+  Object steadyClockOffset(ExtraEndpoint.Request request) {
+    if (request.method().equals("GET")) {
+      double receive = System.nanoTime() / 1e9;
+      return JsonNodeFactory.instance.objectNode().put("receive_ts", receive).put("transmit_ts", System.nanoTime() / 1e9);
+    }
+    com.fasterxml.jackson.databind.JsonNode body;
+    try {
+      body = JSON.readTree(request.body());
+    } catch (java.io.IOException e) {
+      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
+    }
+    if (body == null || !body.path("offset").isNumber()) {
+      throw dev.affinity.protocol.ProtocolException.invalidField("offset", "expected a number of seconds");
+    }
+    frontendClockOffset = body.get("offset").asDouble();
+    LOG.info("worker {}: steady clock offset to the frontend {} s", worker.id(), frontendClockOffset);
+    return JsonNodeFactory.instance.objectNode();
   }
 
   /**

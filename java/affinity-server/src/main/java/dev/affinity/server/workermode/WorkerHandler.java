@@ -63,6 +63,9 @@ final class WorkerHandler implements CompletionHandler {
       return;
     }
     String unauthorized = internal.refusal(request, headers);
+    if (unauthorized == null) {
+      unauthorized = internal.affinityRefusal(request, headers);
+    }
     if (unauthorized != null) {
       sink.fail(401, ErrorResponse.of(401, unauthorized, null), route);
       return;

@@ -16,7 +16,13 @@ import dev.affinity.server.http.FrontendServer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import dev.affinity.server.cluster.ClusterStorage;
+import dev.affinity.server.cluster.ClusterWorker;
+import dev.affinity.server.cluster.EtcdClusterStorage;
+import dev.affinity.server.cluster.HttpClusterStorageClient;
+import dev.affinity.server.cluster.WorkerRegistration;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.ToDoubleFunction;
@@ -37,14 +43,24 @@ public final class WorkerServer implements AutoCloseable {
   /** Ranks of the default executor. */
   public static final int DEFAULT_RANKS = 2;
 
+  /** After its key is deleted, a leaving worker answers 503 at least this long, for frontends to see the delete. */
+  static final Duration DRAIN_GRACE = Duration.ofSeconds(1);
+
   private final NativeWorker worker;
   private final PrometheusMeterRegistry registry;
   private final FrontendServer frontend;
+  private final WorkerBackend backend;
+  private final String host;
+  private volatile WorkerRegistration registration;
+  private volatile ClusterStorage clusterStorage;
 
-  private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend) {
+  private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend,
+      WorkerBackend backend, String host) {
     this.worker = worker;
     this.registry = registry;
     this.frontend = frontend;
+    this.backend = backend;
+    this.host = host;
   }
 
   /** {@link #start(String, WorkerSettings, FrontendOptions, String, HandoffDomain)} without a hand-off domain. */
@@ -85,17 +101,17 @@ public final class WorkerServer implements AutoCloseable {
       }
       worker = new NativeWorker(settings.name(), executor, codec, settings.defaultMaxTokens(), handoff);
       InternalHeaders internal = new InternalHeaders(settings.name(), InternalAuth.ofNullable(settings.authKey()).orElse(null),
-          executor.numRanks());
+          executor.numRanks(), settings.requireInternalAuth());
       WorkerHandler handler = new WorkerHandler(worker, internal, settings.requestTimeout());
       registerGauges(registry, worker);
       FrontendOptions served = options.withAllowClientDisaggregatedParams(true)
           .withModels(settings.model() == null ? List.of() : List.of(settings.model()))
           .withVersion(version);
-      FrontendServer frontend = FrontendServer.start(served, new WorkerBackend(worker, settings, handler, version),
-          registry);
+      WorkerBackend backend = new WorkerBackend(worker, settings, handler, version);
+      FrontendServer frontend = FrontendServer.start(served, backend, registry);
       LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
           executor.tokensPerBlock(), served.host(), frontend.port());
-      return new WorkerServer(worker, registry, frontend);
+      return new WorkerServer(worker, registry, frontend, backend, served.host());
     } catch (IOException | RuntimeException e) {
       if (worker != null) {
         worker.close();
@@ -182,11 +198,82 @@ public final class WorkerServer implements AutoCloseable {
     frontend.awaitClose();
   }
 
+  /**
+   * Joins a {@code disagg_cluster} as a stock worker does ({@code --disagg_cluster_uri}): registers
+   * {@code {ROLE}-{host}:{port}-...} with the host it listens on as given and its bound port, then keeps the key
+   * alive (docs/workers.md). Call once, after start.
+   */
+  public synchronized void joinCluster(WorkerCluster cluster) {
+    if (registration != null) {
+      throw new IllegalStateException("already in a cluster: " + registration.key());
+    }
+    clusterStorage = cluster.isHttp() ? new HttpClusterStorageClient(cluster.uri())
+        : new EtcdClusterStorage(cluster.etcdEndpoints());
+    registration = new WorkerRegistration(clusterStorage, ClusterWorker.create(cluster.role(), host, port()),
+        cluster.name(), cluster.heartbeatIntervalSec(), cluster.inactiveTimeoutSec(), cluster.retry());
+    registration.start();
+  }
+
+  /** The cluster registration, or null outside a cluster. */
+  public WorkerRegistration registration() {
+    return registration;
+  }
+
+  /**
+   * Leaves without failing a routed request: deletes its cluster key first, then answers new requests 503
+   * (a frontend retries them elsewhere) while those in flight finish and the contexts it holds for
+   * generation legs are pulled or time out, for at least {@link #DRAIN_GRACE} (so that frontends see the
+   * delete) and at most {@code drain}; then closes.
+   */
+  public void shutdown(Duration drain) {
+    WorkerRegistration r = registration;
+    if (r != null) {
+      r.deregister();
+    }
+    backend.drain();
+    long start = System.nanoTime();
+    long deadline = start + drain.toNanos();
+    long graceEnd = start + Math.min(DRAIN_GRACE.toNanos(), drain.toNanos());
+    while (System.nanoTime() - deadline < 0
+        && (frontend.inFlight() > 0 || holdsKv() || System.nanoTime() - graceEnd < 0)) {
+      try {
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (frontend.inFlight() > 0) {
+      LOG.warn("worker {} closing with {} requests in flight after draining {}", worker.id(), frontend.inFlight(), drain);
+    }
+    close();
+  }
+
+  /** Whether requests or held contexts (a generation leg elsewhere has yet to pull) still use the executor's KV. */
+  private boolean holdsKv() {
+    Executor e = worker.executor();
+    for (int r = 0; r < e.numRanks(); r++) {
+      KvCacheStats s = e.kvCacheStats(r);
+      if (s.activeRequests() > 0 || s.usedNumBlocks() > 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Stops serving (connections in flight see a disconnect, which cancels their legs), then frees the executor. */
   @Override
   public void close() {
+    WorkerRegistration r = registration;
+    if (r != null) {
+      r.deregister();
+    }
     frontend.close();
     worker.close();
     registry.close();
+    ClusterStorage s = clusterStorage;
+    if (s != null) {
+      s.close();
+    }
   }
 }

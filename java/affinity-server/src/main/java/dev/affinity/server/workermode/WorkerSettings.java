@@ -16,9 +16,11 @@ import java.util.Objects;
  * @param tokenizer the BPE encoding of text prompts ({@code cl100k_base}, ...)
  * @param requestTimeout the longest a leg may run before it fails with 504
  * @param defaultMaxTokens the output limit of a request without {@code max_tokens}
+ * @param requireInternalAuth a key is required, and a sub-agent affinity id with a missing or wrong signature
+ *     is refused with 401 instead of ignored (upstream's behaviour)
  */
 public record WorkerSettings(String name, String model, String authKey, String tokenizer, Duration requestTimeout,
-    int defaultMaxTokens) {
+    int defaultMaxTokens, boolean requireInternalAuth) {
 
   public static final String DEFAULT_NAME = "worker";
   public static final String DEFAULT_TOKENIZER = "cl100k_base";
@@ -40,31 +42,39 @@ public record WorkerSettings(String name, String model, String authKey, String t
     if (defaultMaxTokens <= 0) {
       throw new IllegalArgumentException("defaultMaxTokens must be positive: " + defaultMaxTokens);
     }
+    if (requireInternalAuth && authKey == null) {
+      throw new IllegalArgumentException("--require-internal-auth needs the internal_request_auth_key shared with the "
+          + "frontends (--auth-key or $AFFINITY_AUTH_KEY)");
+    }
   }
 
   /** Named {@value #DEFAULT_NAME}, any model, no key, cl100k_base, 600 s, 128 tokens. */
   public static WorkerSettings defaults() {
-    return new WorkerSettings(DEFAULT_NAME, null, null, DEFAULT_TOKENIZER, DEFAULT_REQUEST_TIMEOUT, DEFAULT_MAX_TOKENS);
+    return new WorkerSettings(DEFAULT_NAME, null, null, DEFAULT_TOKENIZER, DEFAULT_REQUEST_TIMEOUT, DEFAULT_MAX_TOKENS, false);
   }
 
   public WorkerSettings withName(String n) {
-    return new WorkerSettings(n, model, authKey, tokenizer, requestTimeout, defaultMaxTokens);
+    return new WorkerSettings(n, model, authKey, tokenizer, requestTimeout, defaultMaxTokens, requireInternalAuth);
   }
 
   public WorkerSettings withModel(String m) {
-    return new WorkerSettings(name, m, authKey, tokenizer, requestTimeout, defaultMaxTokens);
+    return new WorkerSettings(name, m, authKey, tokenizer, requestTimeout, defaultMaxTokens, requireInternalAuth);
   }
 
   public WorkerSettings withAuthKey(String key) {
-    return new WorkerSettings(name, model, key, tokenizer, requestTimeout, defaultMaxTokens);
+    return new WorkerSettings(name, model, key, tokenizer, requestTimeout, defaultMaxTokens, requireInternalAuth);
   }
 
   public WorkerSettings withTokenizer(String t) {
-    return new WorkerSettings(name, model, authKey, t, requestTimeout, defaultMaxTokens);
+    return new WorkerSettings(name, model, authKey, t, requestTimeout, defaultMaxTokens, requireInternalAuth);
   }
 
   public WorkerSettings withRequestTimeout(Duration d) {
-    return new WorkerSettings(name, model, authKey, tokenizer, d, defaultMaxTokens);
+    return new WorkerSettings(name, model, authKey, tokenizer, d, defaultMaxTokens, requireInternalAuth);
+  }
+
+  public WorkerSettings withRequireInternalAuth(boolean require) {
+    return new WorkerSettings(name, model, authKey, tokenizer, requestTimeout, defaultMaxTokens, require);
   }
 
   /** Never shows the auth key. */
@@ -72,6 +82,6 @@ public record WorkerSettings(String name, String model, String authKey, String t
   public String toString() {
     return "WorkerSettings[name=" + name + ", model=" + (model == null ? "any" : model) + ", authKey="
         + (authKey == null ? "none" : "***") + ", tokenizer=" + tokenizer + ", requestTimeout=" + requestTimeout
-        + ", defaultMaxTokens=" + defaultMaxTokens + "]";
+        + ", defaultMaxTokens=" + defaultMaxTokens + ", requireInternalAuth=" + requireInternalAuth + "]";
   }
 }

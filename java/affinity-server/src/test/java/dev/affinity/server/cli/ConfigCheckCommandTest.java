@@ -34,6 +34,41 @@ class ConfigCheckCommandTest {
   }
 
   @Test
+  void anUnknownRouterTypeFailsTheCheckAsServeWould() throws Exception {
+    String yaml = """
+        context_servers:
+          urls: ["localhost:8001"]
+          router: {type: not_a_router}
+        generation_servers:
+          urls: ["localhost:8002"]
+        """;
+    Result r = check(yaml);
+    assertEquals(1, r.code(), r.out());
+    assertTrue(r.err().contains("c.yaml:3:18: context_servers.router.type: unknown router type \"not_a_router\" (known: "),
+        r.err());
+    // serve refuses it the same way, without a stack trace
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cmd = AffinityCli.commandLine();
+    cmd.setOut(new PrintWriter(out));
+    cmd.setErr(new PrintWriter(err));
+    int code = cmd.execute("serve", "--config", dir.resolve("c.yaml").toString(), "--port", "0");
+    assertEquals(1, code);
+    assertTrue(err.toString().contains("unknown router type \"not_a_router\""), err.toString());
+    assertTrue(!err.toString().contains("\tat ") && !err.toString().contains("Exception"), err.toString());
+  }
+
+  @Test
+  void upstreamsHarnessConfigsAreOk() throws Exception {
+    try (var s = Files.list(Path.of("../affinity-core/src/test/resources/upstream-configs/harness"))) {
+      for (Path f : s.filter(p -> p.toString().endsWith(".yaml")).toList()) {
+        Result r = run(f.toString());
+        assertEquals(0, r.code(), f + ": " + r.err());
+      }
+    }
+  }
+
+  @Test
   void everyShippedExampleIsOk() throws Exception {
     try (var s = Files.list(Path.of("../../docs/examples"))) {
       for (Path f : s.filter(p -> p.toString().endsWith(".yaml")).toList()) {

@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A stand-in for a stock {@code trtllm-serve} worker (tensorrt_llm/serve/openai_server.py): {@code GET /server_info},
- * {@code GET /health}, {@code POST /kv_cache_events} (drains what is queued), {@code POST /v1/completions}
+ * {@code GET /health}, {@code POST /kv_cache_events} (drains what is queued), {@code GET /v1/models},
+ * {@code GET} and {@code POST /steady_clock_offset}, {@code POST /v1/completions}
  * and {@code POST /v1/chat/completions} answering context-only legs with {@code prompt_token_ids} and
  * {@code choices[0].disaggregated_params}, other legs as JSON or as SSE ({@code data: ...}, then
  * {@code data: [DONE]}). Records every request with its headers. Completion requests follow queued
@@ -39,6 +40,8 @@ final class FakeTrtllmServe implements AutoCloseable {
   static final int PROMPT_TOKENS = 4;
   static final int CACHED_TOKENS = 2;
   static final String OPAQUE_STATE = "AAEC";
+  /** What {@code GET /v1/models} names, as a stock worker names the model it loaded. */
+  static final String MODEL = "TinyLlama/TinyLlama-1.1B-Chat-v1.0";
 
   /** One request as received; header names are lower-case. */
   record Received(String method, String path, Map<String, String> headers, byte[] body) {
@@ -247,6 +250,11 @@ final class FakeTrtllmServe implements AutoCloseable {
           serverInfoStatus == 200 ? serverInfo.toString() : "{\"object\":\"error\",\"message\":\"not ready\"}");
       case "GET /health" -> send(ex, healthStatus, "text/plain", healthStatus == 200 ? "" : "LLM is unavailable.");
       case "POST /kv_cache_events" -> kvCacheEvents(ex);
+      case "GET /steady_clock_offset" -> send(ex, 200, "application/json",
+          "{\"receive_ts\": " + System.nanoTime() / 1e9 + ", \"transmit_ts\": " + System.nanoTime() / 1e9 + "}");
+      case "POST /steady_clock_offset" -> send(ex, 200, "application/json", "");
+      case "GET /v1/models" -> send(ex, 200, "application/json",
+          "{\"object\": \"list\", \"data\": [{\"id\": \"" + MODEL + "\", \"object\": \"model\", \"owned_by\": \"tensorrt_llm\"}]}");
       case "POST /v1/completions" -> completion(ex, JSON.readTree(body), false);
       case "POST /v1/chat/completions" -> completion(ex, JSON.readTree(body), true);
       default -> send(ex, 404, "application/json", "{\"detail\":\"Not Found\"}");

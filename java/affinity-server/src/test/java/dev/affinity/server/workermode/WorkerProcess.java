@@ -21,9 +21,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * {@code affinity worker} in a child JVM, started with this JVM's classpath. The worker listens on a
- * free port (--port 0) and prints it; {@link #awaitReady} waits for that line and for {@code /health}.
- * Output is kept (the last lines) for failure messages. {@link #kill()} is SIGKILL.
+ * {@code affinity worker} (or, {@link #frontend}, {@code affinity serve}) in a child JVM, started with this
+ * JVM's classpath. It listens on a free port (--port 0) and prints it; {@link #awaitReady} waits for that line
+ * and for {@code /health}. Output is kept (the last lines) for failure messages. {@link #kill()} is SIGKILL.
  */
 final class WorkerProcess implements AutoCloseable {
   private static final Pattern LISTENING = Pattern.compile("listening on http://[^:]+:(\\d+)");
@@ -44,6 +44,17 @@ final class WorkerProcess implements AutoCloseable {
 
   /** Starts {@code affinity worker --host 127.0.0.1 --port 0 --name NAME} plus {@code args}. */
   static WorkerProcess start(String name, String... args) throws IOException {
+    List<String> all = new ArrayList<>(List.of("worker", "--host", "127.0.0.1", "--port", "0", "--name", name));
+    all.addAll(List.of(args));
+    return launch(name, all);
+  }
+
+  /** Starts a frontend: {@code affinity serve --config FILE --host 127.0.0.1 --port 0}. */
+  static WorkerProcess frontend(String name, Path config) throws IOException {
+    return launch(name, List.of("serve", "--config", config.toString(), "--host", "127.0.0.1", "--port", "0"));
+  }
+
+  private static WorkerProcess launch(String name, List<String> cliArgs) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("--enable-native-access=ALL-UNNAMED");
@@ -53,14 +64,7 @@ final class WorkerProcess implements AutoCloseable {
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add("dev.affinity.server.cli.AffinityCli");
-    cmd.add("worker");
-    cmd.add("--host");
-    cmd.add("127.0.0.1");
-    cmd.add("--port");
-    cmd.add("0");
-    cmd.add("--name");
-    cmd.add(name);
-    cmd.addAll(List.of(args));
+    cmd.addAll(cliArgs);
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     return new WorkerProcess(name, p);
   }

@@ -387,6 +387,26 @@ class WorkerServerTest {
     assertNull(last.affinity());
   }
 
+  @Test
+  void withRequireInternalAuthAWronglySignedSubAgentAffinityIdIsRefusedWith401() throws Exception {
+    WorkerSettings strict = WorkerSettings.defaults().withName("ctx-strict").withAuthKey(KEY).withRequireInternalAuth(true);
+    WorkerServer w = WorkerServer.start(CONFIG, strict, FrontendOptions.defaults().withAccessLog(AccessLog.none()),
+        "test", handoff);
+    open.add(w);
+    WorkerFailure f = send(client(w, "another-key"), contextLeg("solo", 4), "parent", -1).awaitFailure();
+    assertEquals(401, f.status(), f.toString());
+    assertFalse(f.retryable());
+    send(client(w, KEY), contextLeg("solo", 4), "parent", -1).awaitReport(); // signed: served
+    send(client(w, "another-key"), contextLeg("solo", 4), null, -1).awaitReport(); // no affinity id: served
+  }
+
+  @Test
+  void requireInternalAuthWithoutAKeyIsAStartUpError() {
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> WorkerSettings.defaults().withRequireInternalAuth(true));
+    assertTrue(e.getMessage().contains("--auth-key"), e.getMessage());
+  }
+
   // ---- streaming and the trtllm-serve contract ----
 
   @Test
@@ -408,6 +428,41 @@ class WorkerServerTest {
     assertEquals(200, raw.statusCode());
     assertTrue(raw.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));
     assertTrue(raw.body().endsWith("data: [DONE]\n\n"), raw.body());
+  }
+
+  /**
+   * Upstream's frontend with {@code TRTLLM_SERVE_ENABLE_MSGSPEC=1} sends msgpack bodies flagged
+   * {@code X-TRTLLM-Msgpack: 1} (its Content-Type still JSON): the worker decodes them as upstream's does.
+   */
+  @Test
+  void aMsgpackBodyFromAStockFrontendIsDecoded() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, null);
+    com.fasterxml.jackson.databind.ObjectMapper msgpack =
+        new com.fasterxml.jackson.databind.ObjectMapper(new org.msgpack.jackson.dataformat.MessagePackFactory());
+    byte[] body = msgpack.writeValueAsBytes(CODEC.readTree("""
+        {"model": "m", "prompt": %s, "max_tokens": 3,
+         "disaggregated_params": {"request_type": "context_only", "disagg_request_id": %d}}"""
+        .formatted(PROMPT, nextId++).getBytes(StandardCharsets.UTF_8)));
+    HttpResponse<String> ok = postBytes(w, body, "X-TRTLLM-Msgpack", "1");
+    assertEquals(200, ok.statusCode(), ok.body());
+    assertEquals("context_only", CODEC.readTree(ok.body().getBytes(StandardCharsets.UTF_8))
+        .at("/choices/0/disaggregated_params/request_type").asText(), ok.body());
+    HttpResponse<String> unflagged = postBytes(w, body);
+    assertEquals(400, unflagged.statusCode(), "msgpack without the flag is not JSON: " + unflagged.body());
+    HttpResponse<String> bad = postBytes(w, new byte[] {(byte) 0xc1}, "X-TRTLLM-Msgpack", "1");
+    assertEquals(400, bad.statusCode(), bad.body());
+    assertTrue(bad.body().contains("msgpack"), bad.body());
+  }
+
+  static HttpResponse<String> postBytes(WorkerServer w, byte[] body, String... headers) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + w.port() + "/v1/completions"))
+        .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofByteArray(body));
+    for (int i = 0; i < headers.length; i += 2) {
+      b.header(headers[i], headers[i + 1]);
+    }
+    try (HttpClientHolder c = new HttpClientHolder()) {
+      return c.client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
   }
 
   @Test
