@@ -44,6 +44,7 @@ final class AffinityBlockReader {
     double timeout = d.requestTimeoutSeconds();
     long maxBody = d.maxRequestBodyBytes();
     String tokenizer = d.tokenizer();
+    double selectionTtl = d.selectionTtlSeconds();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -59,6 +60,7 @@ final class AffinityBlockReader {
         case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
         case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
+        case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -70,7 +72,7 @@ final class AffinityBlockReader {
           }
         }
         default -> r.error(v.getKeyNode(), k, "unknown key (known: model, session_headers, debug_headers, access_log, "
-            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, workers)");
+            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, selection_ttl_seconds, workers)");
       }
     }
     for (int i = 0; i < headers.size(); i++) {
@@ -89,7 +91,7 @@ final class AffinityBlockReader {
       }
     }
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer), ctx, gen);
+        tokenizer, selectionTtl), ctx, gen);
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

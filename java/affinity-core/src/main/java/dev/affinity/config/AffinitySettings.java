@@ -16,6 +16,8 @@ import java.util.Optional;
  * @param requestTimeoutSeconds end-to-end request timeout
  * @param maxRequestBodyBytes request bodies above this get 413
  * @param tokenizer the BPE encoding used for text prompts of embedded workers
+ * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
+ *     longest a request may take, or its worker's load is forgotten while it runs)
  */
 public record AffinitySettings(
     String model,
@@ -26,7 +28,8 @@ public record AffinitySettings(
     boolean allowClientDisaggregatedParams,
     double requestTimeoutSeconds,
     long maxRequestBodyBytes,
-    String tokenizer) {
+    String tokenizer,
+    double selectionTtlSeconds) {
 
   /** TensorRT-LLM's session headers, in its order (tensorrt_llm/serve/conversation_id.py). */
   public static final List<String> DEFAULT_SESSION_HEADERS = List.of(
@@ -44,6 +47,6 @@ public record AffinitySettings(
 
   public static AffinitySettings defaults() {
     return new AffinitySettings("affinity-sim", DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base");
+        180.0, 16L * 1024 * 1024, "cl100k_base", 180.0);
   }
 }
