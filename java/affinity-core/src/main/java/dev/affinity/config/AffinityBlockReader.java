@@ -19,7 +19,7 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "workers");
+      "require_internal_auth", "selection_ttl_seconds", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -51,6 +51,7 @@ final class AffinityBlockReader {
     double timeout = d.requestTimeoutSeconds();
     long maxBody = d.maxRequestBodyBytes();
     String tokenizer = d.tokenizer();
+    double selectionTtl = d.selectionTtlSeconds();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -75,6 +76,7 @@ final class AffinityBlockReader {
         case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
         case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
+        case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -105,7 +107,7 @@ final class AffinityBlockReader {
     }
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer, requireAuth), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        tokenizer, requireAuth, selectionTtl), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

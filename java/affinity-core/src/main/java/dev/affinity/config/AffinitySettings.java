@@ -19,6 +19,8 @@ import java.util.Optional;
  * @param tokenizer the BPE encoding used for text prompts of embedded workers
  * @param requireInternalAuth a missing {@code internal_request_auth_key} is a start-up error instead of a
  *     warning
+ * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
+ *     longest a request may take, or its worker's load is forgotten while it runs)
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -30,7 +32,8 @@ public record AffinitySettings(
     double requestTimeoutSeconds,
     long maxRequestBodyBytes,
     String tokenizer,
-    boolean requireInternalAuth) {
+    boolean requireInternalAuth,
+    double selectionTtlSeconds) {
 
   /** The model name embedded CPU-executor workers answer with when none is configured. */
   public static final String DEFAULT_MODEL = "affinity-sim";
@@ -51,7 +54,7 @@ public record AffinitySettings(
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false);
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -7,8 +7,9 @@ import java.util.Set;
 
 /**
  * A fleet's routing policy (YAML {@code router.type}). Thread-safe: many threads select and release
- * at once. Built-in types: round_robin, load_balancing, kv_cache_aware, conversation, affinity;
- * more plug in through {@link RouterProvider}.
+ * at once. Built-in types: round_robin, load_balancing, kv_cache_aware, conversation, affinity, and the
+ * peers' policies as baselines (dynamo_kv, sglang_cache_aware, llmd_scorer); more plug in through
+ * {@link RouterProvider}.
  */
 public interface Router {
   String type();

@@ -29,6 +29,9 @@ public final class RouterFactory {
     register(builtIn("kv_cache_aware", KvCacheAwareRouter::create));
     register(builtIn("conversation", ConversationRouter::create));
     register(builtIn("affinity", AffinityRouter::create));
+    register(builtIn("dynamo_kv", DynamoKvRouter::create));
+    register(builtIn("sglang_cache_aware", SglangCacheAwareRouter::create));
+    register(builtIn("llmd_scorer", LlmdScorerRouter::create));
     for (RouterProvider p : ServiceLoader.load(RouterProvider.class, loader)) {
       register(p);
     }

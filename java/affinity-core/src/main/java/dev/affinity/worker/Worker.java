@@ -28,6 +28,14 @@ public interface Worker extends AutoCloseable {
    */
   default void releaseContext(dev.affinity.protocol.DisaggregatedParams contextParams) {}
 
+  /**
+   * The KV-cache statistics of one attention-DP rank (its waiting requests and KV use), for routers
+   * that score on worker metrics; null when the worker cannot tell (the default: remote workers).
+   */
+  default dev.affinity.executor.KvCacheStats kvCacheStats(int rank) {
+    return null;
+  }
+
   /** Where the worker delivers its KV-cache events (its own stream or a poller); default: it has none. */
   default void onKvEvents(Consumer<List<KvEvent>> sink) {}
 

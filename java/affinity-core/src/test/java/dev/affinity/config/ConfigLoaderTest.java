@@ -39,7 +39,7 @@ class ConfigLoaderTest {
     try (Stream<Path> s = Files.list(EXAMPLES)) {
       files = s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
     }
-    assertEquals(8, files.size(), files.toString());
+    assertEquals(9, files.size(), files.toString());
     for (Path f : files) {
       LoadedConfig c = ConfigLoader.load(f);
       assertEquals(List.of(), c.warnings(), f.toString());
@@ -73,6 +73,16 @@ class ConfigLoaderTest {
 
     DisaggConfig sub = ConfigLoader.load(EXAMPLES.resolve("subagent-affinity.yaml")).config();
     assertEquals("x-dynamo-session-id", sub.affinity().sessionHeaders().get(6));
+
+    DisaggConfig cc = ConfigLoader.load(EXAMPLES.resolve("bench-claude-code.yaml")).config();
+    assertEquals(8, cc.context().embedded().orElseThrow().instances());
+    assertEquals(4, cc.generation().embedded().orElseThrow().instances());
+    for (WorkerPool pool : List.of(cc.context().embedded().orElseThrow(), cc.generation().embedded().orElseThrow())) {
+      long blocks = ((Number) pool.executorConfig().get("kv_blocks_per_rank")).longValue();
+      assertTrue(blocks * 32 > 755_680, "one rank holds the largest Claude Code call (755,680 tokens) in 32-token blocks");
+    }
+    assertEquals(3600, cc.affinity().requestTimeoutSeconds(), "a whole 755k prompt prefills for minutes");
+    assertEquals(3600, cc.affinity().selectionTtlSeconds());
   }
 
   @Test

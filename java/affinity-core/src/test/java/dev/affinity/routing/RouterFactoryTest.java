@@ -27,8 +27,8 @@ class RouterFactoryTest {
   @Test
   void everyBuiltInTypeBuildsAndAnExampleProviderPlugsIn() {
     RouterFactory f = new RouterFactory();
-    assertEquals(Set.of("affinity", "conversation", "kv_cache_aware", "load_balancing", "round_robin", "example_first"),
-        f.types());
+    assertEquals(Set.of("affinity", "conversation", "kv_cache_aware", "load_balancing", "round_robin", "dynamo_kv",
+        "sglang_cache_aware", "llmd_scorer", "example_first"), f.types());
     for (String type : f.types()) {
       assertEquals(type, build("{type: " + type + "}").type());
     }
@@ -50,7 +50,8 @@ class RouterFactoryTest {
   void unknownTypesAndArgumentsAreConfigErrorsWithTheirLocation() {
     ConfigException type = assertThrows(ConfigException.class, () -> build("{type: fastest}"));
     assertTrue(type.getMessage().contains("r.yaml:3:18: context_servers.router.type: unknown router type \"fastest\""
-        + " (known: affinity, conversation, example_first, kv_cache_aware, load_balancing, round_robin)"), type.getMessage());
+        + " (known: affinity, conversation, dynamo_kv, example_first, kv_cache_aware, llmd_scorer, load_balancing, round_robin, "
+        + "sglang_cache_aware)"), type.getMessage());
     ConfigException arg = assertThrows(ConfigException.class, () -> build("{type: conversation, max_session: 10}"));
     assertTrue(arg.getMessage().contains("r.yaml:3:45: context_servers.router.max_session: unknown argument for router type "
         + "conversation (known:"), arg.getMessage());

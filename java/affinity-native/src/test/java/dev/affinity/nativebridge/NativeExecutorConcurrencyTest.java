@@ -28,6 +28,15 @@ class NativeExecutorConcurrencyTest {
       {"clock": {"mode": "real", "time_scale": 0.001}, "num_ranks": 2, "tokens_per_block": 8,
        "kv_blocks_per_rank": 512, "max_batch_size": 16}""";
 
+  /**
+   * Real clock, 20x faster than modelled time: a 1000-token request decodes for about 165 ms, so its
+   * cancel, sent right after it by the same thread, lands first even on a loaded machine (at 1000x the
+   * margin was about 3 ms, less than a descheduled thread can lose).
+   */
+  private static final String CANCEL_REAL = """
+      {"clock": {"mode": "real", "time_scale": 0.05}, "num_ranks": 2, "tokens_per_block": 8,
+       "kv_blocks_per_rank": 512, "max_batch_size": 16}""";
+
   @Test
   void manyThreadsEnqueueAndCancelAndEveryRequestEndsExactlyOnce() throws Exception {
     long before = NativeBridge.liveObjectCount();
@@ -36,7 +45,7 @@ class NativeExecutorConcurrencyTest {
     Map<Long, AtomicInteger> finals = new ConcurrentHashMap<>();
     Map<Long, FinishReason> reasons = new ConcurrentHashMap<>();
     CountDownLatch done = new CountDownLatch(threads * perThread);
-    try (NativeExecutor ex = NativeExecutor.create("sim", FAST_REAL);
+    try (NativeExecutor ex = NativeExecutor.create("sim", CANCEL_REAL);
         ResponseDispatcher dispatcher = new ResponseDispatcher(ex, "test")) {
       ExecutorService pool = Executors.newFixedThreadPool(threads);
       List<Future<?>> futures = new ArrayList<>();

@@ -51,9 +51,9 @@ final class ReportOptions {
     PrintWriter w = spec.commandLine().getOut();
     for (RunResult r : results) {
       RunMetrics m = r.metrics();
-      w.printf(Locale.ROOT, "%-26s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  ITL p50 %5.1f ms  hit %.3f (ideal %.3f)  "
+      w.printf(Locale.ROOT, "%-26s %-22s seed %-3d TTFT p50 %8.1f p95 %8.1f ms  ITL p50 %5.1f ms  hit %.3f (ideal %.3f, pooled %.3f)  "
           + "agents %d/%d  errors %d  wall %.1f s%n", r.policy(), r.workload(), r.seed(), m.ttftMs()[0], m.ttftMs()[1],
-          m.itlMs()[0], m.hitRatio(), m.idealHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
+          m.itlMs()[0], m.hitRatio(), m.idealHitRatio(), m.pooledHitRatio(), m.agentsWithinSlo(), m.agents(), m.errors(), r.wallSeconds());
     }
     w.println("report: " + written);
   }

@@ -1,10 +1,9 @@
 package dev.affinity.bench.cli;
 
 import dev.affinity.bench.compare.WorkloadSpec;
-import dev.affinity.bench.drive.Workload;
 import dev.affinity.bench.trace.AffinityTrace;
 import dev.affinity.bench.trace.TraceRequest;
-import dev.affinity.bench.workload.AgenticWorkload;
+import dev.affinity.bench.workload.ClaudeCodeWorkload;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -24,7 +23,7 @@ final class WorkloadCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
-  @Parameters(index = "0", description = "agentic, agentic-fork, mooncake:PATH or trace:PATH")
+  @Parameters(index = "0", description = "agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR")
   String workload;
 
   @Option(names = "--out", required = true, description = "The JSONL file to write.")
@@ -36,11 +35,13 @@ final class WorkloadCommand implements Callable<Integer> {
   @Option(names = "--agents", defaultValue = "0", description = "Agents of an agentic workload (default: the generator's).")
   int agents;
 
+  @Option(names = "--users", defaultValue = "0", description = "Users replaying claude-code traces (default: one per trace).")
+  int users;
+
   @Override
   public Integer call() throws Exception {
-    Workload w = new WorkloadSpec(workload, agents, 0).create(seed);
-    List<TraceRequest> trace = w instanceof Workload.Agents a ? AgenticWorkload.openLoop(a.agents(), a.blockSize())
-        : ((Workload.Trace) w).trace();
+    List<TraceRequest> trace = new WorkloadSpec(workload, agents, 0, users == 0 ? ClaudeCodeWorkload.Options.defaults()
+        : ClaudeCodeWorkload.Options.defaults().withUsers(users)).asTrace(seed);
     AffinityTrace.write(trace, out);
     spec.commandLine().getOut().println("wrote " + trace.size() + " requests to " + out);
     return 0;

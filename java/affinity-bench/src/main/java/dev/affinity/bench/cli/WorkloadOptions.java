@@ -1,6 +1,7 @@
 package dev.affinity.bench.cli;
 
 import dev.affinity.bench.compare.WorkloadSpec;
+import dev.affinity.bench.workload.ClaudeCodeWorkload;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Option;
@@ -8,7 +9,8 @@ import picocli.CommandLine.Option;
 /** Options that choose workloads and seeds. */
 final class WorkloadOptions {
   @Option(names = "--workloads", split = ",", defaultValue = "agentic",
-      description = "agentic, agentic-fork, mooncake:PATH, trace:PATH (comma-separated; default: ${DEFAULT-VALUE}).")
+      description = "agentic, agentic-fork, mooncake:PATH, trace:PATH, claude-code:DIR (comma-separated; default: "
+          + "${DEFAULT-VALUE}).")
   List<String> workloads;
 
   @Option(names = "--seeds", split = ",", defaultValue = "1", description = "Seeds (comma-separated; default: ${DEFAULT-VALUE}).")
@@ -22,12 +24,48 @@ final class WorkloadOptions {
   @Option(names = "--limit", defaultValue = "0", description = "Replay only the first N requests of a trace (default: all).")
   int limit;
 
+  @Option(names = "--users", split = ",", defaultValue = "0",
+      description = "Users replaying claude-code traces (user u replays trace u mod T); several make one workload per count, "
+          + "a load sweep (default: one per trace).")
+  List<Integer> users;
+
+  @Option(names = "--user-starts-per-second", defaultValue = "0.1",
+      description = "claude-code: Poisson rate of user starts (default: ${DEFAULT-VALUE}).")
+  double userStartsPerSecond;
+
+  @Option(names = "--think-cap-s", defaultValue = "60",
+      description = "claude-code: cap on each think time, seconds (default: ${DEFAULT-VALUE}).")
+  double thinkCapS;
+
+  @Option(names = "--shared-system-prompt",
+      description = "claude-code: every session of a kind begins with the same system prompt and tools (the traces do not "
+          + "say; off by default).")
+  boolean sharedSystemPrompt;
+
+  @Option(names = "--timing", defaultValue = "closed",
+      description = "claude-code: closed (each call its think time after the previous response) or open (at the recorded "
+          + "times) (default: ${DEFAULT-VALUE}).")
+  String timing;
+
   List<WorkloadSpec> specs() {
+    if (!timing.equals("closed") && !timing.equals("open")) {
+      throw new IllegalArgumentException("--timing must be closed or open, got " + timing);
+    }
+    ClaudeCodeWorkload.Options claude = new ClaudeCodeWorkload.Options(0, userStartsPerSecond, thinkCapS,
+        sharedSystemPrompt, timing.equals("open"));
     List<WorkloadSpec> out = new ArrayList<>();
     for (String w : workloads) {
-      boolean agentic = w.trim().startsWith("agentic");
-      for (int n : agentic ? agents : List.of(0)) {
-        out.add(new WorkloadSpec(w.trim(), n, limit));
+      String spec = w.trim();
+      if (spec.startsWith("agentic")) {
+        for (int n : agents) {
+          out.add(new WorkloadSpec(spec, n, limit, claude));
+        }
+      } else if (spec.startsWith(ClaudeCodeWorkload.NAME + ":")) {
+        for (int n : users) {
+          out.add(new WorkloadSpec(spec, 0, limit, claude.withUsers(n)));
+        }
+      } else {
+        out.add(new WorkloadSpec(spec, 0, limit, claude));
       }
     }
     return out;

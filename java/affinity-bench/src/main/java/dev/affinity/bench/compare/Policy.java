@@ -39,7 +39,13 @@ public record Policy(String name, String description, String contextRouter, Stri
         new Policy("conversation+header-both", "conversation routing on both fleets, sub-agents pinned to the parent's "
             + "context and generation instances (scope both)", "conversation", "conversation", "both"),
         new Policy("affinity", "Affinity's own policy on both fleets, sub-agent header with scope context", "affinity", "affinity",
-            "context"));
+            "context"),
+        new Policy("dynamo_kv", "Dynamo's KV router (prefill cost from cached blocks, decode blocks) on both fleets, no "
+            + "sub-agent header", "dynamo_kv", "dynamo_kv", null),
+        new Policy("sglang_cache_aware", "SGLang's cache-aware gateway policy (approximate radix tree, balance gates) on both "
+            + "fleets, no sub-agent header", "sglang_cache_aware", "sglang_cache_aware", null),
+        new Policy("llmd_scorer", "llm-d's default scorers (prefix 3, queue 2, KV utilization 2) on both fleets, no sub-agent "
+            + "header", "llmd_scorer", "llmd_scorer", null));
   }
 
   /** The built-in policy of this name; an error lists the known names. */

@@ -2,28 +2,54 @@ package dev.affinity.bench.compare;
 
 import dev.affinity.bench.drive.Workload;
 import dev.affinity.bench.trace.AffinityTrace;
+import dev.affinity.bench.trace.ClaudeCodeTrace;
+import dev.affinity.bench.trace.ClaudeCodeTraceReader;
 import dev.affinity.bench.trace.MooncakeTraceReader;
 import dev.affinity.bench.trace.TraceRequest;
 import dev.affinity.bench.workload.AgenticParams;
 import dev.affinity.bench.workload.AgenticWorkload;
+import dev.affinity.bench.workload.ClaudeCodeWorkload;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A workload named on the command line: {@code agentic} (the agentic generator's defaults, FRESH
- * sub-agents), {@code agentic-fork} (FORK sub-agents), {@code mooncake:PATH} (a Mooncake trace file)
- * or {@code trace:PATH} (Affinity's JSONL trace format).
+ * sub-agents), {@code agentic-fork} (FORK sub-agents), {@code mooncake:PATH} (a Mooncake trace file),
+ * {@code trace:PATH} (Affinity's JSONL trace format) or {@code claude-code:DIR} (the Claude Code session
+ * traces of a directory, replayed by {@code claude.users()} users).
  *
  * @param agents agents of an agentic workload ({@code <= 0}: the generator's default)
- * @param limit  requests of a trace to replay, from its start ({@code <= 0}: all)
+ * @param limit  requests of a trace file to replay, from its start ({@code <= 0}: all)
+ * @param claude how Claude Code traces are replayed
  */
-public record WorkloadSpec(String spec, int agents, int limit) {
+public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkload.Options claude) {
+  private static final String CLAUDE = ClaudeCodeWorkload.NAME + ":";
 
-  /** Checks the name and, for a trace, that its file exists, without reading it. */
+  public WorkloadSpec {
+    Objects.requireNonNull(spec, "spec");
+    Objects.requireNonNull(claude, "claude");
+  }
+
+  /** A workload replayed with the Claude Code defaults. */
+  public WorkloadSpec(String spec, int agents, int limit) {
+    this(spec, agents, limit, ClaudeCodeWorkload.Options.defaults());
+  }
+
+  /** Checks the name and, for a trace, that its file (or directory) exists, without reading it. */
   public void validate() {
     if (spec.equals("agentic") || spec.equals("agentic-fork")) {
+      return;
+    }
+    if (spec.startsWith(CLAUDE)) {
+      Path dir = Path.of(spec.substring(CLAUDE.length()));
+      try {
+        ClaudeCodeTraceReader.files(dir);
+      } catch (IOException e) {
+        throw new IllegalArgumentException("workload " + spec + ": " + e.getMessage());
+      }
       return;
     }
     int colon = spec.indexOf(':');
@@ -49,6 +75,9 @@ public record WorkloadSpec(String spec, int agents, int limit) {
       }
       return new Workload.Agents(agents > 0 ? spec + "-" + agents : spec, AgenticWorkload.generate(p, seed), p.blockSize());
     }
+    if (spec.startsWith(CLAUDE)) {
+      return claudeCode(seed);
+    }
     int colon = spec.indexOf(':');
     String kind = spec.substring(0, colon);
     Path path = Path.of(spec.substring(colon + 1));
@@ -60,7 +89,38 @@ public record WorkloadSpec(String spec, int agents, int limit) {
     return new Workload.Trace(kind + "-" + file + (limit > 0 ? "-" + trace.size() : ""), trace);
   }
 
+  private Workload claudeCode(long seed) throws IOException {
+    List<ClaudeCodeTrace> traces = ClaudeCodeTraceReader.readDirectory(Path.of(spec.substring(CLAUDE.length())));
+    int blockSize = traces.get(0).blockSize();
+    for (ClaudeCodeTrace t : traces) {
+      if (t.blockSize() != blockSize) {
+        throw new IllegalArgumentException("workload " + spec + ": " + t.source() + " has block_size " + t.blockSize()
+            + ", " + traces.get(0).source() + " " + blockSize + " (one block size per directory)");
+      }
+    }
+    String name = ClaudeCodeWorkload.name(claude, traces.size());
+    if (claude.openLoop()) {
+      List<TraceRequest> trace = ClaudeCodeWorkload.openLoop(traces, claude, seed);
+      if (limit > 0 && limit < trace.size()) {
+        trace = trace.subList(0, limit);
+      }
+      return new Workload.Trace(name, trace);
+    }
+    return new Workload.Agents(name, ClaudeCodeWorkload.agents(traces, claude, seed), blockSize, true);
+  }
+
+  /** The workload's requests as an open-loop trace (agents as if every response were instant). */
+  public List<TraceRequest> asTrace(long seed) throws IOException {
+    if (spec.startsWith(CLAUDE)) {
+      return ((Workload.Trace) new WorkloadSpec(spec, agents, limit, new ClaudeCodeWorkload.Options(claude.users(),
+          claude.userStartsPerSecond(), claude.thinkCapSeconds(), claude.sharedSystemPrompt(), true)).create(seed)).trace();
+    }
+    Workload w = create(seed);
+    return w instanceof Workload.Agents a ? AgenticWorkload.openLoop(a.agents(), a.blockSize()) : ((Workload.Trace) w).trace();
+  }
+
   private IllegalArgumentException unknown() {
-    return new IllegalArgumentException("unknown workload \"" + spec + "\"; use agentic, agentic-fork, mooncake:PATH or trace:PATH");
+    return new IllegalArgumentException("unknown workload \"" + spec
+        + "\"; use agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR");
   }
 }

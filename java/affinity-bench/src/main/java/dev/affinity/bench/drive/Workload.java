@@ -31,10 +31,20 @@ public sealed interface Workload permits Workload.Trace, Workload.Agents {
     }
   }
 
-  /** Closed-loop agents; {@code blockSize} tokens per hash id. */
-  record Agents(String name, List<AgentScript> agents, int blockSize) implements Workload {
+  /**
+   * Closed-loop agents; {@code blockSize} tokens per hash id.
+   *
+   * @param thinkDuringSubAgents whether a call's think time runs alongside the sub-agents the previous
+   *     call spawned (recorded traces) instead of after them (the agentic generator)
+   */
+  record Agents(String name, List<AgentScript> agents, int blockSize, boolean thinkDuringSubAgents) implements Workload {
     public Agents {
       agents = List.copyOf(agents);
+    }
+
+    /** Agents whose think times follow their sub-agents. */
+    public Agents(String name, List<AgentScript> agents, int blockSize) {
+      this(name, agents, blockSize, false);
     }
 
     @Override
@@ -44,7 +54,7 @@ public sealed interface Workload permits Workload.Trace, Workload.Agents {
 
     @Override
     public void start(WorkloadDriver driver) {
-      driver.startClosedLoop(agents, blockSize);
+      driver.startClosedLoop(agents, blockSize, thinkDuringSubAgents);
     }
   }
 }

@@ -100,7 +100,7 @@ public final class HttpTransport implements RequestTransport {
     }
     long end = clockUs.getAsLong();
     return new RequestRecord(out.index(), r.sessionId(), r.parentSessionId(), out.agentId(), sendUs,
-        o.firstUs < 0 ? -1 : o.firstUs - sendUs, end - sendUs, o.tokens, r.inputLength(), o.reused, out.idealReusedTokens(),
+        o.firstUs < 0 ? -1 : o.firstUs - sendUs, end - sendUs, o.tokens, r.inputLength(), o.reused, out.idealReusedTokens(), out.pooledReusedTokens(),
         o.ctx, o.ctxRank, o.gen, o.genRank, o.status, o.error);
   }
 

@@ -13,11 +13,13 @@ package dev.affinity.bench.metrics;
  * @param promptTokens      prompt tokens
  * @param reusedTokens      prompt tokens served from the context instance's KV cache
  * @param idealReusedTokens prompt tokens an infinite cache shared by all instances would have served
+ * @param pooledReusedTokens prompt tokens one LRU cache of the fleet's context KV capacity would have
+ *                          served (the pooled bound), -1 when unknown
  * @param status            200, or the HTTP status of the error
  * @param error             the error message, null on success
  */
 public record RequestRecord(long index, String sessionId, String parentSessionId, String agentId, long sendUs, long ttftUs,
-    long e2eUs, int outputTokens, int promptTokens, int reusedTokens, int idealReusedTokens, String ctxWorker, int ctxRank,
+    long e2eUs, int outputTokens, int promptTokens, int reusedTokens, int idealReusedTokens, int pooledReusedTokens, String ctxWorker, int ctxRank,
     String genWorker, int genRank, int status, String error) {
 
   public boolean ok() {

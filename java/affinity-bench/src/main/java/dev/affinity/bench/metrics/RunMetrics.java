@@ -18,6 +18,8 @@ import org.HdrHistogram.Histogram;
  * @param e2eMs               p50, p95, p99 of end-to-end latency
  * @param hitRatio            prompt tokens reused from the context instances' caches / prompt tokens
  * @param idealHitRatio       the same with an infinite cache shared by every instance
+ * @param pooledHitRatio      the same with one LRU cache of the fleet's whole context KV capacity (the
+ *                            pooled bound), over the run's requests in its arrival order; NaN when unknown
  * @param ctxQueueMs          p50, p95, p99 of the context legs' wait for admission into their executor's batch
  * @param genQueueMs          p50, p95, p99 of the generation legs' wait for admission (a slot and KV)
  * @param ctxImbalance        mean max/mean load across context instances
@@ -30,7 +32,7 @@ import org.HdrHistogram.Histogram;
  * @param outputTokensPerS    generated tokens per second of {@code durationS}
  */
 public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itlMs, double[] e2eMs, double hitRatio,
-    double idealHitRatio, double[] ctxQueueMs, double[] genQueueMs, double ctxImbalance, double genImbalance,
+    double idealHitRatio, double pooledHitRatio, double[] ctxQueueMs, double[] genQueueMs, double ctxImbalance, double genImbalance,
     double ctxRankImbalance, double genRankImbalance, int agents, int agentsWithinSlo, double durationS,
     double outputTokensPerS) {
 
@@ -50,6 +52,8 @@ public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itl
     long prompt = 0;
     long reused = 0;
     long ideal = 0;
+    long pooled = 0;
+    boolean pooledKnown = true;
     long output = 0;
     int errors = 0;
     long first = Long.MAX_VALUE;
@@ -71,6 +75,8 @@ public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itl
       prompt += r.promptTokens();
       reused += Math.max(0, r.reusedTokens());
       ideal += r.idealReusedTokens();
+      pooled += Math.max(0, r.pooledReusedTokens());
+      pooledKnown &= r.pooledReusedTokens() >= 0;
       output += r.outputTokens();
     }
     int within = 0;
@@ -81,7 +87,8 @@ public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itl
     }
     double duration = records.isEmpty() || last <= first ? 0 : (last - first) / 1e6;
     return new RunMetrics(records.size(), errors, ms(ttft), ms(itl), ms(e2e), prompt == 0 ? 0 : (double) reused / prompt,
-        prompt == 0 ? 0 : (double) ideal / prompt, ctxQueue == null ? null : ms(ctxQueue), genQueue == null ? null : ms(genQueue),
+        prompt == 0 ? 0 : (double) ideal / prompt, !pooledKnown ? Double.NaN : prompt == 0 ? 0 : (double) pooled / prompt,
+        ctxQueue == null ? null : ms(ctxQueue), genQueue == null ? null : ms(genQueue),
         load.instanceImbalance(true), load.instanceImbalance(false), load.rankImbalance(true), load.rankImbalance(false),
         byAgent.size(), within, duration, duration == 0 ? 0 : output / duration);
   }

@@ -69,15 +69,21 @@ final class Plots {
     return new Plot("TTFT CDF", "ttft-cdf-" + w.fileStem() + ".svg", legend(svg, w, false).finish());
   }
 
-  /** Per policy, a bar of the mean hit ratio over seeds, with the mean ideal hit ratio marked on it. */
+  /**
+   * Per policy, a bar of the mean hit ratio over seeds, with the mean ideal hit ratio marked on it
+   * (black) and the pooled bound (grey) when known.
+   */
   static Plot hitRatio(WorkloadRuns w, List<PolicySummary> summaries) {
     Svg svg = new Svg("Prefix cache hit ratio: " + w.workload(),
         Axis.categories("policy", w.policies().stream().map(PolicyRuns::policy).toList()),
-        Axis.linear("hit ratio (dashed: ideal)", 0, 1));
+        Axis.linear("hit ratio (dashed: ideal; grey: pooled bound)", 0, 1));
     for (int i = 0; i < summaries.size(); i++) {
       PolicySummary s = summaries.get(i);
       svg.bar(i, s.hitRatio(), Svg.colour(w.policies().get(i).index()), Text.fixed(s.hitRatio(), 3));
       svg.marker(i, s.idealHitRatio(), "#000000");
+      if (!Double.isNaN(s.pooledHitRatio())) {
+        svg.marker(i, s.pooledHitRatio(), "#999999");
+      }
     }
     return new Plot("Hit ratio", "hit-ratio-" + w.fileStem() + ".svg", legend(svg, w, true).finish());
   }

@@ -8,10 +8,11 @@ import java.util.function.ToDoubleFunction;
 /**
  * One policy's metrics on one workload, each the mean over its seeds.
  *
+ * @param pooledHitRatio  NaN when no run knew its pooled bound (live runs)
  * @param genQueueP95Ms   NaN when no run knew its queue waits (live runs)
  */
 record PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double ttftP99Ms, double itlP50Ms,
-    double e2eP50Ms, double e2eP95Ms, double hitRatio, double idealHitRatio, double genQueueP95Ms,
+    double e2eP50Ms, double e2eP95Ms, double hitRatio, double idealHitRatio, double pooledHitRatio, double genQueueP95Ms,
     double ctxImbalance, double genImbalance, double agentsWithinSlo, double agents) {
 
   static PolicySummary of(PolicyRuns p) {
@@ -20,6 +21,7 @@ record PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double t
     return new PolicySummary(p.policy(), mean(m, x -> x.ttftMs()[0]), mean(m, x -> x.ttftMs()[1]),
         mean(m, x -> x.ttftMs()[2]), mean(m, x -> x.itlMs()[0]), mean(m, x -> x.e2eMs()[0]),
         mean(m, x -> x.e2eMs()[1]), mean(m, RunMetrics::hitRatio), mean(m, RunMetrics::idealHitRatio),
+        mean(m, RunMetrics::pooledHitRatio),
         mean(queued, x -> x.genQueueMs()[1]), mean(m, RunMetrics::ctxImbalance), mean(m, RunMetrics::genImbalance),
         mean(m, RunMetrics::agentsWithinSlo), mean(m, RunMetrics::agents));
   }

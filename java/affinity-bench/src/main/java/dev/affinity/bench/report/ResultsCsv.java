@@ -9,7 +9,7 @@ import java.util.List;
 final class ResultsCsv {
   static final List<String> HEADER = List.of("policy", "workload", "seed", "requests", "errors",
       "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
-      "e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "hit_ratio", "ideal_hit_ratio",
+      "e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "hit_ratio", "ideal_hit_ratio", "pooled_hit_ratio",
       "ctx_queue_p50_ms", "ctx_queue_p95_ms", "ctx_queue_p99_ms", "gen_queue_p50_ms", "gen_queue_p95_ms",
       "gen_queue_p99_ms", "ctx_imbalance", "gen_imbalance", "ctx_rank_imbalance", "gen_rank_imbalance",
       "agents", "agents_within_slo", "duration_s", "output_tokens_per_s", "wall_s", "simulated_s");
@@ -34,6 +34,7 @@ final class ResultsCsv {
     latencies(f, m.e2eMs());
     f.add(ratio(m.hitRatio()));
     f.add(ratio(m.idealHitRatio()));
+    f.add(ratio(m.pooledHitRatio()));
     latencies(f, m.ctxQueueMs());
     latencies(f, m.genQueueMs());
     f.add(ratio(m.ctxImbalance()));

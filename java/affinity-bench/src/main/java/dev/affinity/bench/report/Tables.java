@@ -17,13 +17,14 @@ final class Tables {
     for (PolicySummary p : policies) {
       rows.add(List.of(p.policy(), ms(p.ttftP50Ms()), ms(p.ttftP95Ms()), ms(p.ttftP99Ms()), ms(p.itlP50Ms()),
           ms(p.e2eP50Ms()), ms(p.e2eP95Ms()), ratio(p.hitRatio()), ratio(p.idealHitRatio()),
-          p.idealHitRatio() > 0 ? ratio(p.hitRatio() / p.idealHitRatio()) : NA, ms(p.genQueueP95Ms()),
+          p.idealHitRatio() > 0 ? ratio(p.hitRatio() / p.idealHitRatio()) : NA, ratio(p.pooledHitRatio()),
+          p.pooledHitRatio() > 0 ? ratio(p.hitRatio() / p.pooledHitRatio()) : NA, ms(p.genQueueP95Ms()),
           imbalance(p.ctxImbalance()), imbalance(p.genImbalance()),
           Math.round(p.agentsWithinSlo()) + " / " + Math.round(p.agents()),
           best > 0 ? Text.fixed(p.ttftP50Ms() / best, 2) + "x" : NA));
     }
     return new Table(List.of("policy", "TTFT p50 ms", "TTFT p95 ms", "TTFT p99 ms", "ITL p50 ms", "E2E p50 ms",
-        "E2E p95 ms", "hit ratio", "ideal", "hit/ideal", "gen queue p95 ms", "ctx imbalance", "gen imbalance",
+        "E2E p95 ms", "hit ratio", "ideal", "hit/ideal", "pooled bound", "hit/pooled", "gen queue p95 ms", "ctx imbalance", "gen imbalance",
         "agents within SLO", "TTFT p50 vs best"), rows, 1);
   }
 

@@ -155,7 +155,7 @@ public final class SimTransport implements RequestTransport {
       TraceRequest r = out.request();
       done.accept(new RequestRecord(out.index(), r.sessionId(), r.parentSessionId(), out.agentId(), sendUs,
           firstUs < 0 ? -1 : firstUs - sendUs, endUs - sendUs, tokens, r.inputLength(), route.reusedTokens(),
-          out.idealReusedTokens(), route.ctxWorker(), route.ctxRank(), route.genWorker(), route.genRank(), status, error));
+          out.idealReusedTokens(), out.pooledReusedTokens(), route.ctxWorker(), route.ctxRank(), route.genWorker(), route.genRank(), status, error));
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.affinity.bench.sim;
 
 import dev.affinity.bench.drive.IdealCache;
+import dev.affinity.bench.drive.PooledCache;
 import dev.affinity.bench.drive.Workload;
 import dev.affinity.bench.drive.WorkloadDriver;
 import dev.affinity.bench.metrics.LoadSeries;
@@ -69,7 +70,7 @@ public final class Simulation {
       int kvBlock = fleet.workers().get(0).info().tokensPerBlock();
       WorkloadDriver[] holder = new WorkloadDriver[1];
       WorkloadDriver driver = new WorkloadDriver(transport, clock, new IdealCache(kvBlock),
-          rec -> progress.accept(holder[0].completed()));
+          new PooledCache(contextCapacityTokens(fleet), kvBlock), rec -> progress.accept(holder[0].completed()));
       holder[0] = driver;
       Sampler sampler = new Sampler(fleet, driver);
       workload.start(driver);
@@ -86,6 +87,20 @@ public final class Simulation {
       return new RunResult(policy, workload.name(), seed, metrics, records, load, (System.nanoTime() - wallStart) / 1e9,
           lastAnswerUs / 1e6);
     }
+  }
+
+  /** The KV capacity of every context instance's every rank, in tokens: the pooled bound's cache size. */
+  static long contextCapacityTokens(SimFleet fleet) {
+    long tokens = 0;
+    for (VirtualExecutor e : fleet.executors()) {
+      if (e.fleet() == Fleet.CONTEXT) {
+        for (int rank = 0; rank < e.numRanks(); rank++) {
+          var stats = e.kvCacheStats(rank);
+          tokens += stats.maxNumBlocks() * stats.tokensPerBlock();
+        }
+      }
+    }
+    return tokens;
   }
 
   /**

@@ -7,7 +7,9 @@ import java.util.PriorityQueue;
 /**
  * Virtual time for the fleet simulator: a clock in microseconds that only moves when the event loop
  * moves it, and a {@link Scheduler} whose tasks run in (time, submission) order on the loop's
- * thread. Cancelled tasks are dropped lazily. Not thread-safe: the whole simulation is one thread.
+ * thread. Cancelled tasks are dropped lazily, but let go of what they would have run at once (a request's
+ * timeout holds the request until it is due, hours later). Not thread-safe: the whole simulation is one
+ * thread.
  */
 public final class VirtualScheduler implements Scheduler {
   private final PriorityQueue<Task> queue = new PriorityQueue<>();
@@ -18,7 +20,7 @@ public final class VirtualScheduler implements Scheduler {
   private static final class Task implements Comparable<Task> {
     final long timeUs;
     final long seq;
-    final Runnable body;
+    Runnable body;
     boolean cancelled;
 
     Task(long timeUs, long seq, Runnable body) {
@@ -71,6 +73,7 @@ public final class VirtualScheduler implements Scheduler {
     return () -> {
       if (!t.cancelled) {
         t.cancelled = true;
+        t.body = null;
         live--;
       }
     };
@@ -97,7 +100,9 @@ public final class VirtualScheduler implements Scheduler {
     t.cancelled = true;
     live--;
     nowUs = Math.max(nowUs, t.timeUs);
-    t.body.run();
+    Runnable body = t.body;
+    t.body = null;
+    body.run();
     return true;
   }
 

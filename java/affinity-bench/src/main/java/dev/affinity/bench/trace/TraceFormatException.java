@@ -11,11 +11,18 @@ public final class TraceFormatException extends RuntimeException {
     this.line = line;
   }
 
+  /** A problem in a file read as one JSON document; {@code problem} names the JSON path. */
+  public TraceFormatException(String source, String problem) {
+    super(source + ": " + problem);
+    this.source = source;
+    this.line = 0;
+  }
+
   public String source() {
     return source;
   }
 
-  /** 1-based line number. */
+  /** 1-based line number; 0 for a file read as one JSON document. */
   public long line() {
     return line;
   }

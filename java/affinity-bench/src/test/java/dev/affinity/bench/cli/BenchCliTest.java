@@ -1,6 +1,7 @@
 package dev.affinity.bench.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.bench.live.LiveFixtures;
@@ -95,6 +96,53 @@ class BenchCliTest {
       assertEquals(2, csv.size());
       assertTrue(csv.get(1).startsWith("live,trace-burst,1,6,0,"), csv.get(1));
     }
+  }
+
+  private static Path claudeTraces() throws Exception {
+    return Path.of(BenchCliTest.class.getResource("/traces/claude-code/trace_0026.json").toURI()).getParent();
+  }
+
+  @Test
+  void compareReplaysClaudeCodeTracesAndCountsCallsThatCannotFitAsErrors(@TempDir Path dir) throws Exception {
+    Path out = dir.resolve("claude");
+    Run r = run("compare", "--config", SimFixtures.smallFleetFile().toString(), "--policies", "dynamo_kv,llmd_scorer",
+        "--workloads", "claude-code:" + claudeTraces(), "--users", "3", "--think-cap-s", "1", "--out", out.toString(),
+        "--quiet");
+    assertEquals(0, r.code(), r.err());
+    List<String> csv = Files.readAllLines(out.resolve("results.csv"));
+    List<String> header = List.of(csv.get(0).split(","));
+    assertEquals(3, csv.size());
+    for (String line : csv.subList(1, 3)) {
+      String[] row = line.split(",");
+      assertEquals("claude-code-3", row[header.indexOf("workload")]);
+      assertEquals("15", row[header.indexOf("requests")]);
+      // trace_0058's four calls (48k-57k tokens) exceed a 32k-token rank of the small fleet
+      assertEquals("4", row[header.indexOf("errors")], line);
+      assertEquals("3", row[header.indexOf("agents")], "the users");
+      assertFalse(row[header.indexOf("pooled_hit_ratio")].isEmpty());
+    }
+  }
+
+  @Test
+  void liveReplaysClaudeCodeTracesAgainstARunningFrontend(@TempDir Path dir) throws Exception {
+    Path traces = Files.createDirectories(dir.resolve("traces"));
+    Files.copy(claudeTraces().resolve("trace_0026.json"), traces.resolve("trace_0026.json"));
+    var config = LiveFixtures.zeroCostFleet();
+    try (AffinityServer server = AffinityServer.start(config, FrontendOptions.fromConfig(config, "test").withPort(0))) {
+      Run r = run("live", "--url", "http://127.0.0.1:" + server.port(), "--workloads", "claude-code:" + traces,
+          "--think-cap-s", "0", "--out", dir.resolve("live").toString(), "--quiet");
+      assertEquals(0, r.code(), r.err() + r.out());
+      List<String> csv = Files.readAllLines(dir.resolve("live").resolve("results.csv"));
+      assertTrue(csv.get(1).startsWith("live,claude-code-1,1,3,0,"), csv.get(1));
+    }
+  }
+
+  @Test
+  void workloadWritesClaudeCodeTracesAsAnOpenLoopTrace(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("cc.jsonl");
+    Run r = run("workload", "claude-code:" + claudeTraces(), "--users", "4", "--out", f.toString());
+    assertEquals(0, r.code(), r.err());
+    assertEquals(3 + 8 + 4 + 3, AffinityTrace.read(f).size());
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.affinity.bench.compare;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.SubagentScope;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,6 +29,19 @@ class FleetConfigsTest {
         assertEquals(p.subagentScope().equals("both") ? SubagentScope.BOTH : SubagentScope.CONTEXT, c.subagentScope(), p.name());
       }
       assertEquals(4, c.context().embedded().orElseThrow().instances(), "instances stay as written");
+    }
+  }
+
+  @Test
+  void theDefaultPoliciesAreTheTenOfTheComparisonPeersUnderTheirRouterTypes() {
+    assertEquals(List.of("round_robin", "load_balancing", "kv_cache_aware", "conversation", "conversation+header",
+        "conversation+header-both", "affinity", "dynamo_kv", "sglang_cache_aware", "llmd_scorer"),
+        Policy.builtIn().stream().map(Policy::name).toList());
+    for (String peer : List.of("dynamo_kv", "sglang_cache_aware", "llmd_scorer")) {
+      Policy p = Policy.named(peer);
+      assertEquals(peer, p.contextRouter());
+      assertEquals(peer, p.generationRouter());
+      assertNull(p.subagentScope(), "no peer reads the sub-agent header");
     }
   }
 

@@ -25,7 +25,7 @@ class WorkloadDriverTest {
     TraceRequest r = out.request();
     log.add(sent / 1000 + "ms send " + r.sessionId() + " " + r.inputLength());
     clock.schedule(() -> done.accept(new RequestRecord(out.index(), r.sessionId(), r.parentSessionId(), out.agentId(), sent,
-        10, SERVICE_US, r.outputLength(), r.inputLength(), 0, out.idealReusedTokens(), "ctx-0", 0, "gen-0", 0, 200, null)),
+        10, SERVICE_US, r.outputLength(), r.inputLength(), 0, out.idealReusedTokens(), out.pooledReusedTokens(), "ctx-0", 0, "gen-0", 0, 200, null)),
         Duration.ofNanos(SERVICE_US * 1000));
   };
 

@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 class RunMetricsTest {
   private static RequestRecord rec(String agent, long ttftMs, long e2eMs, int tokens, int prompt, int reused, int ideal) {
-    return new RequestRecord(0, agent, null, agent, 0, ttftMs * 1000, e2eMs * 1000, tokens, prompt, reused, ideal, "ctx-0", 0,
+    return new RequestRecord(0, agent, null, agent, 0, ttftMs * 1000, e2eMs * 1000, tokens, prompt, reused, ideal, -1, "ctx-0", 0,
         "gen-0", 0, 200, null);
   }
 
@@ -28,7 +28,7 @@ class RunMetricsTest {
     assertFalse(RunMetrics.withinSlo(agent, slo));
     List<RequestRecord> slowTokens = List.of(rec("b", 100, 10_100, 51, 1000, 0, 0));  // 5 tokens/s
     assertFalse(RunMetrics.withinSlo(slowTokens, slo));
-    List<RequestRecord> failed = List.of(new RequestRecord(0, "c", null, "c", 0, -1, 10, 0, 10, -1, 0, null, -1, null, -1, 503,
+    List<RequestRecord> failed = List.of(new RequestRecord(0, "c", null, "c", 0, -1, 10, 0, 10, -1, 0, -1, null, -1, null, -1, 503,
         "no worker"));
     assertFalse(RunMetrics.withinSlo(failed, slo));
   }

@@ -41,7 +41,7 @@ class ReportWriterTest {
     List<String> lines = Files.readAllLines(tmp.resolve("results.csv"));
     assertEquals(1 + 8, lines.size());
     List<String> header = List.of(lines.get(0).split(","));
-    assertEquals(32, header.size());
+    assertEquals(33, header.size());
     assertEquals(List.of("policy", "workload", "seed"), header.subList(0, 3));
 
     RunResult expected = runs.stream()
@@ -297,7 +297,7 @@ class ReportWriterTest {
 
   private static RunResult simulated(String policy, String workload, long seed, int slowdown) {
     List<RequestRecord> records = new ArrayList<>(records(20, slowdown * seed));
-    records.add(new RequestRecord(20, "s-x", null, "agent-x", 9_000_000, -1, -1, 0, 100, 0, 0, "ctx-0", 0,
+    records.add(new RequestRecord(20, "s-x", null, "agent-x", 9_000_000, -1, -1, 0, 100, 0, 0, 0, "ctx-0", 0,
         null, -1, 503, "overloaded"));
     Histogram ctx = RunMetrics.histogram();
     Histogram gen = RunMetrics.histogram();
@@ -317,7 +317,7 @@ class ReportWriterTest {
       long ttft = (20_000L + i * 15_000L) * scale;
       String agent = "agent-" + (i % 4);
       out.add(new RequestRecord(i, "s-" + i, null, agent, i * 400_000L, ttft, ttft + 40 * 30_000L, 41, 1000,
-          (int) (600 / scale), 800, "ctx-" + (i % 2), i % 2, "gen-0", 0, 200, null));
+          (int) (600 / scale), 800, 700, "ctx-" + (i % 2), i % 2, "gen-0", 0, 200, null));
     }
     return out;
   }

@@ -163,6 +163,12 @@ public final class NativeWorker implements Worker {
     return !closed.get() && !executor.isClosed();
   }
 
+  /** The executor's statistics of the rank (null once it is closed). */
+  @Override
+  public dev.affinity.executor.KvCacheStats kvCacheStats(int rank) {
+    return executor.isClosed() ? null : executor.kvCacheStats(rank);
+  }
+
   public Executor executor() {
     return executor;
   }

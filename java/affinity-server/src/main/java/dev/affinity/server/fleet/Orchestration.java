@@ -12,6 +12,7 @@ import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.Worker;
+import java.time.Duration;
 import java.util.function.BiFunction;
 import java.util.function.LongSupplier;
 
@@ -47,7 +48,7 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
   private static Router router(RouterFactory factory, DisaggConfig config, ServerSection section, Fleet fleet,
       LongSupplier nanoClock) {
     RouterContext ctx = new RouterContext(fleet, config.subagentScope(), nanoClock, new PrefixIndex(1 << 20),
-        RouterContext.DEFAULT_TTL, config.nodeId());
+        Duration.ofMillis(Math.round(config.affinity().selectionTtlSeconds() * 1000)), config.nodeId());
     return factory.create(section.router(), section.name(), ctx);
   }
 
