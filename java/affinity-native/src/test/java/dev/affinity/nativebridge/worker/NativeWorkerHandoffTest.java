@@ -126,6 +126,21 @@ class NativeWorkerHandoffTest {
   }
 
   @Test
+  void moreChoicesOrLogprobsAreRefusedNotDropped() throws Exception {
+    NativeWorker w = worker("w", fleet());
+    String[][] cases = {{"\"n\": 2", "n:"}, {"\"logprobs\": 1", "logprobs:"}};
+    for (String[] c : cases) {
+      WorkerFailure f = send(w, 1, "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 2, " + c[0] + "}").failure();
+      assertEquals(WorkerFailure.Kind.CLIENT_ERROR, f.kind(), f::toString);
+      assertEquals(400, f.status());
+      assertTrue(f.message().startsWith(c[1]), f.message());
+    }
+    assertInstanceOf(WorkerReport.class,
+        send(w, 2, "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 2, \"n\": 1}").await());
+    assertEquals(1, w.executor().iterationStats().completedRequests(), "only the plain request ran");
+  }
+
+  @Test
   void aBadRequestIsAClientErrorAndAContextOfAnotherFleetAWorkerError() throws Exception {
     HandoffDomain fleetA = fleet();
     HandoffDomain fleetB = fleet();
