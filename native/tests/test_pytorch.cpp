@@ -72,6 +72,42 @@ std::vector<json> calls() {
   return out;
 }
 
+/// The stand-in's k-th generated token (k from 0) for a prompt: 1 + (sum % 997 + 7 (k + 1)) % 1000.
+int32_t standinToken(const std::vector<int32_t>& prompt, int32_t k) {
+  int64_t sum = 0;
+  for (int32_t t : prompt) sum += t;
+  return static_cast<int32_t>(1 + (sum % 997 + 7 * (k + 1)) % 1000);
+}
+
+RequestSpec contextOnly(const std::vector<int32_t>& prompt, int64_t clientId = 0) {
+  RequestSpec s = spec(prompt, 8, clientId);
+  s.setRequestType(static_cast<int32_t>(RequestType::kContextOnly));
+  return s;
+}
+
+RequestSpec generationFor(const std::vector<int32_t>& prompt, const Response& ctx, int32_t maxNew) {
+  RequestSpec g = spec(prompt, maxNew);
+  g.setRequestType(static_cast<int32_t>(RequestType::kGenerationOnly));
+  g.setContextPhase(ctx.ctxRequestId, ctx.ctxDpRank, ctx.firstGenTokens.data(),
+                    static_cast<int32_t>(ctx.firstGenTokens.size()), ctx.opaqueState.data(),
+                    static_cast<int32_t>(ctx.opaqueState.size()));
+  return g;
+}
+
+/// Polls the executor's statistics until done(kv of each rank) or 10 s pass.
+template <typename F>
+void untilStats(Executor& e, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<KvCacheStats> kv(static_cast<size_t>(e.numRanks()));
+    for (int32_t r = 0; r < e.numRanks(); ++r) e.getKvCacheStats(r, kv[static_cast<size_t>(r)]);
+    if (done(kv)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int32_t source(RankSource s) { return static_cast<int32_t>(s); }
+
 }  // namespace
 
 TEST(config_errors_name_the_key) {
@@ -271,7 +307,7 @@ TEST(the_model_tokenizer_is_the_llms) {
   CHECK_THROWS(sim->tokenize("x", 0, out.data(), 64), "no model tokenizer");
 }
 
-TEST(queue_and_rank_load_come_from_the_llms_statistics) {
+TEST(queue_and_pinned_rank_load) {
   json c = baseConfig("&delay_ms=20");
   c["llm_args"]["max_batch_size"] = 1;  // the stand-in reports requests beyond it as queued
   ExecPtr e = makePy(c);
@@ -287,11 +323,11 @@ TEST(queue_and_rank_load_come_from_the_llms_statistics) {
   while (std::chrono::steady_clock::now() < deadline) {
     e->getIterationStats(st);
     e->getKvCacheStats(0, kv);
-    if (st.pendingRequests == 2 && kv.activeRequests == 1) break;
+    if (st.pendingRequests == 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   CHECK_EQ(st.pendingRequests, 2);  // numQueuedRequests (rank 0's row)
-  CHECK_EQ(kv.activeRequests, 1);   // numActiveRequests of rank 0
+  CHECK_EQ(kv.activeRequests, 3);   // all three are pinned to rank 0: one scheduled, two queued
   for (int64_t id : ids) e->cancel(id);
   std::map<int64_t, std::vector<Response>> seen;
   for (int64_t id : ids) until(*e, id, seen);
@@ -317,6 +353,213 @@ TEST(a_busy_statistics_stream_is_delivered_while_it_flows) {
   e->cancel(id);
   std::map<int64_t, std::vector<Response>> seen;
   until(*e, id, seen);
+}
+
+TEST(a_context_output_without_ctx_dp_rank_falls_back_to_the_pinned_rank_or_the_kv_events) {
+  // Releases whose context output has no ctx_dp_rank (tensorrt_llm/executor/result.py @ a678b91a).
+  json c = baseConfig("&ctx_dp_rank=omit");
+  c["kv_events"]["rank_wait_ms"] = 20000;  // ends as soon as the events tell; no timing in the assertions
+  ExecPtr e = makePy(c);
+  // Pinned (a hint that is not relaxed): that rank.
+  RequestSpec pinned = contextOnly(seqTokens(300, 12), 1);
+  pinned.setAdpRankHint(1, false);
+  const Response p = run(*e, pinned).back();
+  CHECK(p.hasContextPhase);
+  CHECK_EQ(p.ctxDpRank, -1);  // the context phase params say what the LLM said
+  CHECK_EQ(p.metrics.rank, 1);
+  CHECK_EQ(p.metrics.rankSource, source(RankSource::kHint));
+  // Not pinned: the rank whose KV events hold its prompt blocks.
+  for (int i = 0; i < 3; ++i) {
+    RequestSpec free = contextOnly(seqTokens(400 + 50 * i, 12), 2 + i);
+    free.setAdpRankHint(i % 2, true);  // relaxed: the LLM may place it elsewhere
+    const Response r = run(*e, free).back();
+    const int served = calls().back()["rank"].get<int>();
+    CHECK_EQ(r.metrics.rank, served);
+    CHECK_EQ(r.metrics.rankSource, source(RankSource::kKvEvents));
+  }
+  // A prompt shorter than a block leaves no event behind: unknown.
+  const Response tiny = run(*e, contextOnly({7, 8, 9}, 9)).back();
+  CHECK_EQ(tiny.metrics.rank, -1);
+  CHECK_EQ(tiny.metrics.rankSource, source(RankSource::kExecutor));
+  // A single-rank LLM has one rank to serve on.
+  json one = baseConfig("&ctx_dp_rank=omit");
+  one["llm_args"] = {{"kv_cache_config", {{"tokens_per_block", 4}}}};
+  ExecPtr single = makePy(one);
+  const Response s = run(*single, contextOnly(seqTokens(500, 12))).back();
+  CHECK_EQ(s.metrics.rank, 0);
+  CHECK_EQ(s.metrics.rankSource, source(RankSource::kOnlyRank));
+}
+
+TEST(the_rank_the_llm_reports_wins_over_every_fallback) {
+  ExecPtr e = makePy(baseConfig());
+  RequestSpec pinned = contextOnly(seqTokens(600, 12));
+  pinned.setAdpRankHint(0, false);
+  const Response r = run(*e, pinned).back();
+  CHECK_EQ(r.ctxDpRank, 0);
+  CHECK_EQ(r.metrics.rank, 0);
+  CHECK_EQ(r.metrics.rankSource, source(RankSource::kExecutor));
+}
+
+TEST(a_context_only_output_is_context_complete_not_end_id) {
+  ExecPtr e = makePy(baseConfig());
+  const Response r = run(*e, contextOnly(seqTokens(700, 12))).back();  // the LLM says 'not_finished'
+  CHECK(r.hasContextPhase);
+  CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kLength));  // as the CPU executor's contexts
+  CHECK_EQ(r.tokens.size(), 1u);
+}
+
+TEST(every_disaggregated_params_field_reaches_the_generation_llm) {
+  // The Python KV-transfer path needs ctx_info_endpoint and disagg_request_id besides the opaque state.
+  json c = baseConfig();
+  c["llm_args"]["cache_transceiver_config"] = {{"backend", "NIXL"}, {"transceiver_runtime", "PYTHON"}};
+  ExecPtr ctx = makePy(c);
+  ExecPtr gen = makePy(c);
+  const std::vector<int32_t> prompt = seqTokens(800, 12);
+  const Response cr = run(*ctx, contextOnly(prompt)).back();
+  CHECK(cr.hasContextPhase);
+  CHECK(cr.opaqueState.find("affinity-disagg-state") != std::string::npos);  // the extra fields ride along
+  const auto gr = run(*gen, generationFor(prompt, cr, 3));
+  CHECK_EQ(gr.back().errorMessage, "");
+  CHECK_EQ(gr.back().finishReason, static_cast<int32_t>(FinishReason::kLength));
+  const json dp = calls().back()["disaggregated_params"];
+  CHECK_EQ(dp["request_type"].get<std::string>(), "generation_only");
+  CHECK_EQ(dp["ctx_request_id"].get<int64_t>(), cr.ctxRequestId);
+  CHECK(dp["ctx_info_endpoint"].get<std::string>().rfind("standin-transfer://", 0) == 0);
+  CHECK(dp["disagg_request_id"].is_number_integer());
+  // The generation LLM took the context: it got the context LLM's own opaque state back (not ours).
+  // The C++ transfer path: nothing else to carry, so the LLM's opaque state crosses byte for byte.
+  ExecPtr plain = makePy(baseConfig());
+  const Response pr = run(*plain, contextOnly(prompt)).back();
+  CHECK(pr.opaqueState.rfind("standin-ctx:", 0) == 0);
+}
+
+TEST(stop_tokens_are_emitted_never_and_keep_their_finish_reason) {
+  ExecPtr e = makePy(baseConfig());
+  const std::vector<int32_t> prompt = seqTokens(900, 6);
+  const int32_t third = standinToken(prompt, 2);
+  for (bool streaming : {false, true}) {
+    for (bool endId : {false, true}) {
+      RequestSpec s = spec(prompt, 10);
+      s.setStreaming(streaming);
+      if (endId) {
+        s.setEndId(third);  // the stand-in keeps an end id in token_ids, as some releases do
+      } else {
+        s.setStopTokenIds(&third, 1);  // upstream strips a stop token unless include_stop_str_in_output
+      }
+      std::vector<int32_t> got;
+      int finals = 0;
+      const auto rs = run(*e, s);
+      for (const auto& r : rs) {
+        got.insert(got.end(), r.tokens.begin(), r.tokens.end());
+        finals += r.isFinal ? 1 : 0;
+      }
+      CHECK_EQ(finals, 1);
+      CHECK_EQ(got.size(), 2u);
+      CHECK_EQ(got[0], standinToken(prompt, 0));
+      CHECK_EQ(got[1], standinToken(prompt, 1));
+      CHECK_EQ(rs.back().finishReason, static_cast<int32_t>(endId ? FinishReason::kEndId : FinishReason::kStop));
+      CHECK_EQ(rs.back().metrics.outputTokens, 2);
+    }
+  }
+}
+
+TEST(cached_tokens_are_the_final_responses) {
+  // TensorRT-LLM sets cached_tokens on every response (0 before the first): a streamed request reports
+  // the value of its last response.
+  ExecPtr e = makePy(baseConfig());
+  RequestSpec s = spec(seqTokens(1000, 16), 3);
+  s.setAdpRankHint(1, false);
+  run(*e, s);
+  s.setStreaming(true);
+  const auto rs = run(*e, s);
+  CHECK_EQ(rs.back().metrics.reusedTokens, 16);
+}
+
+TEST(a_ranks_load_comes_from_its_own_row_fields_not_the_copied_ones) {
+  // Every rank's row copies numActiveRequests and kvCacheStats from rank 0's (iteration_stats.py
+  // @ b1179014): two requests on rank 1 show only in rank 1's inflightBatchingStats.
+  ExecPtr e = makePy(baseConfig("&delay_ms=20"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    RequestSpec s = spec(seqTokens(1100 + 20 * i, 4), 100000, i);
+    s.setAdpRankHint(1, true);  // relaxed: the backend does not count it as pinned
+    s.setStreaming(true);
+    ids.push_back(e->enqueue(s));
+  }
+  untilStats(*e, [](const std::vector<KvCacheStats>& kv) { return kv[1].activeRequests == 2; });
+  KvCacheStats kv0, kv1;
+  e->getKvCacheStats(0, kv0);
+  e->getKvCacheStats(1, kv1);
+  CHECK_EQ(kv1.activeRequests, 2);
+  CHECK_EQ(kv0.activeRequests, 0);
+  CHECK_EQ(kv1.maxNumBlocks, 0);  // rank 0's KV figures, copied into rank 1's row: not rank 1's
+  CHECK_EQ(kv0.maxNumBlocks, 1000);
+  for (int64_t id : ids) e->cancel(id);
+  std::map<int64_t, std::vector<Response>> seen;
+  for (int64_t id : ids) until(*e, id, seen);
+}
+
+TEST(older_releases_report_rank_0_alone_and_pinned_requests_count_where_they_run) {
+  ExecPtr e = makePy(baseConfig("&delay_ms=20&stats=rank0"));
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    RequestSpec s = spec(seqTokens(1200 + 20 * i, 4), 100000, i);
+    s.setAdpRankHint(1, false);
+    s.setStreaming(true);
+    ids.push_back(e->enqueue(s));
+  }
+  KvCacheStats kv1;
+  e->getKvCacheStats(1, kv1);
+  CHECK_EQ(kv1.activeRequests, 2);  // the backend's own requests in flight there, no statistics needed
+  IterationStats st;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (st.iterations == 0 && std::chrono::steady_clock::now() < deadline) {
+    e->getIterationStats(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(st.iterations > 0);  // rank 0's rows arrive, and say nothing of rank 1
+  e->getKvCacheStats(1, kv1);
+  CHECK_EQ(kv1.activeRequests, 2);
+  for (int64_t id : ids) e->cancel(id);
+  std::map<int64_t, std::vector<Response>> seen;
+  for (int64_t id : ids) until(*e, id, seen);
+  e->getKvCacheStats(1, kv1);
+  CHECK_EQ(kv1.activeRequests, 0);
+}
+
+TEST(items_of_an_unexpected_shape_are_skipped_counted_and_polling_goes_on) {
+  // The stand-in puts a list, an event without a block hash and one with a non-hex hash into the KV
+  // event stream, and a list into the statistics stream, before the request's own items.
+  ExecPtr e = makePy(baseConfig("&malformed=1"));
+  RequestSpec s = spec(seqTokens(1300, 8), 2);
+  s.setAdpRankHint(0, false);
+  run(*e, s);
+  std::vector<KvEvent> events;
+  IterationStats st;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((events.size() < 2 || st.rejectedPollItems < 4) && std::chrono::steady_clock::now() < deadline) {
+    KvEventBatch b;
+    e->drainKvEvents(b, 100);
+    for (auto& ev : b.events) events.push_back(ev);
+    e->getIterationStats(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK_EQ(events.size(), 2u);  // the request's two blocks, after the malformed items
+  CHECK_EQ(st.rejectedPollItems, 4);
+  const json d = json::parse(e->describe());
+  CHECK_EQ(d["rejected_poll_items"]["kv_events"].get<int>(), 3);
+  CHECK_EQ(d["rejected_poll_items"]["stats"].get<int>(), 1);
+  // Later items still arrive: the pollers did not stop.
+  s.setInputTokens(seqTokens(1400, 8).data(), 8);
+  run(*e, s);
+  const auto later = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  size_t more = 0;
+  while (more < 2 && std::chrono::steady_clock::now() < later) {
+    KvEventBatch b;
+    more += static_cast<size_t>(e->drainKvEvents(b, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK_EQ(more, 2u);
 }
 
 TEST(many_threads_enqueue_at_once) {

@@ -49,6 +49,16 @@ enum class ErrorKind : int32_t {
 /// KV-cache event kinds, in the shape of TensorRT-LLM's /kv_cache_events.
 enum class KvEventType : int32_t { kCreated = 0, kStored = 1, kRemoved = 2, kUpdated = 3 };
 
+/// Where a response's rank (RequestMetrics::rank) comes from. kExecutor unless the executor could not
+/// say and the backend inferred it (the pytorch backend, on releases whose context output has no
+/// ctx_dp_rank); Java mirrors the codes (dev.affinity.executor.RankSource).
+enum class RankSource : int32_t {
+  kExecutor = 0,  ///< reported by the executor (or no rank at all)
+  kHint = 1,      ///< the rank the request was pinned to (a hint that is not relaxed)
+  kKvEvents = 2,  ///< the rank whose KV events hold the request's prompt blocks
+  kOnlyRank = 3,  ///< the executor has a single rank
+};
+
 /// Sentinel for "no rank" / "no end id".
 constexpr int32_t kNone = -1;
 
@@ -151,6 +161,7 @@ struct RequestMetrics {
   int32_t rank = kNone;      ///< the ADP rank that served the request
   int32_t outputTokens = 0;
   int64_t transferUs = 0;  ///< KV transfer time charged to a generation_only request
+  int32_t rankSource = 0;  ///< RankSource: where `rank` comes from
 };
 
 /// One response: a streamed chunk, a final result or an error.
@@ -197,6 +208,7 @@ class ResponseBatch {
     kOutputTokens,
     kTransferUs,
     kErrorKind,
+    kRankSource,
     kLongStride
   };
 
@@ -314,6 +326,7 @@ struct IterationStats {
   int64_t totalReusedTokens = 0;
   int64_t totalGeneratedTokens = 0;
   int64_t busyUs = 0;  ///< sum of iteration durations
+  int64_t rejectedPollItems = 0;  ///< KV events and statistics rows of an unexpected shape, skipped (pytorch)
 };
 
 }  // namespace affinity

@@ -79,6 +79,7 @@ void ResponseBatch::copyLongs(int64_t* out) const {
     o[kOutputTokens] = r.metrics.outputTokens;
     o[kTransferUs] = r.metrics.transferUs;
     o[kErrorKind] = r.errorKind;
+    o[kRankSource] = r.metrics.rankSource;
     tokenOffset += static_cast<int64_t>(r.tokens.size());
     firstOffset += static_cast<int64_t>(r.firstGenTokens.size());
     out += kLongStride;

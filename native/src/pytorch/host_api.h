@@ -18,12 +18,14 @@ namespace affinity::pyhost {
 
 /// Bumped whenever anything in this header (or a type it passes: RequestSpec, Response, KvEvent)
 /// changes; the facade refuses a host of another version.
-constexpr int32_t kHostAbiVersion = 2;
+constexpr int32_t kHostAbiVersion = 3;
 
 /// Statistics one engine reports (from the LLM's iteration stats), per attention-DP rank where the
 /// LLM reports them per rank. Fields the LLM does not report stay -1.
 struct HostRankStats {
   int32_t rank = 0;
+  /// The rank's own load: its scheduled and paused requests (inflightBatchingStats). Never the row's
+  /// numActiveRequests, which TensorRT-LLM copies into every rank's row from one base row.
   int64_t activeRequests = -1;
   int64_t maxNumBlocks = -1;
   int64_t freeNumBlocks = -1;
@@ -54,6 +56,9 @@ class EngineSink {
   virtual void onResponse(Response&& response) = 0;
   virtual void onKvEvents(std::vector<KvEvent>&& events) = 0;
   virtual void onStats(const HostIterationStats& stats) = 0;
+  /// The engine skipped n items of an unexpected shape in one of the LLM's streams ("kv_events",
+  /// "stats"); the poller goes on.
+  virtual void onRejected(const std::string& stream, int64_t n) = 0;
   /// The host's loop ended without shutting this engine down (it failed): no response will come for
   /// the engine's live requests, which must be ended here.
   virtual void onHostStopped(const std::string& why) = 0;

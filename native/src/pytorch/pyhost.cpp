@@ -517,13 +517,14 @@ bool readHashes(PyObject* seq, std::vector<uint64_t>& out) {
   return !PyErr_Occurred();
 }
 
-// emit(engine, request_id, tokens, finish_reason, is_final, error|None, error_kind, ctx|None, reused, rank)
+// emit(engine, request_id, tokens, finish_reason, is_final, error|None, error_kind, ctx|None, reused, rank,
+//      rank_source)
 PyObject* mEmit(PyObject*, PyObject* args) {
   long long engine = 0, rid = 0;
   PyObject *tokens = nullptr, *isFinal = nullptr, *error = nullptr, *ctx = nullptr;
-  int finish = 0, errorKind = 0, reused = -1, rank = -1;
-  if (!PyArg_ParseTuple(args, "LLOiOOiOii", &engine, &rid, &tokens, &finish, &isFinal, &error, &errorKind, &ctx, &reused,
-                        &rank)) {
+  int finish = 0, errorKind = 0, reused = -1, rank = -1, rankSource = 0;
+  if (!PyArg_ParseTuple(args, "LLOiOOiOiii", &engine, &rid, &tokens, &finish, &isFinal, &error, &errorKind, &ctx,
+                        &reused, &rank, &rankSource)) {
     return nullptr;
   }
   Response r;
@@ -549,6 +550,8 @@ PyObject* mEmit(PyObject*, PyObject* args) {
   }
   r.metrics.reusedTokens = reused;
   r.metrics.rank = rank;
+  const bool knownSource = rankSource >= 0 && rankSource <= static_cast<int>(RankSource::kOnlyRank);
+  r.metrics.rankSource = rank >= 0 && knownSource ? rankSource : static_cast<int32_t>(RankSource::kExecutor);
   const bool final = r.isFinal;
   if (EngineSink* s = impl().sink(engine)) s->onResponse(std::move(r));
   if (final) impl().finished();
@@ -634,6 +637,15 @@ PyObject* mStats(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// rejected(engine, stream, n): items of an unexpected shape that the engine skipped
+PyObject* mRejected(PyObject*, PyObject* args) {
+  long long engine = 0, n = 0;
+  const char* stream = nullptr;
+  if (!PyArg_ParseTuple(args, "LsL", &engine, &stream, &n)) return nullptr;
+  if (EngineSink* s = impl().sink(engine)) s->onRejected(stream, n);
+  Py_RETURN_NONE;
+}
+
 // reply(call_id, error|None, text|None, tokens|None)
 PyObject* mReply(PyObject*, PyObject* args) {
   long long id = 0;
@@ -694,6 +706,7 @@ PyMethodDef kMethods[] = {
     {"emit", guarded<mEmit>, METH_VARARGS, "Hands one response to the engine's executor."},
     {"kv_events", guarded<mKvEvents>, METH_VARARGS, "Hands KV-cache events to the engine's executor."},
     {"stats", guarded<mStats>, METH_VARARGS, "Hands one iteration's statistics to the engine's executor."},
+    {"rejected", guarded<mRejected>, METH_VARARGS, "Counts stream items of an unexpected shape that were skipped."},
     {"reply", guarded<mReply>, METH_VARARGS, "Answers a tokenizer call."},
     {"loop_ready", guarded<mLoopReady>, METH_NOARGS, "The loop runs: start() may return."},
     {"engine_ready", guarded<mEngineReady>, METH_VARARGS, "An engine was built (or failed)."},

@@ -74,6 +74,7 @@ PyTorchConfig parsePyTorchConfig(const std::string& text) {
       e.boolean("enabled", c.kvEventsEnabled);
       e.integer("poll_interval_ms", c.kvEventsPollMs, 1, 3'600'000);
       e.integer("max_buffered", c.kvEventsMaxBuffered, 1, int64_t{1} << 40);
+      e.integer("rank_wait_ms", c.kvEventsRankWaitMs, 0, 600'000);
     }
   }
   requireNonEmpty(c.python, "python", "the Python interpreter that has tensorrt_llm, e.g. /opt/trtllm/bin/python");
@@ -130,7 +131,7 @@ std::string PyTorchConfig::toJson() const {
   j["stats_poll_interval_ms"] = statsPollMs;
   j["kv_cache_hash_algo"] = kvCacheHashAlgo;
   j["kv_events"] = {{"enabled", kvEventsEnabled}, {"poll_interval_ms", kvEventsPollMs},
-                    {"max_buffered", kvEventsMaxBuffered}};
+                    {"max_buffered", kvEventsMaxBuffered}, {"rank_wait_ms", kvEventsRankWaitMs}};
   return j.dump();
 }
 

@@ -22,6 +22,8 @@ struct PyTorchConfig {
   bool kvEventsEnabled = true;
   int64_t kvEventsPollMs = 50;
   int64_t kvEventsMaxBuffered = 1'000'000;
+  /// How long a finished request whose output names no rank waits for the KV events that tell it (ms).
+  int64_t kvEventsRankWaitMs = 200;
   int64_t statsPollMs = 200;            ///< 0: no statistics polling
   std::string kvCacheHashAlgo = "v1_block_key";  ///< the hashes in the LLM's KV events (routers hash prompts alike)
 

@@ -69,6 +69,10 @@ int64_t PyTorchExecutor::enqueue(const RequestSpec& spec) {
     l.clientRequestId = spec.clientRequestId;
     l.promptTokens = static_cast<int32_t>(spec.inputTokens.size());
     l.arrivalUs = nowLocked();
+    if (!invalid.any() && spec.adpRankHint >= 0 && !spec.adpRelax) {  // pinned: its rank's load from now on
+      l.rank = spec.adpRankHint;
+      l.rankSource = static_cast<int32_t>(RankSource::kHint);
+    }
     live_.emplace(id, l);
     if (invalid.any()) {
       pushErrorLocked(id, spec.clientRequestId, FinishReason::kError, invalid.kind, invalid.message);
@@ -110,12 +114,16 @@ void PyTorchExecutor::onResponse(Response&& r) {
   r.clientRequestId = l.clientRequestId;
   l.outputTokens += static_cast<int32_t>(r.tokens.size());
   if (l.firstTokenUs < 0 && !r.tokens.empty()) l.firstTokenUs = now;
-  if (r.metrics.rank >= 0) l.rank = r.metrics.rank;
+  if (r.metrics.rank >= 0) {
+    l.rank = r.metrics.rank;
+    l.rankSource = r.metrics.rankSource;
+  }
   r.metrics.arrivalUs = l.arrivalUs;
   r.metrics.firstTokenUs = l.firstTokenUs;
   r.metrics.promptTokens = l.promptTokens;
   r.metrics.outputTokens = l.outputTokens;
   r.metrics.rank = l.rank;
+  r.metrics.rankSource = l.rank >= 0 ? l.rankSource : static_cast<int32_t>(RankSource::kExecutor);
   r.metrics.reusedTokens = std::max(0, r.metrics.reusedTokens);
   if (r.isFinal) {
     r.metrics.finishUs = now;
@@ -179,6 +187,12 @@ void PyTorchExecutor::onStats(const pyhost::HostIterationStats& s) {
   }
 }
 
+void PyTorchExecutor::onRejected(const std::string& stream, int64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  rejected_[stream] += n;
+  stats_.rejectedPollItems += n;
+}
+
 void PyTorchExecutor::getIterationStats(IterationStats& out) {
   std::lock_guard<std::mutex> lk(mu_);
   out = stats_;
@@ -209,13 +223,16 @@ void PyTorchExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
     out.missedBlocks = pick(r.missedBlocks);
     out.cacheHitRate = std::max(0.0, r.cacheHitRate);
     if (r.tokensPerBlock > 0) out.tokensPerBlock = r.tokensPerBlock;
-    out.activeRequests = std::min<int64_t>(pick(r.activeRequests), static_cast<int64_t>(live_.size()));
   }
-  if (it == rankStats_.end() || it->second.activeRequests < 0) {  // no statistics: the requests known to run there
-    for (const auto& [id, l] : live_) {
-      if (l.rank == rank) ++out.activeRequests;
-    }
+  // The rank's load: the requests known to run there (pinned, or reported), and at least the rank's
+  // own scheduled and paused requests from its latest statistics row. That row goes stale once the
+  // LLM idles, so it never counts more than the requests still live.
+  int64_t known = 0;
+  for (const auto& [id, l] : live_) {
+    if (l.rank == rank) ++known;
   }
+  const int64_t reported = it == rankStats_.end() ? -1 : it->second.activeRequests;
+  out.activeRequests = std::max(known, std::min(reported, static_cast<int64_t>(live_.size())));
 }
 
 std::string PyTorchExecutor::describe() const {
@@ -223,6 +240,7 @@ std::string PyTorchExecutor::describe() const {
   j["engine"] = nlohmann::json::parse(engineDescribe_.empty() ? "{}" : engineDescribe_, nullptr, false);
   std::lock_guard<std::mutex> lk(mu_);
   j["dropped_kv_events"] = droppedEvents_;
+  j["rejected_poll_items"] = nlohmann::json(rejected_);
   return j.dump();
 }
 

@@ -49,7 +49,8 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
     int64_t clientRequestId = 0;
     int32_t promptTokens = 0;
     int32_t outputTokens = 0;
-    int32_t rank = kNone;
+    int32_t rank = kNone;  ///< the rank it runs on, once known (pinned by a strict hint, or reported)
+    int32_t rankSource = 0;
     int64_t arrivalUs = 0;
     int64_t firstTokenUs = -1;
   };
@@ -58,6 +59,7 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   void onResponse(Response&& response) override;
   void onKvEvents(std::vector<KvEvent>&& events) override;
   void onStats(const pyhost::HostIterationStats& stats) override;
+  void onRejected(const std::string& stream, int64_t n) override;
   void onHostStopped(const std::string& why) override;
   /// Ends every live request with one final response (ids in order).
   void failAllLocked(FinishReason reason, ErrorKind kind, const std::string& message);
@@ -79,6 +81,7 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   std::deque<Response> ready_;
   std::deque<KvEvent> events_;
   int64_t droppedEvents_ = 0;
+  std::map<std::string, int64_t> rejected_;  ///< stream -> items of an unexpected shape that the driver skipped
   std::map<int32_t, pyhost::HostRankStats> rankStats_;
   int32_t queued_ = 0;  ///< the LLM's waiting queue, from its statistics
   IterationStats stats_;

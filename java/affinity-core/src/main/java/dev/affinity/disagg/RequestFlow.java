@@ -163,10 +163,15 @@ final class RequestFlow {
   // ---------------------------------------------------------------------------------------------
   // Legs
 
-  /** Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. */
+  /**
+   * Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. The context
+   * placement names where its rank comes from unless the executor reported it: the worker's inference
+   * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
+   */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
     context.send(sel, legBody(client.withoutStreaming(), params), (s, report) -> {
-      route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens()));
+      route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
+          report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
       onDone.onComplete(s, report);
     });
   }
@@ -187,7 +192,8 @@ final class RequestFlow {
       @Override
       public void onComplete(Selection s, WorkerReport report) {
         heldContext = null;
-        route = route.withGeneration(Placement.of(s.worker().id(), servedRank(report, s)));
+        route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1,
+            report.rank() >= 0 ? report.rankSource() : null));
         answer(s);
       }
     });

@@ -20,11 +20,17 @@ public record RouteInfo(long requestId, Placement context, Placement generation,
     RoutingKeys keys, int retries) {
 
   /**
-   * One leg's worker and attention-DP rank (null / -1 when unknown) and the prompt tokens served from
-   * that worker's cache (-1 when unknown).
+   * One leg's worker and attention-DP rank (null / -1 when unknown), the prompt tokens served from
+   * that worker's cache (-1 when unknown), and where the rank comes from when the executor did not
+   * report it itself ({@code rankSource}, e.g. "hint" or "kv_events"; null otherwise).
    */
-  public record Placement(String worker, int rank, int reusedTokens) {
+  public record Placement(String worker, int rank, int reusedTokens, String rankSource) {
     public static final Placement UNKNOWN = new Placement(null, -1, -1);
+
+    /** A placement whose rank, if any, the executor reported. */
+    public Placement(String worker, int rank, int reusedTokens) {
+      this(worker, rank, reusedTokens, null);
+    }
 
     /** A placement without a reuse count (generation legs). */
     public static Placement of(String worker, int rank) {
@@ -111,21 +117,21 @@ public record RouteInfo(long requestId, Placement context, Placement generation,
     return keys.generation();
   }
 
-  /** {@code ctx=...; ctx_rank=...; gen=...; gen_rank=...; conversation=...; affinity=...; reused=...}, unknown parts left out. */
+  /**
+   * {@code ctx=...; ctx_rank=...; gen=...; gen_rank=...; conversation=...; affinity=...; reused=...}, unknown
+   * parts left out; a rank the executor did not report itself is followed by its source
+   * ({@code ctx_rank_src=...}, {@code gen_rank_src=...}).
+   */
   public String toHeader() {
     StringJoiner j = new StringJoiner("; ");
     if (ctxWorker() != null) {
       j.add("ctx=" + ctxWorker());
     }
-    if (ctxRank() >= 0) {
-      j.add("ctx_rank=" + ctxRank());
-    }
+    addRank(j, "ctx_rank", context);
     if (genWorker() != null) {
       j.add("gen=" + genWorker());
     }
-    if (genRank() >= 0) {
-      j.add("gen_rank=" + genRank());
-    }
+    addRank(j, "gen_rank", generation);
     if (conversationId() != null) {
       j.add("conversation=" + conversationId());
     }
@@ -136,5 +142,14 @@ public record RouteInfo(long requestId, Placement context, Placement generation,
       j.add("reused=" + reusedTokens());
     }
     return j.toString();
+  }
+
+  private static void addRank(StringJoiner j, String name, Placement p) {
+    if (p.rank() >= 0) {
+      j.add(name + "=" + p.rank());
+      if (p.rankSource() != null) {
+        j.add(name + "_src=" + p.rankSource());
+      }
+    }
   }
 }

@@ -36,6 +36,7 @@ import dev.affinity.routing.Selection;
 import dev.affinity.timer.Scheduler;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerReport;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -193,6 +194,29 @@ class DisaggServiceTest {
     assertEquals("ctx=ctx0; ctx_rank=1; gen=gen0; gen_rank=0; conversation=conv-1; reused=4", sink.route.toHeader());
     assertTrue(sink.route.requestId() >= RequestIds.MIN_GLOBAL_ID);
     assertAllReleased();
+  }
+
+  @Test
+  void aRankTheExecutorDidNotReportItselfIsShownWithItsSource() {
+    // The worker inferred the rank (the pytorch backend without ctx_dp_rank), or could not say at all.
+    for (String source : new String[] {"hint", "kv_events", null}) {
+      int reported = source == null ? -1 : 1;
+      ScriptedWorker c = new ScriptedWorker("ctx0", (r, l) -> {
+        l.onResponse(DisaggFakes.ctxResponse(r, "length"));
+        l.onComplete(new WorkerReport(reported, 4, 10, 100, source));
+      });
+      ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
+      service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+      RecordingSink sink = new RecordingSink();
+      handle(completion(false), headers("x-session-id", "conv-1"), sink);
+      int rank = source == null ? c.received.get(0).rankHint() : 1;
+      String shown = source == null ? "router" : source;
+      assertTrue(rank >= 0);
+      assertEquals("ctx=ctx0; ctx_rank=" + rank + "; ctx_rank_src=" + shown
+          + "; gen=gen0; gen_rank=0; conversation=conv-1; reused=4", sink.route.toHeader());
+      assertEquals(shown, sink.route.context().rankSource());
+      assertAllReleased();
+    }
   }
 
   @Test

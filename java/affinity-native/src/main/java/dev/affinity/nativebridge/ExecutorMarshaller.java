@@ -9,6 +9,7 @@ import dev.affinity.executor.IterationStats;
 import dev.affinity.executor.KvCacheStats;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
+import dev.affinity.executor.RankSource;
 import dev.affinity.executor.RequestMetrics;
 import dev.affinity.nativebridge.peer.ExecutorPeer;
 import dev.affinity.nativebridge.peer.IterationStatsPeer;
@@ -172,7 +173,8 @@ final class ExecutorMarshaller {
           (int) f[o + ResponseBatchPeer.REUSED_TOKENS],
           (int) f[o + ResponseBatchPeer.RANK],
           (int) f[o + ResponseBatchPeer.OUTPUT_TOKENS],
-          f[o + ResponseBatchPeer.TRANSFER_US]);
+          f[o + ResponseBatchPeer.TRANSFER_US],
+          RankSource.fromCode((int) f[o + ResponseBatchPeer.RANK_SOURCE]));
       out.add(new ExecutorResponse(
           f[o + ResponseBatchPeer.REQUEST_ID],
           f[o + ResponseBatchPeer.CLIENT_REQUEST_ID],
@@ -234,7 +236,7 @@ final class ExecutorMarshaller {
       return new IterationStats(s.iterations(), s.lastIterationStartUs(), s.lastIterationDurationUs(),
           s.lastContextRequests(), s.lastGenerationRequests(), s.lastContextTokens(), s.activeRequests(),
           s.pendingRequests(), s.heldContexts(), s.completedRequests(), s.totalPromptTokens(),
-          s.totalReusedTokens(), s.totalGeneratedTokens(), s.busyUs());
+          s.totalReusedTokens(), s.totalGeneratedTokens(), s.busyUs(), s.rejectedPollItems());
     }
   }
 

@@ -45,4 +45,6 @@ public class IterationStatsPeer extends Pointer {
   @MemberGetter public native @Cast("int64_t") long totalGeneratedTokens();
 
   @MemberGetter public native @Cast("int64_t") long busyUs();
+
+  @MemberGetter public native @Cast("int64_t") long rejectedPollItems();
 }

@@ -37,7 +37,8 @@ public class ResponseBatchPeer extends Pointer {
   public static final int OUTPUT_TOKENS = 18;
   public static final int TRANSFER_US = 19;
   public static final int ERROR_KIND = 20;
-  public static final int LONG_STRIDE = 21;
+  public static final int RANK_SOURCE = 21;
+  public static final int LONG_STRIDE = 22;
 
   public ResponseBatchPeer() {
     allocate();

@@ -178,7 +178,7 @@ final class NativeCall {
     if (ended.compareAndSet(false, true)) {
       cancelTimer();
       listener.onComplete(new WorkerReport(r.metrics().rank(), r.metrics().reusedTokens(), r.metrics().promptTokens(),
-          r.metrics().ttftUs()));
+          r.metrics().ttftUs(), r.metrics().rankSource().inferredLabel()));
     }
   }
 

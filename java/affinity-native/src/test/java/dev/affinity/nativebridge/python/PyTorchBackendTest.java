@@ -16,6 +16,7 @@ import dev.affinity.executor.FinishReason;
 import dev.affinity.executor.IterationStats;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
+import dev.affinity.executor.RankSource;
 import dev.affinity.executor.RequestType;
 import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.kv.HashAlgorithm;
@@ -130,6 +131,42 @@ class PyTorchBackendTest {
       assertEquals(cr.contextPhase().ctxDpRank(), genCall.at("/disaggregated_params/ctx_dp_rank").asInt());
       assertEquals(Base64.getEncoder().encodeToString(cr.contextPhase().opaqueState()),
           genCall.at("/disaggregated_params/opaque_state").asText(), "opaque state arrives byte for byte");
+    }
+  }
+
+  @Test
+  void aRankTheLlmDoesNotReportArrivesWithWhereItCameFrom() {
+    Path record = dir.resolve("calls.jsonl");
+    var cfg = StandIn.config(record, "&ctx_dp_rank=omit");
+    ((com.fasterxml.jackson.databind.node.ObjectNode) cfg.get("kv_events")).put("rank_wait_ms", 20000);
+    try (NativeExecutor ex = NativeExecutor.create(PyTorchBackend.NAME, cfg.toString())) {
+      ExecutorRequest pinned = ExecutorRequest.builder(tokens(200, 12), 8).type(RequestType.CONTEXT_ONLY)
+          .adpRankHint(1, false).build();
+      ExecutorResponse p = last(StandIn.until(ex, ex.enqueue(pinned), new ArrayList<>()));
+      assertEquals(1, p.metrics().rank());
+      assertEquals(RankSource.HINT, p.metrics().rankSource());
+      assertEquals(-1, p.contextPhase().ctxDpRank(), "the context phase params say what the LLM said");
+      ExecutorRequest free = ExecutorRequest.builder(tokens(300, 12), 8).type(RequestType.CONTEXT_ONLY).build();
+      ExecutorResponse f = last(StandIn.until(ex, ex.enqueue(free), new ArrayList<>()));
+      List<JsonNode> calls = StandIn.calls(record, "generate_async");
+      assertEquals(calls.get(calls.size() - 1).path("rank").asInt(), f.metrics().rank());
+      assertEquals(RankSource.KV_EVENTS, f.metrics().rankSource());
+      assertEquals(FinishReason.LENGTH, f.finishReason(), "a complete context, not an end id");
+    }
+  }
+
+  @Test
+  void telemetryOfAnUnexpectedShapeIsSkippedAndCounted() throws Exception {
+    try (NativeExecutor ex = create(dir.resolve("calls.jsonl"), "&malformed=1")) {
+      StandIn.until(ex, ex.enqueue(ExecutorRequest.builder(tokens(400, 8), 2).build()), new ArrayList<>());
+      List<KvEvent> events = new ArrayList<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while ((events.size() < 2 || ex.iterationStats().rejectedPollItems() < 4) && System.nanoTime() < deadline) {
+        events.addAll(ex.drainKvEvents(100));
+        Thread.sleep(5);
+      }
+      assertEquals(4, ex.iterationStats().rejectedPollItems(), "three KV events and one statistics row");
+      assertEquals(2, events.size(), "the request's own events still arrive");
     }
   }
 

@@ -126,6 +126,10 @@ public final class AffinityServer implements AutoCloseable {
           .tag("worker", w.id()).register(registry);
       Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
           .tag("worker", w.id()).register(registry);
+      Gauge.builder("affinity_worker_rejected_poll_items", n,
+              x -> x.isAlive() ? x.executor().iterationStats().rejectedPollItems() : 0)
+          .description("KV events and statistics rows of an unexpected shape that the executor skipped")
+          .tag("worker", w.id()).register(registry);
     } else if (w instanceof dev.affinity.server.worker.HttpWorker h) {
       Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry);
     }

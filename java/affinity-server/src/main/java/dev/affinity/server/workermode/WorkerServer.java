@@ -128,9 +128,16 @@ public final class WorkerServer implements AutoCloseable {
     return obj.toString();
   }
 
-  /** Per-rank KV-cache gauges on {@code /metrics}: where a frontend (or a test) sees held and cached KV. */
+  /**
+   * Per-rank KV-cache gauges on {@code /metrics}: where a frontend (or a test) sees held and cached KV;
+   * and the executor's count of skipped telemetry items.
+   */
   private static void registerGauges(PrometheusMeterRegistry registry, NativeWorker worker) {
     Executor executor = worker.executor();
+    Gauge.builder("affinity_worker_rejected_poll_items", executor,
+            e -> e.isClosed() ? Double.NaN : e.iterationStats().rejectedPollItems())
+        .description("KV events and statistics rows of an unexpected shape that the executor skipped")
+        .register(registry);
     for (int r = 0; r < executor.numRanks(); r++) {
       int rank = r;
       gauge(registry, "affinity_worker_kv_used_blocks", "blocks referenced by live or held requests", executor, rank,

@@ -89,6 +89,11 @@ class GpuSmokeTest {
       Matcher reused = Pattern.compile("reused=(\\d+)").matcher(route);
       assertTrue(reused.find() && Integer.parseInt(reused.group(1)) > 0,
           "the sub-agent reused its parent's prefix on the context instance (TensorRT-LLM's cached_tokens): " + route);
+      Matcher rank = Pattern.compile("ctx_rank=(\\d+)(; ctx_rank_src=(\\w+))?").matcher(route);
+      assertTrue(rank.find(), "the sub-agent's served context rank is unknown: " + route);
+      String source = rank.group(3) == null ? "executor" : rank.group(3);
+      assertFalse(source.equals("router"), "no one but the router knows the sub-agent's context rank: " + route);
+      log.info("served context rank of the sub-agent: {} (source: {})", rank.group(1), source);
     }
   }
 

@@ -39,26 +39,81 @@ class PyTorchWorkersEndToEndTest {
   }
 
   private String pool(String role, Path record) {
+    return pool(role, record, "", "{backend: DEFAULT}");
+  }
+
+  /**
+   * A pytorch pool over the stand-in: two attention-DP ranks with conversation affinity (the ADP
+   * router binds a conversation, or a sub-agent to its parent, to a rank only with it);
+   * {@code options} ride on the model name.
+   */
+  private String pool(String role, Path record, String options, String transceiver) {
     return """
             %s:
               instances: 1
               backend: pytorch
               executor:
                 python_path: ["%s"]
-                model: "standin?record=%s"
+                model: "standin?record=%s%s"
+                kv_events: {rank_wait_ms: 20000}
                 llm_args:
                   tensor_parallel_size: 2
                   enable_attention_dp: true
+                  attention_dp_config: {kv_cache_routing_conversation_affinity: true}
                   kv_cache_config: {tokens_per_block: 4, enable_block_reuse: true}
-                  cache_transceiver_config: {backend: DEFAULT}
-        """.formatted(role, System.getProperty("affinity.test.standin"), record);
+                  cache_transceiver_config: %s
+        """.formatted(role, System.getProperty("affinity.test.standin"), record, options, transceiver);
   }
 
   /** A frontend from the YAML head (ending in "workers:") plus pytorch pools recording to the files. */
   private AffinityServer start(String head, Path ctxRecord, Path genRecord) throws Exception {
-    DisaggConfig cfg = ConfigLoader.parse(head + pool("context", ctxRecord) + pool("generation", genRecord),
-        "pytorch.yaml").config();
+    return start(head + pool("context", ctxRecord) + pool("generation", genRecord));
+  }
+
+  private static AffinityServer start(String yaml) throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse(yaml, "pytorch.yaml").config();
     return AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()));
+  }
+
+  private static final String HEAD = """
+      context_servers: {num_instances: 1}
+      generation_servers: {num_instances: 1}
+      affinity:
+        model: m
+        debug_headers: true
+        workers:
+      """;
+
+  @Test
+  void withoutCtxDpRankTheRouteHeaderSaysTheRankCameFromTheKvEvents() throws Exception {
+    // Releases whose context output has no ctx_dp_rank (tensorrt_llm/executor/result.py @ a678b91a).
+    Path ctxRecord = dir.resolve("ctx.jsonl");
+    try (AffinityServer server = start(HEAD + pool("context", ctxRecord, "&ctx_dp_rank=omit", "{backend: DEFAULT}")
+        + pool("generation", dir.resolve("gen.jsonl")))) {
+      HttpResponse<String> r = post(HttpClient.newHttpClient(), server.port(), "agent-1", null);
+      assertEquals(200, r.statusCode(), r.body());
+      String route = r.headers().firstValue("x-affinity-route").orElseThrow();
+      int served = calls(ctxRecord).get(0).path("rank").asInt();
+      assertTrue(route.contains("ctx_rank=" + served + "; ctx_rank_src=kv_events;"), route);
+      assertTrue(!route.contains("gen_rank_src"), route);
+    }
+  }
+
+  @Test
+  void thePythonKvTransferGetsItsEndpointAndRequestIdThroughTheFrontend() throws Exception {
+    String python = "{backend: NIXL, transceiver_runtime: PYTHON}";
+    Path ctxRecord = dir.resolve("ctx.jsonl");
+    Path genRecord = dir.resolve("gen.jsonl");
+    try (AffinityServer server = start(HEAD + pool("context", ctxRecord, "", python)
+        + pool("generation", genRecord, "", python))) {
+      HttpResponse<String> r = post(HttpClient.newHttpClient(), server.port(), "agent-1", null);
+      assertEquals(200, r.statusCode(), r.body());
+      assertEquals(5, JSON.readTree(r.body()).at("/usage/completion_tokens").asInt(), r.body());
+      JsonNode g = calls(genRecord).get(0).path("disaggregated_params");
+      assertEquals("generation_only", g.path("request_type").asText());
+      assertTrue(g.path("ctx_info_endpoint").asText().startsWith("standin-transfer://"), g.toString());
+      assertTrue(g.path("disagg_request_id").canConvertToLong(), g.toString());
+    }
   }
 
   @Test
