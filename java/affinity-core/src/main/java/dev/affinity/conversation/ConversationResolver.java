@@ -77,17 +77,27 @@ public final class ConversationResolver {
     if (value == null) {
       return null;
     }
+    String problem = problemWith(value);
+    if (problem != null) {
+      throw new InvalidHeaderException(name, "header " + name + " " + problem);
+    }
+    return value;
+  }
+
+  /**
+   * What is wrong with a conversation id (a routing header's value or the body's
+   * {@code conversation_params.conversation_id}): too long, or a control character; null when nothing.
+   */
+  public static String problemWith(String value) {
     if (value.length() > MAX_HEADER_LENGTH) {
-      throw new InvalidHeaderException(name, "header " + name + " is " + value.length() + " characters long; at most "
-          + MAX_HEADER_LENGTH + " are allowed");
+      return "is " + value.length() + " characters long; at most " + MAX_HEADER_LENGTH + " are allowed";
     }
     for (int i = 0; i < value.length(); i++) {
       char ch = value.charAt(i);
       if (ch < 0x20 || ch == 0x7f) {
-        throw new InvalidHeaderException(name, "header " + name + " contains a control character (0x"
-            + Integer.toHexString(ch) + ") at position " + i);
+        return "contains a control character (0x" + Integer.toHexString(ch) + ") at position " + i;
       }
     }
-    return value;
+    return null;
   }
 }

@@ -123,6 +123,7 @@ final class RequestFlow {
         .conversationId(r.conversationId())
         .affinityId(r.affinityId())
         .tokens(tokens())
+        .cacheSalt(client.cacheSalt())
         .maxNewTokens(client.maxOutputTokens().orElse(1));
     if (tokens() == null) {
       b.text(client.routingText());

@@ -37,6 +37,14 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
     return null;
   }
 
+  /**
+   * A chat request's {@code cache_salt} (its KV cache is partitioned by it: TensorRT-LLM's
+   * {@code tensorrt_llm/serve/openai_protocol.py} models it on chat requests only); null for completions.
+   */
+  default String cacheSalt() {
+    return null;
+  }
+
   /** Whether the client sent the prompt as token ids (a completion's token prompt, a chat's {@code prompt_token_ids}). */
   boolean hasPromptTokenIds();
 

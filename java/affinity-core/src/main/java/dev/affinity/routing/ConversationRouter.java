@@ -213,18 +213,25 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
     removeFrom(root, hashes, 0, sid);
   }
 
-  private static void removeFrom(TrieNode node, long[] hashes, int i, String sid) {
-    if (i == hashes.length) {
-      return;
+  /** Walks down the session's path, then prunes empty nodes bottom-up; iterative (prompts may have 10^5+ blocks). */
+  private static void removeFrom(TrieNode root, long[] hashes, int from, String sid) {
+    TrieNode[] path = new TrieNode[hashes.length + 1];
+    path[0] = root;
+    int depth = 0;
+    for (int i = from; i < hashes.length; i++) {
+      TrieNode child = path[depth].children.get(hashes[i]);
+      if (child == null) {
+        break;
+      }
+      child.sessions.remove(sid);
+      path[++depth] = child;
     }
-    TrieNode child = node.children.get(hashes[i]);
-    if (child == null) {
-      return;
-    }
-    child.sessions.remove(sid);
-    removeFrom(child, hashes, i + 1, sid);
-    if (child.sessions.isEmpty() && child.children.isEmpty()) {
-      node.children.remove(hashes[i]);
+    for (int d = depth; d > 0; d--) {
+      TrieNode child = path[d];
+      if (!child.sessions.isEmpty() || !child.children.isEmpty()) {
+        break;
+      }
+      path[d - 1].children.remove(hashes[from + d - 1]);
     }
   }
 

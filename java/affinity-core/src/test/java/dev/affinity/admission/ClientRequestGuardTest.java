@@ -4,12 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class ClientRequestGuardTest {
   final ProtocolCodec codec = new ProtocolCodec();
@@ -46,5 +49,57 @@ class ClientRequestGuardTest {
         + " \"content\": \"x\"}], \"conversation_params\": {\"conversation_id\": \"  own  \"}}").getBytes(StandardCharsets.UTF_8));
     assertEquals("own", ClientRequestGuard.bodyConversationId(chat));
     assertNull(ClientRequestGuard.bodyConversationId(completion("{\"model\": \"m\", \"prompt\": \"hi\"}")));
+  }
+
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "\"temperature\": -0.1 | temperature",
+      "\"temperature\": 2.01 | temperature",
+      "\"top_p\": 0 | top_p",
+      "\"top_p\": 1.5 | top_p",
+      "\"top_k\": -2 | top_k",
+      "\"n\": 0 | n",
+      "\"max_tokens\": 0 | max_tokens",
+      "\"logprobs\": 6 | logprobs",
+      "\"logprobs\": -1 | logprobs",
+      "\"conversation_params\": {\"conversation_id\": \"a\\u0001b\"} | conversation_params.conversation_id"})
+  void valuesOutsideTheApisRangesAreRefusedNamingTheField(String field, String named) {
+    CompletionRequest r = completion("{\"model\": \"m\", \"prompt\": \"hi\", " + field + "}");
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(r));
+    assertEquals(400, e.status());
+    assertEquals(named, e.field(), e::getMessage);
+  }
+
+  @Test
+  void chatRangesNameTheirFields() {
+    String base = "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], ";
+    for (String[] c : new String[][] {{"\"max_completion_tokens\": 0", "max_completion_tokens"},
+        {"\"logprobs\": true, \"top_logprobs\": 21", "top_logprobs"}, {"\"top_logprobs\": 2", "top_logprobs"}}) {
+      ChatCompletionRequest chat = codec.parseChatCompletionRequest((base + c[0] + "}").getBytes(StandardCharsets.UTF_8));
+      ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(chat), c[0]);
+      assertEquals(c[1], e.field(), c[0]);
+    }
+    ClientRequestGuard.strict().check(codec.parseChatCompletionRequest(
+        (base + "\"logprobs\": true, \"top_logprobs\": 20, \"max_completion_tokens\": 1}").getBytes(StandardCharsets.UTF_8)));
+  }
+
+  @Test
+  void aLongBodyConversationIdIsRefusedAsTheHeaderWouldBe() {
+    String id = "c".repeat(ConversationResolver.MAX_HEADER_LENGTH + 1);
+    CompletionRequest r = completion("{\"model\": \"m\", \"prompt\": \"hi\", \"conversation_params\": "
+        + "{\"conversation_id\": \"" + id + "\"}}");
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(r));
+    assertEquals("conversation_params.conversation_id", e.field());
+    ClientRequestGuard.strict().check(completion("{\"model\": \"m\", \"prompt\": \"hi\", \"conversation_params\": "
+        + "{\"conversation_id\": \"" + id.substring(1) + "\"}}"));
+  }
+
+  @Test
+  void theEdgesOfEveryRangeAreAccepted() {
+    for (String ok : new String[] {"\"temperature\": 0", "\"temperature\": 2", "\"top_p\": 1", "\"top_p\": 0.001",
+        "\"top_k\": -1", "\"top_k\": 0", "\"top_k\": 40", "\"n\": 1", "\"max_tokens\": 1", "\"logprobs\": 0",
+        "\"logprobs\": 5"}) {
+      ClientRequestGuard.strict().check(completion("{\"model\": \"m\", \"prompt\": \"hi\", " + ok + "}"));
+    }
   }
 }

@@ -14,6 +14,7 @@ import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.routing.RouterTestSupport.FakeClock;
 import dev.affinity.worker.Worker;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -181,6 +182,24 @@ class UpstreamRoutersTest {
     Selection afterDeath = r.select(req(13, "conv"), Set.of());
     assertEquals(DecisionReason.RE_PINNED, afterDeath.reason());
     assertEquals(false, afterDeath.worker().id().equals(third.id()));
+  }
+
+  @Test
+  void conversationHandlesAPromptOfAMillionTokensWithoutDeepRecursion() {
+    // 1.25M tokens in 4-token blocks: a 312,500-node path in the session trie. Replacing and
+    // evicting it once recursed per block and overflowed the stack.
+    ConversationRouter r = (ConversationRouter) create("conversation", Map.of("tokens_per_block", 4, "max_sessions", 1),
+        context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a"));
+    r.addWorker(worker("b"));
+    int[] turn = tokens(1_250_000, 0);
+    Selection first = r.select(req(1, null, turn), Set.of());
+    int[] next = Arrays.copyOf(turn, turn.length + 64);  // the next turn extends it: matched, its path replaced
+    Selection again = r.select(req(2, null, next), Set.of());
+    assertEquals(DecisionReason.IMPLICIT_MATCH, again.reason());
+    assertEquals(first.worker().id(), again.worker().id());
+    r.select(req(3, null, tokens(1_250_000, 7)), Set.of());  // a new session evicts it (max_sessions 1)
+    assertEquals(1, r.sessionCount());
   }
 
   @Test

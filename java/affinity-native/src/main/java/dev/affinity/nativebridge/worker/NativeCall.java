@@ -6,6 +6,8 @@ import dev.affinity.executor.ExecutorResponse;
 import dev.affinity.executor.FinishReason;
 import dev.affinity.executor.RequestType;
 import dev.affinity.nativebridge.HandoffDomain;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
@@ -114,6 +116,7 @@ final class NativeCall {
   }
 
   private ExecutorRequest executorRequest(DisaggRequestType leg, ContextPhaseParams context) {
+    refuseWhatExecutorsCannotServe(body);
     prompt = worker.promptTokens(body);
     int maxTokens = body.maxOutputTokens().orElse(worker.defaultMaxTokens());
     ExecutorRequest.Builder b = ExecutorRequest.builder(prompt, maxTokens)
@@ -122,6 +125,7 @@ final class NativeCall {
         .seed(body.seed() != null ? body.seed() : 0)
         .conversationId(body.conversationParams() == null ? null : body.conversationParams().conversationId())
         .subagentAffinityId(request.affinityId())
+        .cacheSalt(body.cacheSalt())
         .adpRankHint(request.rankHint(), true);
     switch (leg) {
       case CONTEXT_ONLY -> b.type(RequestType.CONTEXT_ONLY);
@@ -129,6 +133,23 @@ final class NativeCall {
       default -> b.type(RequestType.CONTEXT_AND_GENERATION);
     }
     return b.build();
+  }
+
+  /**
+   * In-process executors generate one sequence per request and no log probabilities: a request asking
+   * for more choices or for logprobs is refused (400) rather than answered without them.
+   */
+  static void refuseWhatExecutorsCannotServe(OpenAiRequest body) {
+    Integer n = body.sampling().n();
+    if (n != null && n > 1) {
+      throw new IllegalArgumentException("n: in-process workers generate one choice per request; n = " + n
+          + " is not served");
+    }
+    boolean logprobs = body instanceof CompletionRequest c ? c.logprobs() != null
+        : Boolean.TRUE.equals(((ChatCompletionRequest) body).logprobs());
+    if (logprobs) {
+      throw new IllegalArgumentException("logprobs: in-process workers do not return log probabilities");
+    }
   }
 
   private void onExecutorResponse(ExecutorResponse r) {

@@ -102,6 +102,13 @@ class NativeWorkerHandoffTest {
     return o;
   }
 
+  private static Outcome sendChat(NativeWorker w, long requestId, String json) {
+    OpenAiRequest body = CODEC.parseChatCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
+    Outcome o = new Outcome();
+    w.send(new WorkerRequest(requestId, body, null, -1, Duration.ofSeconds(30)), o);
+    return o;
+  }
+
   private static String leg(String disaggregatedParams) {
     return "{\"model\": \"m\", \"prompt\": \"" + PROMPT + "\", \"max_tokens\": 3"
         + (disaggregatedParams == null ? "" : ", \"disaggregated_params\": " + disaggregatedParams) + "}";
@@ -123,6 +130,37 @@ class NativeWorkerHandoffTest {
       assertEquals(clientsFault ? 400 : 502, f.status(), kind::name);
       assertEquals("worker w: a message that says context", f.message());
     }
+  }
+
+  @Test
+  void aCacheSaltPartitionsTheExecutorsCache() throws Exception {
+    NativeWorker w = worker("w", fleet());
+    String text = (PROMPT + ". ").repeat(8);
+    java.util.function.Function<String, String> chat = salt -> "{\"model\": \"m\", \"max_tokens\": 1, \"messages\": "
+        + "[{\"role\": \"user\", \"content\": \"" + text + "\"}]" + (salt == null ? "" : ", \"cache_salt\": \"" + salt + "\"") + "}";
+    WorkerReport first = (WorkerReport) sendChat(w, 1, chat.apply("tenant-a")).await();
+    assertEquals(0, first.reusedTokens());
+    WorkerReport otherSalt = (WorkerReport) sendChat(w, 2, chat.apply("tenant-b")).await();
+    assertEquals(0, otherSalt.reusedTokens(), "same tokens, another salt: no block shared");
+    WorkerReport noSalt = (WorkerReport) sendChat(w, 3, chat.apply(null)).await();
+    assertEquals(0, noSalt.reusedTokens(), "no salt shares nothing with a salted prompt");
+    WorkerReport sameSalt = (WorkerReport) sendChat(w, 4, chat.apply("tenant-a")).await();
+    assertTrue(sameSalt.reusedTokens() >= 16, "the same salt reuses its blocks: " + sameSalt.reusedTokens());
+  }
+
+  @Test
+  void moreChoicesOrLogprobsAreRefusedNotDropped() throws Exception {
+    NativeWorker w = worker("w", fleet());
+    String[][] cases = {{"\"n\": 2", "n:"}, {"\"logprobs\": 1", "logprobs:"}};
+    for (String[] c : cases) {
+      WorkerFailure f = send(w, 1, "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 2, " + c[0] + "}").failure();
+      assertEquals(WorkerFailure.Kind.CLIENT_ERROR, f.kind(), f::toString);
+      assertEquals(400, f.status());
+      assertTrue(f.message().startsWith(c[1]), f.message());
+    }
+    assertInstanceOf(WorkerReport.class,
+        send(w, 2, "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 2, \"n\": 1}").await());
+    assertEquals(1, w.executor().iterationStats().completedRequests(), "only the plain request ran");
   }
 
   @Test
