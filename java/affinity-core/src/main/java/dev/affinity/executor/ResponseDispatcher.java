@@ -27,6 +27,8 @@ public final class ResponseDispatcher implements AutoCloseable {
   private final Thread poller;  // null when pumped
   private boolean accepting = true;
   private volatile boolean stopped;
+  /** Why the poller died (an Error such as OutOfMemoryError, or a failing executor), or null. */
+  private volatile Throwable fatal;
 
   public ResponseDispatcher(Executor executor, String name) {
     this(executor, name, 256, Duration.ofMillis(50));
@@ -87,6 +89,9 @@ public final class ResponseDispatcher implements AutoCloseable {
   public long submit(ExecutorRequest request, ResponseHandler handler) {
     Objects.requireNonNull(handler, "handler");
     synchronized (lock) {
+      if (fatal != null) {
+        throw new IllegalStateException("the executor's response thread died (" + describe(fatal) + ")");
+      }
       if (!accepting) {
         throw new IllegalStateException("response dispatcher is closed");
       }
@@ -98,6 +103,19 @@ public final class ResponseDispatcher implements AutoCloseable {
     }
   }
 
+  /**
+   * False once the poller thread has died of an error: no response of this executor will be delivered
+   * again, so its worker must not be chosen (a worker's {@code isAlive} reads this).
+   */
+  public boolean isHealthy() {
+    return fatal == null;
+  }
+
+  /** Why the poller died, or null while it is healthy. */
+  public Throwable failure() {
+    return fatal;
+  }
+
   /** Requests whose final response has not been delivered yet. */
   public int outstanding() {
     synchronized (lock) {
@@ -106,20 +124,54 @@ public final class ResponseDispatcher implements AutoCloseable {
   }
 
   private void pollLoop() {
-    while (!stopped) {
-      List<ExecutorResponse> batch;
-      try {
-        batch = executor.awaitResponses(batchSize, pollTimeout);
-      } catch (IllegalStateException closed) {
-        break;  // the executor was closed under us
-      } catch (RuntimeException e) {
-        log.error("awaitResponses failed; dispatcher stops", e);
-        break;
+    try {
+      while (!stopped) {
+        List<ExecutorResponse> batch;
+        try {
+          batch = executor.awaitResponses(batchSize, pollTimeout);
+        } catch (IllegalStateException closed) {
+          if (!stopped && executor.isClosed()) {
+            return;  // the executor was closed under us
+          }
+          throw closed;
+        }
+        for (ExecutorResponse r : batch) {
+          deliver(r);
+        }
       }
-      for (ExecutorResponse r : batch) {
-        deliver(r);
+    } catch (Throwable t) {  // an Error (OutOfMemoryError) or a failing executor: fail fast, not silently
+      die(t);
+    }
+  }
+
+  /**
+   * The poller is gone: marks the dispatcher unhealthy and ends every outstanding request with a
+   * backend failure (its caller may retry elsewhere) instead of leaving it to its timeout.
+   */
+  private void die(Throwable t) {
+    List<Map.Entry<Long, ResponseHandler>> orphans;
+    synchronized (lock) {
+      fatal = t;
+      accepting = false;
+      orphans = new ArrayList<>(handlers.entrySet());
+      handlers.clear();
+      lock.notifyAll();
+    }
+    log.error("the response thread of executor '{}' died; its {} outstanding requests fail and it takes no more",
+        poller == null ? "pumped" : poller.getName(), orphans.size(), t);
+    String message = "the executor's response thread died (" + describe(t) + ")";
+    for (Map.Entry<Long, ResponseHandler> e : orphans) {
+      try {
+        e.getValue().onResponse(new ExecutorResponse(e.getKey(), 0, new int[0], FinishReason.ERROR, true, message,
+            ExecutorErrorKind.BACKEND_FAILURE, null, new RequestMetrics(-1, -1, -1, -1, 0, 0, -1, 0, 0)));
+      } catch (Throwable handlerFailure) {
+        log.error("failing request {} after the response thread died threw", e.getKey(), handlerFailure);
       }
     }
+  }
+
+  private static String describe(Throwable t) {
+    return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
   }
 
   private void deliver(ExecutorResponse r) {

@@ -208,7 +208,8 @@ class UpstreamCompatibilityTest {
     assertEquals("context_servers.router.type", problems.get(0).keyPath());
     assertTrue(problems.get(0).format().startsWith("u.yaml:3:18"), problems.get(0).format());
     assertTrue(problems.get(0).message().contains("known: affinity, conversation, ")
-        && problems.get(0).message().contains("kv_cache_aware, load_balancing, round_robin"), problems.get(0).message());
+        && problems.get(0).message().contains("kv_cache_aware, llmd_scorer, load_balancing, round_robin"),
+        problems.get(0).message());
     assertTrue(problems.get(1).keyPath().startsWith("generation_servers.router.max_sessions"), problems.get(1).toString());
   }
 }

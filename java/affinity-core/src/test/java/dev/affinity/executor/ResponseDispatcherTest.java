@@ -105,6 +105,31 @@ class ResponseDispatcherTest {
   }
 
   @Test
+  void aDeadResponseThreadFailsItsRequestsAtOnceAndMarksTheDispatcherUnhealthy() throws Exception {
+    CountDownLatch failed = new CountDownLatch(1);
+    List<ExecutorResponse> seen = new CopyOnWriteArrayList<>();
+    long oom = dispatcher.submit(request(), r -> {
+      throw new OutOfMemoryError("Java heap space (test)");
+    });
+    long waiting = dispatcher.submit(request(), r -> {
+      seen.add(r);
+      failed.countDown();
+    });
+    assertTrue(dispatcher.isHealthy());
+    ready.add(response(oom, false, 1));
+    assertTrue(failed.await(5, TimeUnit.SECONDS), "the other request ended without waiting for its timeout");
+    ExecutorResponse end = seen.get(0);
+    assertEquals(waiting, end.requestId());
+    assertTrue(end.isFinal());
+    assertEquals(ExecutorErrorKind.BACKEND_FAILURE, end.errorKind());
+    assertTrue(end.errorMessage().contains("OutOfMemoryError"), end.errorMessage());
+    assertEquals(false, dispatcher.isHealthy());
+    assertEquals(0, dispatcher.outstanding());
+    IllegalStateException refused = assertThrows(IllegalStateException.class, () -> dispatcher.submit(request(), r -> { }));
+    assertTrue(refused.getMessage().contains("response thread died"), refused.getMessage());
+  }
+
+  @Test
   void closeCancelsOutstandingRequestsAndRefusesNewOnes() {
     long id = dispatcher.submit(request(), r -> { });
     dispatcher.close();

@@ -160,7 +160,7 @@ public final class NativeWorker implements Worker {
 
   @Override
   public boolean isAlive() {
-    return !closed.get() && !executor.isClosed();
+    return !closed.get() && !executor.isClosed() && dispatcher.isHealthy();
   }
 
   /** The executor's statistics of the rank (null once it is closed). */
