@@ -46,7 +46,7 @@ class ClusterJoinLeaveTest {
    * which never tells this one it pulled it), so a leaving context worker drains that long.
    */
   static final String EXECUTOR = """
-      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 30000}""";
+      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 1500}""";
   static final int CLIENTS = 4;
   static final int REQUESTS_PER_CLIENT = 30;
 

@@ -44,7 +44,7 @@ class MultiFrontendTest {
   static final int CONVERSATIONS = 200;
   static final int SIMULTANEOUS_FIRST_TURNS = 20;
   static final String EXECUTOR = """
-      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.02}, "context_hold_timeout_ms": 50000}""";
+      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.02}, "context_hold_timeout_ms": 1000}""";
   static final Pattern ROUTE = Pattern.compile("ctx=([^;]+); ctx_rank=(-?\\d+)");
 
   @TempDir

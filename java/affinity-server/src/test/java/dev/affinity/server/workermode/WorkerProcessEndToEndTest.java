@@ -48,7 +48,7 @@ class WorkerProcessEndToEndTest {
   static final Duration START = Duration.ofSeconds(60);
   /** Contexts held 15 s of executor time = 3 s of wall time (time_scale 0.2; the hold runs on the executor's clock). */
   static final String CTX_CONFIG = """
-      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.2}, "context_hold_timeout_ms": 15000}""";
+      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.2}, "context_hold_timeout_ms": 3000}""";
   /** Real time, so that a long stream is still running when its worker is killed. */
   static final String GEN_CONFIG = """
       {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 1.0}}""";

@@ -60,7 +60,7 @@ class WorkerServerTest {
    * time (the hold timeout runs on the executor's clock).
    */
   static final String CONFIG = """
-      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 30000}""";
+      {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 1500}""";
   /** 40 token ids: two full blocks of 16 are stored after prefill (the last prompt token is never cached). */
   static final String PROMPT = java.util.stream.IntStream.rangeClosed(1, 40).mapToObj(Integer::toString)
       .collect(java.util.stream.Collectors.joining(",", "[", "]"));
