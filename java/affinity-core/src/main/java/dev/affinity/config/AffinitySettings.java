@@ -21,6 +21,8 @@ import java.util.Optional;
  *     warning
  * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
  *     longest a request may take, or its worker's load is forgotten while it runs)
+ * @param maxPromptTokens the longest prompt accepted (400 at admission above it); 0: derived from the
+ *     workers (embedded pools' {@code max_seq_len} or one rank's KV cache, the sections' {@code max_seq_len})
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -33,7 +35,8 @@ public record AffinitySettings(
     long maxRequestBodyBytes,
     String tokenizer,
     boolean requireInternalAuth,
-    double selectionTtlSeconds) {
+    double selectionTtlSeconds,
+    long maxPromptTokens) {
 
   /** The model name embedded CPU-executor workers answer with when none is configured. */
   public static final String DEFAULT_MODEL = "affinity-sim";
@@ -54,7 +57,7 @@ public record AffinitySettings(
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0);
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */
