@@ -2,7 +2,9 @@
 // KV held until pulled, transfer time, pulls on the same executor, errors, timeouts, cancellation,
 // and hand-off domains (executors of one domain pull each other's contexts; two domains, or an
 // executor without one, cannot).
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "check.h"
 #include "sim/config.h"
@@ -225,6 +227,25 @@ TEST(hold_times_out_after_context_hold_timeout) {
   CHECK_EQ(e.errorKind, kind(ErrorKind::kContextNotFound));
   CHECK(contains(e.errorMessage, "unknown context request"));
   CHECK(contains(e.errorMessage, "expired"));
+}
+
+TEST(a_scaled_real_clock_holds_a_context_for_wall_time) {
+  // 1000x faster than modelled; a 10 s hold. Read as executor time the hold would end after 10 ms of
+  // wall time; it is a protocol timeout, so it lasts 10 s of wall time: 50 ms later the KV is held.
+  auto a = make(R"({"clock":{"mode":"real","time_scale":0.001},"tokens_per_block":8,"context_hold_timeout_ms":10000})");
+  const int64_t id = a->enqueue(ctxSpec(seqTokens(1, 100), 8, 5, 5));
+  std::vector<Response> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  ResponseBatch b;
+  while (finals(got).count(id) == 0 && std::chrono::steady_clock::now() < deadline) {
+    a->awaitResponses(b, 16, 100000);
+    for (auto& r : b.responses) got.push_back(r);
+  }
+  CHECK(finalOf(got, id).hasContextPhase);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_EQ(heldContexts(*a), 1);
+  a->cancel(id);
+  CHECK_EQ(heldContexts(*a), 0);
 }
 
 TEST(hold_timeout_also_fires_while_other_work_runs) {

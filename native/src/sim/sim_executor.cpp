@@ -580,7 +580,13 @@ void SimExecutor::finishPrefillLocked(Req& r, int64_t now) {
     auto& running = running_[static_cast<size_t>(r.rank)];
     running.erase(std::remove(running.begin(), running.end(), r.id), running.end());
     r.state = State::kHeld;
-    held_[r.id] = now + cfg_.contextHoldTimeoutUs;
+    // The hold is a protocol timeout (a generation leg that never comes): on a real clock it runs on the
+    // wall clock whatever the modelled speed, so a scaled executor does not drop contexts a loaded
+    // frontend has yet to pull; on a virtual clock it is virtual time like everything else.
+    const int64_t hold = cfg_.virtualClock
+                             ? cfg_.contextHoldTimeoutUs
+                             : static_cast<int64_t>(std::min(1e18, static_cast<double>(cfg_.contextHoldTimeoutUs) / cfg_.timeScale));
+    held_[r.id] = now + hold;
     stats_.totalPromptTokens += r.promptLen;
     stats_.totalReusedTokens += r.metrics.reusedTokens;
     stats_.totalGeneratedTokens += 1;
