@@ -11,6 +11,7 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
 import java.util.Objects;
@@ -90,7 +91,14 @@ public final class RequestAdmission {
       Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
       int[] tokens = tokenizer.tokenize(request);
       limit.check(request, tokens);
-      return new AdmittedRequest(request, headers, resolution, tokens);
+      if (resolution.tenant() == null) {
+        return new AdmittedRequest(request, headers, resolution, tokens);
+      }
+      // Tenant isolation: the tenant salts the KV cache (its own salt, if any, after it). A chat body
+      // carries the salt to every worker; other requests' salt reaches the routers and in-process executors.
+      String salt = resolution.tenant() + (request.cacheSalt() == null ? "" : "/" + request.cacheSalt());
+      OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
+      return new AdmittedRequest(salted, headers, resolution, tokens, salt);
     } catch (ProtocolException e) {
       throw new RequestRejectedException(e.status(), e.toErrorResponse());
     } catch (InvalidHeaderException e) {

@@ -19,7 +19,7 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "workers");
+      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -53,6 +53,7 @@ final class AffinityBlockReader {
     String tokenizer = d.tokenizer();
     double selectionTtl = d.selectionTtlSeconds();
     long maxPrompt = d.maxPromptTokens();
+    boolean tenants = d.tenantIsolation();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -79,6 +80,7 @@ final class AffinityBlockReader {
         case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
         case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
         case "max_prompt_tokens" -> maxPrompt = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxPrompt);
+        case "tenant_isolation" -> tenants = r.bool(v, k).orElse(tenants);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -107,9 +109,13 @@ final class AffinityBlockReader {
         }
       }
     }
+    if (tenants && keys.isEmpty()) {
+      r.error(m.get("tenant_isolation").getValueNode(), p + ".tenant_isolation", "scopes conversations and the KV cache "
+          + "per API key, so it needs affinity.api_keys");
+    }
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer, requireAuth, selectionTtl, maxPrompt), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        tokenizer, requireAuth, selectionTtl, maxPrompt, tenants), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

@@ -115,6 +115,10 @@ class ConfigLoaderTest {
     assertEquals(65536, c.context().embedded().orElseThrow().maxSeqLen());
     assertEquals(0, c.generation().embedded().orElseThrow().maxSeqLen(), "0: one rank's KV cache");
     assertEquals(0, parse(MINIMAL).config().affinity().maxPromptTokens());
+    ConfigException tenants = fails("affinity:\n  tenant_isolation: true\n" + MINIMAL);
+    assertTrue(tenants.getMessage().contains("test.yaml:2:21: affinity.tenant_isolation: scopes conversations and the KV "
+        + "cache per API key, so it needs affinity.api_keys"), tenants.getMessage());
+    assertTrue(parse("affinity:\n  api_keys: [k]\n  tenant_isolation: true\n" + MINIMAL).config().affinity().tenantIsolation());
     ConfigException e = fails("affinity:\n  max_prompt_tokens: 0\n" + MINIMAL);
     assertTrue(e.getMessage().contains("affinity.max_prompt_tokens"), e.getMessage());
   }
