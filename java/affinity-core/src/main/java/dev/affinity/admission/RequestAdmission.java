@@ -11,6 +11,7 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
 import java.util.Objects;
@@ -20,7 +21,8 @@ import java.util.function.Predicate;
  * The one step between a parsed client request and orchestration, in this order: the public API's rules
  * ({@link ClientRequestGuard}, 400 naming the field), the model ({@code 404} naming {@code model}), the
  * routing headers and the conversation ({@link ConversationResolver}, 400 naming the header), and the
- * prompt's token ids ({@link PromptTokenizer}). The HTTP frontend, the fleet simulator and embedding
+ * prompt's token ids ({@link PromptTokenizer}) within the deployment's {@link PromptLimit} (400 naming the
+ * prompt's field). The HTTP frontend, the fleet simulator and embedding
  * services call it; orchestration receives its {@link AdmittedRequest} and checks nothing again.
  * Thread-safe when its parts are.
  */
@@ -32,6 +34,7 @@ public final class RequestAdmission {
   private final Predicate<String> servesModel;
   private final ConversationResolver resolver;
   private final PromptTokenizer tokenizer;
+  private final PromptLimit limit;
 
   /**
    * @param servesModel whether a request may name a model ({@link #ANY_MODEL} to accept all)
@@ -40,10 +43,20 @@ public final class RequestAdmission {
    */
   public RequestAdmission(ClientRequestGuard guard, Predicate<String> servesModel, ConversationResolver resolver,
       PromptTokenizer tokenizer) {
+    this(guard, servesModel, resolver, tokenizer, PromptLimit.NONE);
+  }
+
+  /**
+   * @param limit the longest prompt accepted; checked when its token ids are known (tokenized here, or
+   *     sent as ids), before any routing
+   */
+  public RequestAdmission(ClientRequestGuard guard, Predicate<String> servesModel, ConversationResolver resolver,
+      PromptTokenizer tokenizer, PromptLimit limit) {
     this.guard = Objects.requireNonNull(guard, "guard");
     this.servesModel = Objects.requireNonNull(servesModel, "servesModel");
     this.resolver = Objects.requireNonNull(resolver, "resolver");
     this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+    this.limit = Objects.requireNonNull(limit, "limit");
   }
 
   /**
@@ -76,7 +89,16 @@ public final class RequestAdmission {
             ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
       }
       Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
-      return new AdmittedRequest(request, headers, resolution, tokenizer.tokenize(request));
+      int[] tokens = tokenizer.tokenize(request);
+      limit.check(request, tokens);
+      if (resolution.tenant() == null) {
+        return new AdmittedRequest(request, headers, resolution, tokens);
+      }
+      // Tenant isolation: the tenant salts the KV cache (its own salt, if any, after it). A chat body
+      // carries the salt to every worker; other requests' salt reaches the routers and in-process executors.
+      String salt = resolution.tenant() + (request.cacheSalt() == null ? "" : "/" + request.cacheSalt());
+      OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
+      return new AdmittedRequest(salted, headers, resolution, tokens, salt);
     } catch (ProtocolException e) {
       throw new RequestRejectedException(e.status(), e.toErrorResponse());
     } catch (InvalidHeaderException e) {

@@ -19,7 +19,7 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "selection_ttl_seconds", "workers");
+      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -52,6 +52,8 @@ final class AffinityBlockReader {
     long maxBody = d.maxRequestBodyBytes();
     String tokenizer = d.tokenizer();
     double selectionTtl = d.selectionTtlSeconds();
+    long maxPrompt = d.maxPromptTokens();
+    boolean tenants = d.tenantIsolation();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -77,6 +79,8 @@ final class AffinityBlockReader {
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
         case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
         case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
+        case "max_prompt_tokens" -> maxPrompt = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxPrompt);
+        case "tenant_isolation" -> tenants = r.bool(v, k).orElse(tenants);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -105,9 +109,13 @@ final class AffinityBlockReader {
         }
       }
     }
+    if (tenants && keys.isEmpty()) {
+      r.error(m.get("tenant_isolation").getValueNode(), p + ".tenant_isolation", "scopes conversations and the KV cache "
+          + "per API key, so it needs affinity.api_keys");
+    }
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer, requireAuth, selectionTtl), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        tokenizer, requireAuth, selectionTtl, maxPrompt, tenants), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {
@@ -140,6 +148,7 @@ final class AffinityBlockReader {
     Map<String, Object> shortcuts = new LinkedHashMap<>();
     Map<String, NodeTuple> shortcutNodes = new HashMap<>();
     Double timeScale = null;
+    long maxSeqLen = 0;
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
       String k = path + "." + e.getKey();
       NodeTuple v = e.getValue();
@@ -147,6 +156,7 @@ final class AffinityBlockReader {
         case "instances" -> instances = r.integer(v, k, 1, 4096).map(Long::intValue).orElse(1);
         case "backend" -> backend = r.string(v, k).orElse(backend);
         case "time_scale" -> timeScale = r.number(v, k, 0).orElse(null);
+        case "max_seq_len" -> maxSeqLen = r.integer(v, k, 1, Integer.MAX_VALUE).orElse(0L);
         case "executor" -> {
           Object plain = r.plain(v.getValueNode());
           if (plain instanceof Map<?, ?> pm) {
@@ -166,7 +176,7 @@ final class AffinityBlockReader {
             });
           } else {
             r.error(v.getKeyNode(), k, "unknown key (known: instances, backend, ranks, preset, kv_blocks_per_rank, "
-                + "tokens_per_block, max_batch_size, max_num_tokens, time_scale, executor)");
+                + "tokens_per_block, max_batch_size, max_num_tokens, time_scale, max_seq_len, executor)");
           }
         }
       }
@@ -185,6 +195,6 @@ final class AffinityBlockReader {
       clock.put("time_scale", timeScale);
       exec.put("clock", clock);
     }
-    return new WorkerPool(instances, backend, Collections.unmodifiableMap(exec), r.loc(t.getKeyNode()));
+    return new WorkerPool(instances, backend, Collections.unmodifiableMap(exec), maxSeqLen, r.loc(t.getKeyNode()));
   }
 }

@@ -21,6 +21,10 @@ import java.util.Optional;
  *     warning
  * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
  *     longest a request may take, or its worker's load is forgotten while it runs)
+ * @param maxPromptTokens the longest prompt accepted (400 at admission above it); 0: derived from the
+ *     workers (embedded pools' {@code max_seq_len} or one rank's KV cache, the sections' {@code max_seq_len})
+ * @param tenantIsolation conversation and parent ids are scoped per API key and the KV cache is salted per
+ *     key (needs {@code api_keys})
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -33,7 +37,9 @@ public record AffinitySettings(
     long maxRequestBodyBytes,
     String tokenizer,
     boolean requireInternalAuth,
-    double selectionTtlSeconds) {
+    double selectionTtlSeconds,
+    long maxPromptTokens,
+    boolean tenantIsolation) {
 
   /** The model name embedded CPU-executor workers answer with when none is configured. */
   public static final String DEFAULT_MODEL = "affinity-sim";
@@ -54,7 +60,7 @@ public record AffinitySettings(
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0);
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

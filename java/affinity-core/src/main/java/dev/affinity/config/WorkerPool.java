@@ -5,9 +5,11 @@ import java.util.Map;
 /**
  * Embedded in-process workers of one fleet ({@code affinity.workers.context|generation}):
  * {@code instances} executors of {@code backend}, each configured by {@code executorConfig} (the
- * native executor's JSON keys, see docs/cpu-executor.md), with convenience keys folded in.
+ * native executor's JSON keys, see docs/cpu-executor.md), with convenience keys folded in; the longest
+ * prompt it accepts is {@code maxSeqLen} (0: what one rank's KV cache holds).
  */
-public record WorkerPool(int instances, String backend, Map<String, Object> executorConfig, Location location) {
+public record WorkerPool(int instances, String backend, Map<String, Object> executorConfig, long maxSeqLen,
+    Location location) {
 
   public WorkerPool {
     executorConfig = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(executorConfig));

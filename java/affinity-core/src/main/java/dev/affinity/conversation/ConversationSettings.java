@@ -9,9 +9,11 @@ import java.util.Optional;
 
 /**
  * What resolution needs from the configuration: the session headers in priority order, the
- * sub-agent parent header (empty = feature off) and its scope.
+ * sub-agent parent header (empty = feature off), its scope, and whether ids are scoped per API key
+ * ({@code affinity.tenant_isolation}).
  */
-public record ConversationSettings(List<String> sessionHeaders, Optional<String> subagentHeader, SubagentScope scope) {
+public record ConversationSettings(List<String> sessionHeaders, Optional<String> subagentHeader, SubagentScope scope,
+    boolean tenantIsolation) {
 
   public ConversationSettings {
     sessionHeaders = sessionHeaders.stream().map(h -> h.strip().toLowerCase(Locale.ROOT)).toList();
@@ -19,7 +21,13 @@ public record ConversationSettings(List<String> sessionHeaders, Optional<String>
     Objects.requireNonNull(scope, "scope");
   }
 
+  /** Without tenant isolation. */
+  public ConversationSettings(List<String> sessionHeaders, Optional<String> subagentHeader, SubagentScope scope) {
+    this(sessionHeaders, subagentHeader, scope, false);
+  }
+
   public static ConversationSettings from(DisaggConfig c) {
-    return new ConversationSettings(c.affinity().sessionHeaders(), c.subagentHeader(), c.subagentScope());
+    return new ConversationSettings(c.affinity().sessionHeaders(), c.subagentHeader(), c.subagentScope(),
+        c.affinity().tenantIsolation());
   }
 }

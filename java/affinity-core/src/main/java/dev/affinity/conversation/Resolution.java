@@ -12,10 +12,26 @@ import dev.affinity.routing.Fleet;
  *     or with the feature off; never read from a body and never written back to a client
  * @param synthesized whether {@code conversationId} was made up ({@code subagent:<uuid>}) for a child
  *     that had a parent header but no id of its own
+ * @param tenant with tenant isolation, the API key's tenant id (both ids are then in its namespace); null
+ *     otherwise
  */
-public record Resolution(String conversationId, String affinityId, boolean synthesized) {
+public record Resolution(String conversationId, String affinityId, boolean synthesized, String tenant) {
 
-  public static final Resolution NONE = new Resolution(null, null, false);
+  public static final Resolution NONE = new Resolution(null, null, false, null);
+
+  /** A resolution outside tenant isolation. */
+  public Resolution(String conversationId, String affinityId, boolean synthesized) {
+    this(conversationId, affinityId, synthesized, null);
+  }
+
+  /**
+   * The same ids in {@code tenant}'s namespace ({@code <tenant>/<id>}), so that one API key can never
+   * name another's conversation or parent; {@code tenant} is kept for the KV cache salt.
+   */
+  public Resolution scopedTo(String tenant) {
+    return new Resolution(conversationId == null ? null : tenant + "/" + conversationId,
+        affinityId == null ? null : tenant + "/" + affinityId, synthesized, tenant);
+  }
 
   public boolean isSubagent() {
     return affinityId != null;

@@ -67,7 +67,8 @@ final class Leg {
   void send(Selection sel, OpenAiRequest body, Events events) {
     long attempt = flow.requestId();
     response = null;
-    WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout());
+    WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout(),
+        flow.cacheSalt());
     Listener listener = new Listener(sel, attempt, events);
     WorkerCall sent = sel.worker().send(request, listener);
     if (!listener.ended && flow.isCurrent(attempt)) {

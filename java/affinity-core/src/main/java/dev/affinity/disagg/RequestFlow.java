@@ -123,12 +123,17 @@ final class RequestFlow {
         .conversationId(r.conversationId())
         .affinityId(r.affinityId())
         .tokens(tokens())
-        .cacheSalt(client.cacheSalt())
+        .cacheSalt(cacheSalt())
         .maxNewTokens(client.maxOutputTokens().orElse(1));
     if (tokens() == null) {
       b.text(client.routingText());
     }
     return b.build();
+  }
+
+  /** The request's KV cache salt (admission's: the body's, or under tenant isolation the tenant's). */
+  String cacheSalt() {
+    return admitted.cacheSalt();
   }
 
   /** The affinity id goes to the context leg, and to the generation leg only with scope both. */

@@ -14,8 +14,16 @@ import java.util.Objects;
  * @param resolution the conversation id, the sub-agent affinity id and the fleets' routing keys
  * @param promptTokens the prompt as token ids, or null when no tokenizer applies (routers then work from
  *     text); shared, never modified
+ * @param cacheSalt the KV cache salt of the request (a chat's {@code cache_salt}, under tenant isolation
+ *     prefixed by its tenant), or null; the routers' block keys and in-process executors use it
  */
-public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens) {
+public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
+    String cacheSalt) {
+
+  /** An admitted request whose salt is its body's. */
+  public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens) {
+    this(request, headers, resolution, promptTokens, request.cacheSalt());
+  }
 
   public AdmittedRequest {
     Objects.requireNonNull(request, "request");

@@ -16,8 +16,16 @@ import java.util.Objects;
  *     the executor; HTTP workers send it only signed ({@code x-trtllm-subagent-affinity-id} + HMAC)
  * @param rankHint the attention-DP rank the router chose, or -1 when the worker decides
  * @param timeout the leg's budget; the worker fails the call with {@link WorkerFailure.Kind#TIMEOUT}
+ * @param cacheSalt the KV cache salt admission decided (under tenant isolation the tenant's), or null for the
+ *     body's own; in-process workers hand it to the executor
  */
-public record WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout) {
+public record WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
+    String cacheSalt) {
+
+  /** A leg whose salt is its body's. */
+  public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout) {
+    this(requestId, body, affinityId, rankHint, timeout, null);
+  }
 
   public WorkerRequest {
     Objects.requireNonNull(body, "body");

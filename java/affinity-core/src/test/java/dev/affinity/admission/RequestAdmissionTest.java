@@ -98,4 +98,43 @@ class RequestAdmissionTest {
     assertEquals(400, e.status());
     assertEquals("messages[0].content", e.error().error().param());
   }
+
+  @Test
+  void aPromptOverTheLimitIsRefusedNamingItsFieldAndTheLimitsSource() {
+    PromptLimit limit = new PromptLimit(3, "affinity.max_prompt_tokens");
+    RequestAdmission a = new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, r -> new int[] {1, 2, 3, 4},
+        limit);
+    RequestRejectedException e = assertThrows(RequestRejectedException.class,
+        () -> a.admit(completion(""), HeaderSource.of(Map.of())));
+    assertEquals(400, e.status());
+    assertEquals("prompt", e.error().error().param());
+    assertTrue(e.error().error().message().contains("the prompt has 4 tokens; at most 3 fit (affinity.max_prompt_tokens)"),
+        e.error().error().message());
+    new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, r -> new int[] {1, 2, 3}, limit)
+        .admit(completion(""), HeaderSource.of(Map.of()));
+  }
+
+  @Test
+  void idsTheClientSentAreCountedWhenTheFrontendCannotTokenize() {
+    PromptLimit limit = new PromptLimit(2, "context_servers.max_seq_len");
+    RequestAdmission a = new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, PromptTokenizer.NONE, limit);
+    OpenAiRequest ids = codec.parseCompletionRequest("{\"model\": \"m\", \"prompt\": [1, 2, 3]}".getBytes(StandardCharsets.UTF_8));
+    assertEquals("prompt", assertThrows(RequestRejectedException.class, () -> a.admit(ids, HeaderSource.of(Map.of())))
+        .error().error().param());
+    OpenAiRequest chat = codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"user\", "
+        + "\"content\": \"x\"}], \"prompt_token_ids\": [1, 2, 3]}").getBytes(StandardCharsets.UTF_8));
+    assertEquals("prompt_token_ids", assertThrows(RequestRejectedException.class,
+        () -> a.admit(chat, HeaderSource.of(Map.of()))).error().error().param());
+    a.admit(completion(""), HeaderSource.of(Map.of()));  // text the frontend cannot count: the worker's to refuse
+  }
+
+  @Test
+  void theTighterLimitWins() {
+    PromptLimit a = new PromptLimit(10, "a");
+    PromptLimit b = new PromptLimit(5, "b");
+    assertSame(b, a.min(b));
+    assertSame(b, b.min(a));
+    assertSame(a, PromptLimit.NONE.min(a));
+    assertSame(a, a.min(PromptLimit.NONE));
+  }
 }

@@ -101,6 +101,29 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void promptBoundsAreReadWhereGiven() {
+    DisaggConfig c = parse("""
+        context_servers: {num_instances: 1}
+        generation_servers: {num_instances: 1}
+        affinity:
+          max_prompt_tokens: 131072
+          workers:
+            context: {instances: 1, max_seq_len: 65536}
+            generation: {instances: 1}
+        """).config();
+    assertEquals(131072, c.affinity().maxPromptTokens());
+    assertEquals(65536, c.context().embedded().orElseThrow().maxSeqLen());
+    assertEquals(0, c.generation().embedded().orElseThrow().maxSeqLen(), "0: one rank's KV cache");
+    assertEquals(0, parse(MINIMAL).config().affinity().maxPromptTokens());
+    ConfigException tenants = fails("affinity:\n  tenant_isolation: true\n" + MINIMAL);
+    assertTrue(tenants.getMessage().contains("test.yaml:2:21: affinity.tenant_isolation: scopes conversations and the KV "
+        + "cache per API key, so it needs affinity.api_keys"), tenants.getMessage());
+    assertTrue(parse("affinity:\n  api_keys: [k]\n  tenant_isolation: true\n" + MINIMAL).config().affinity().tenantIsolation());
+    ConfigException e = fails("affinity:\n  max_prompt_tokens: 0\n" + MINIMAL);
+    assertTrue(e.getMessage().contains("affinity.max_prompt_tokens"), e.getMessage());
+  }
+
+  @Test
   void defaultsAreUpstreams() {
     DisaggConfig c = parse(MINIMAL).config();
     assertEquals("localhost", c.hostname());

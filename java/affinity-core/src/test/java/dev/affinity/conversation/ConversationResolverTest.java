@@ -2,6 +2,7 @@ package dev.affinity.conversation;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -157,5 +158,27 @@ class ConversationResolverTest {
         "a bad routing header is rejected even when the body id wins");
     assertNull(resolver(false).resolve(null, HeaderSource.of(h("x-unrelated", "a\nb"))).conversationId(),
         "headers that are not routing headers are not our business");
+  }
+
+  @Test
+  void tenantIsolationScopesEveryIdToTheKeysTenant() {
+    ConversationResolver r = new ConversationResolver(new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
+        Optional.of("x-dynamo-parent-session-id"), SubagentScope.CONTEXT, true));
+    Resolution a = r.resolve(null, HeaderSource.of(Map.of("authorization", "Bearer key-a", "x-session-id", "s",
+        "x-dynamo-parent-session-id", "p")));
+    Resolution b = r.resolve(null, HeaderSource.of(Map.of("authorization", "Bearer key-b", "x-session-id", "s",
+        "x-dynamo-parent-session-id", "p")));
+    assertTrue(a.tenant().matches("t-[0-9a-f]{16}"), a.tenant());
+    assertNotEquals(a.tenant(), b.tenant());
+    assertEquals(a.tenant() + "/s", a.conversationId());
+    assertEquals(a.tenant() + "/p", a.affinityId());
+    assertEquals(b.tenant() + "/p", b.routingKey(Fleet.CONTEXT, SubagentScope.CONTEXT), "key B's parent is its own");
+    assertEquals(a.tenant(), r.resolve("s", HeaderSource.of(Map.of("authorization", "bearer  key-a"))).tenant(),
+        "the scheme is case-insensitive and the key stripped");
+    Resolution noIds = r.resolve(null, HeaderSource.of(Map.of("authorization", "Bearer key-a")));
+    assertEquals(a.tenant(), noIds.tenant(), "a request without ids still has its tenant (for the salt)");
+    assertNull(noIds.conversationId());
+    assertEquals("anonymous", r.resolve(null, HeaderSource.of(Map.of())).tenant());
+    assertNull(resolver(true).resolve("s", HeaderSource.of(Map.of())).tenant(), "off by default");
   }
 }

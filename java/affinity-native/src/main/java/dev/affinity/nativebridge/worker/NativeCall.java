@@ -125,7 +125,7 @@ final class NativeCall {
         .seed(body.seed() != null ? body.seed() : 0)
         .conversationId(body.conversationParams() == null ? null : body.conversationParams().conversationId())
         .subagentAffinityId(request.affinityId())
-        .cacheSalt(body.cacheSalt())
+        .cacheSalt(request.cacheSalt() != null ? request.cacheSalt() : body.cacheSalt())
         .adpRankHint(request.rankHint(), true);
     switch (leg) {
       case CONTEXT_ONLY -> b.type(RequestType.CONTEXT_ONLY);

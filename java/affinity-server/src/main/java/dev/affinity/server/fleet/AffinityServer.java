@@ -3,6 +3,7 @@ package dev.affinity.server.fleet;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
@@ -148,7 +149,7 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
-    frontend = FrontendServer.start(options, new Backend(tokenizer), registry);
+    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded)), registry);
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
     }
@@ -236,9 +237,16 @@ public final class AffinityServer implements AutoCloseable {
   /** What the frontend serves. */
   private final class Backend implements FrontendBackend {
     private final PromptTokenizer tokenizer;
+    private final PromptLimit promptLimit;
 
-    Backend(PromptTokenizer tokenizer) {
+    Backend(PromptTokenizer tokenizer, PromptLimit promptLimit) {
       this.tokenizer = tokenizer;
+      this.promptLimit = promptLimit;
+    }
+
+    @Override
+    public PromptLimit promptLimit() {
+      return promptLimit;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.affinity.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.frontend.CompletionHandler;
 import java.util.List;
@@ -25,6 +26,11 @@ public interface FrontendBackend {
    */
   default PromptTokenizer tokenizer() {
     return PromptTokenizer.NONE;
+  }
+
+  /** The longest prompt accepted, checked at admission before routing. Default: no limit. */
+  default PromptLimit promptLimit() {
+    return PromptLimit.NONE;
   }
 
   /**

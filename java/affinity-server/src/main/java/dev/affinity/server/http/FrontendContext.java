@@ -40,7 +40,7 @@ final class FrontendContext {
     this.apiKeys = new ApiKeys(options.apiKeys());
     this.admission = new RequestAdmission(
         new ClientRequestGuard(options.allowClientDisaggregatedParams(), options.allowRequestChatTemplate()),
-        this::serves, new ConversationResolver(options.routing()), backend.tokenizer());
+        this::serves, new ConversationResolver(options.routing()), backend.tokenizer(), backend.promptLimit());
     this.channels = channels;
   }
 

@@ -136,6 +136,25 @@ class ServeEndToEndTest {
   }
 
   @Test
+  void aPromptLongerThanARanksKvCacheIsRefusedBeforeRouting() throws Exception {
+    // 300,000 token ids (about 2 MB): more than one rank of the default fleet holds. Sent twice: the
+    // second must be answered like the first (a prompt this long once overflowed a router's stack).
+    StringBuilder ids = new StringBuilder("[");
+    for (int i = 0; i < 300_000; i++) {
+      ids.append(i == 0 ? "" : ",").append(1000 + i % 50_000);
+    }
+    String body = "{\"model\": \"affinity-sim\", \"max_tokens\": 1, \"prompt\": " + ids.append(']') + "}";
+    for (int round = 0; round < 2; round++) {
+      HttpResponse<String> r = post("/v1/completions", body);
+      assertEquals(400, r.statusCode(), r.body());
+      JsonNode error = JSON.readTree(r.body()).get("error");
+      assertEquals("prompt", error.get("param").asText(), r.body());
+      assertTrue(error.get("message").asText().contains("the prompt has 300000 tokens; at most"), r.body());
+      assertTrue(error.get("message").asText().contains("KV cache"), r.body());
+    }
+  }
+
+  @Test
   void metricsExposeRouterDecisionsAndPerWorkerGauges() throws Exception {
     post("/v1/completions", "{\"model\": \"affinity-sim\", \"prompt\": \"metrics\", \"max_tokens\": 2}", "X-Session-ID", "m-1");
     String metrics = http.send(java.net.http.HttpRequest.newBuilder(URI.create(base + "/prometheus/metrics")).build(),
