@@ -12,9 +12,10 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 
 /**
  * Reads Affinity's own {@code affinity:} block of a disaggregated YAML: the served model, session headers,
- * debug headers, access log, API keys, client rules, timeouts, body limit, tokenizer and the embedded worker
- * pools of each fleet ({@code affinity.workers.context} / {@code .generation}). Problems are reported
- * through the {@link YamlReader}; unknown keys are errors that list the known ones.
+ * debug headers, access log, API keys, client rules, timeouts, body limit, tokenizer, the connection limit
+ * per remote worker and the embedded worker pools of each fleet ({@code affinity.workers.context} /
+ * {@code .generation}). Problems are reported through the {@link YamlReader}; unknown keys are errors that
+ * list the known ones.
  */
 final class AffinityBlockReader {
   private final YamlReader r;
@@ -44,6 +45,7 @@ final class AffinityBlockReader {
     double timeout = d.requestTimeoutSeconds();
     long maxBody = d.maxRequestBodyBytes();
     String tokenizer = d.tokenizer();
+    int maxConnections = d.workerMaxConnections();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -59,6 +61,8 @@ final class AffinityBlockReader {
         case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
         case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
+        case "worker_max_connections" -> maxConnections = r.integer(v, k, 0, Integer.MAX_VALUE).map(Long::intValue)
+            .orElse(maxConnections);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -70,7 +74,8 @@ final class AffinityBlockReader {
           }
         }
         default -> r.error(v.getKeyNode(), k, "unknown key (known: model, session_headers, debug_headers, access_log, "
-            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, workers)");
+            + "api_keys, allow_client_disaggregated_params, request_timeout_seconds, max_request_body_bytes, tokenizer, "
+            + "worker_max_connections, workers)");
       }
     }
     for (int i = 0; i < headers.size(); i++) {
@@ -89,7 +94,7 @@ final class AffinityBlockReader {
       }
     }
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer), ctx, gen);
+        tokenizer, maxConnections), ctx, gen);
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

@@ -16,6 +16,7 @@ import java.util.Optional;
  * @param requestTimeoutSeconds end-to-end request timeout
  * @param maxRequestBodyBytes request bodies above this get 413
  * @param tokenizer the BPE encoding used for text prompts of embedded workers
+ * @param workerMaxConnections most connections the frontend opens to one remote worker, 0 for no limit
  */
 public record AffinitySettings(
     String model,
@@ -26,7 +27,8 @@ public record AffinitySettings(
     boolean allowClientDisaggregatedParams,
     double requestTimeoutSeconds,
     long maxRequestBodyBytes,
-    String tokenizer) {
+    String tokenizer,
+    int workerMaxConnections) {
 
   /** TensorRT-LLM's session headers, in its order (tensorrt_llm/serve/conversation_id.py). */
   public static final List<String> DEFAULT_SESSION_HEADERS = List.of(
@@ -40,10 +42,13 @@ public record AffinitySettings(
   public AffinitySettings {
     sessionHeaders = List.copyOf(sessionHeaders);
     apiKeys = List.copyOf(apiKeys);
+    if (workerMaxConnections < 0) {
+      throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
+    }
   }
 
   public static AffinitySettings defaults() {
     return new AffinitySettings("affinity-sim", DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base");
+        180.0, 16L * 1024 * 1024, "cl100k_base", 0);
   }
 }

@@ -22,6 +22,7 @@ import dev.affinity.worker.Worker;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,7 +33,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The main job: a frontend over two fleets of workers, assembled from a configuration — workers
  * (in-process or remote), one router per fleet fed by the workers' KV events, the disaggregated
- * orchestration, and the Netty frontend.
+ * orchestration, and the Netty frontend. Client connections and the connections to remote workers share
+ * one set of event loops, so a request and its legs run on one thread.
  */
 public final class AffinityServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(AffinityServer.class);
@@ -50,6 +52,8 @@ public final class AffinityServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
+  /** Event loops of the frontend's client connections and of the remote workers' connections. */
+  private EventLoopGroup io;
   private Router ctxRouter;
   private Router genRouter;
   private DisaggService service;
@@ -72,6 +76,7 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   private void build(FrontendOptions options) throws IOException {
+    io = FrontendServer.ioGroup(options.ioThreads());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
@@ -97,7 +102,7 @@ public final class AffinityServer implements AutoCloseable {
         }
       } else {
         RemoteWorkers.connect(section(fleet), config, new dev.affinity.protocol.ProtocolCodec(), orchestration.router(fleet),
-            background, w -> {
+            io, background, w -> {
               synchronized (workers) {
                 workers.add(w);
               }
@@ -116,7 +121,7 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
-    frontend = FrontendServer.start(options, new Backend(tokenizer), registry);
+    frontend = FrontendServer.start(options, new Backend(tokenizer), registry, io);
   }
 
   /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
@@ -224,6 +229,9 @@ public final class AffinityServer implements AutoCloseable {
     }
     handoff.close();
     scheduler.close();
+    if (io != null) {
+      io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
+    }
     registry.close();
   }
 }
