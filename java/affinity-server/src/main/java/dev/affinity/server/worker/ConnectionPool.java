@@ -61,6 +61,8 @@ final class ConnectionPool implements AutoCloseable {
   /** Connections waiting in an idle stack. */
   private final AtomicInteger idleCount = new AtomicInteger();
   private final Map<EventExecutor, ArrayDeque<Channel>> idle = new ConcurrentHashMap<>();
+  /** Loops with an idle sweep pending: at most one per loop, however often its stack empties and refills. */
+  private final Set<EventExecutor> sweeping = ConcurrentHashMap.newKeySet();
   private final Queue<Waiter> waiters = new ConcurrentLinkedQueue<>();
   private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
@@ -203,8 +205,8 @@ final class ConnectionPool implements AutoCloseable {
     ch.attr(IDLE_SINCE).set(System.nanoTime());
     stack.push(ch);
     idleCount.incrementAndGet();
-    if (stack.size() == 1) {
-      scheduleSweep(ch.eventLoop(), stack);
+    if (sweeping.add(ch.eventLoop())) {
+      scheduleSweep(ch.eventLoop(), stack, idleNanos);
     }
     if (!waiters.isEmpty()) { // a request queued meanwhile
       serveFromIdle(ch.eventLoop());
@@ -228,21 +230,28 @@ final class ConnectionPool implements AutoCloseable {
     return null;
   }
 
-  /** Closes the connections of {@code stack} idle longer than the timeout, and looks again while any is left. */
-  private void scheduleSweep(EventLoop loop, ArrayDeque<Channel> stack) {
+  /**
+   * In {@code delayNanos}, closes the connections of {@code stack} idle longer than the timeout, then looks
+   * again when the oldest one left expires; with none left, the loop's sweep ends until the next release.
+   */
+  private void scheduleSweep(EventLoop loop, ArrayDeque<Channel> stack, long delayNanos) {
     try {
       loop.schedule(() -> {
         long now = System.nanoTime();
-        for (Channel oldest; (oldest = stack.peekLast()) != null && now - oldest.attr(IDLE_SINCE).get() >= idleNanos; ) {
+        Channel oldest;
+        while ((oldest = stack.peekLast()) != null && now - oldest.attr(IDLE_SINCE).get() >= idleNanos) {
           stack.pollLast();
           idleCount.decrementAndGet();
           oldest.close();
         }
-        if (!stack.isEmpty()) {
-          scheduleSweep(loop, stack);
+        if (oldest == null) {
+          sweeping.remove(loop);
+        } else {
+          scheduleSweep(loop, stack, oldest.attr(IDLE_SINCE).get() + idleNanos - now);
         }
-      }, idleNanos, TimeUnit.NANOSECONDS);
+      }, delayNanos, TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException e) {
+      sweeping.remove(loop);
       LOG.debug("worker {}: the event loop is shut down; no idle sweep", workerId);
     }
   }
