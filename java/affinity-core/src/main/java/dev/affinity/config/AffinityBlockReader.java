@@ -12,14 +12,15 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 
 /**
  * Reads Affinity's own {@code affinity:} block of a disaggregated YAML: the served model, session headers,
- * debug headers, access log, API keys, client rules, timeouts, body limit, tokenizer and the embedded worker
- * pools of each fleet ({@code affinity.workers.context} / {@code .generation}). Problems are reported
- * through the {@link YamlReader}; unknown keys are errors that list the known ones.
+ * debug headers, access log, API keys, client rules, timeouts, body limit, tokenizer, the connection limit
+ * per remote worker and the embedded worker pools of each fleet ({@code affinity.workers.context} /
+ * {@code .generation}). Problems are reported through the {@link YamlReader}; unknown keys are errors that
+ * list the known ones.
  */
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "workers");
+      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -54,6 +55,7 @@ final class AffinityBlockReader {
     double selectionTtl = d.selectionTtlSeconds();
     long maxPrompt = d.maxPromptTokens();
     boolean tenants = d.tenantIsolation();
+    int maxConnections = d.workerMaxConnections();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -81,6 +83,8 @@ final class AffinityBlockReader {
         case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
         case "max_prompt_tokens" -> maxPrompt = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxPrompt);
         case "tenant_isolation" -> tenants = r.bool(v, k).orElse(tenants);
+        case "worker_max_connections" -> maxConnections = r.integer(v, k, 0, Integer.MAX_VALUE).map(Long::intValue)
+            .orElse(maxConnections);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -115,7 +119,8 @@ final class AffinityBlockReader {
     }
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer, requireAuth, selectionTtl, maxPrompt, tenants), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
+        maxConnections), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

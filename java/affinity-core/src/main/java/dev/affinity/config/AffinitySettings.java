@@ -25,6 +25,7 @@ import java.util.Optional;
  *     workers (embedded pools' {@code max_seq_len} or one rank's KV cache, the sections' {@code max_seq_len})
  * @param tenantIsolation conversation and parent ids are scoped per API key and the KV cache is salted per
  *     key (needs {@code api_keys})
+ * @param workerMaxConnections most connections the frontend opens to one remote worker, 0 for no limit
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -39,7 +40,8 @@ public record AffinitySettings(
     boolean requireInternalAuth,
     double selectionTtlSeconds,
     long maxPromptTokens,
-    boolean tenantIsolation) {
+    boolean tenantIsolation,
+    int workerMaxConnections) {
 
   /** The model name embedded CPU-executor workers answer with when none is configured. */
   public static final String DEFAULT_MODEL = "affinity-sim";
@@ -56,11 +58,14 @@ public record AffinitySettings(
   public AffinitySettings {
     sessionHeaders = List.copyOf(sessionHeaders);
     apiKeys = List.copyOf(apiKeys);
+    if (workerMaxConnections < 0) {
+      throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
+    }
   }
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false);
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -8,6 +8,7 @@ import dev.affinity.routing.NoWorkerAvailableException;
 import dev.affinity.routing.Outcome;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.Selection;
+import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
@@ -28,6 +29,11 @@ final class Leg {
   interface Events {
     /** A streamed chunk. */
     default void onChunk(Selection sel, OpenAiStreamChunk chunk) {}
+
+    /** A streamed chunk as the worker's JSON bytes; by default parsed and handed to {@link #onChunk}. */
+    default void onEncodedChunk(Selection sel, EncodedChunk chunk) {
+      onChunk(sel, chunk.parsed());
+    }
 
     /** The worker finished the leg; {@link #response()} holds its whole answer, if it sent one. */
     void onComplete(Selection sel, WorkerReport report);
@@ -136,6 +142,15 @@ final class Leg {
       synchronized (flow.lock()) {
         if (flow.isCurrent(attempt)) {
           events.onChunk(sel, chunk);
+        }
+      }
+    }
+
+    @Override
+    public void onEncodedChunk(EncodedChunk chunk) {
+      synchronized (flow.lock()) {
+        if (flow.isCurrent(attempt)) {
+          events.onEncodedChunk(sel, chunk);
         }
       }
     }

@@ -18,6 +18,7 @@ import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
+import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerReport;
@@ -187,12 +188,22 @@ final class RequestFlow {
     generation.send(sel, body, new Leg.Events() {
       @Override
       public void onChunk(Selection s, OpenAiStreamChunk chunk) {
+        beforeChunk(s);
+        sink.streamChunk(chunk);
+      }
+
+      @Override
+      public void onEncodedChunk(Selection s, EncodedChunk chunk) {
+        beforeChunk(s);
+        sink.streamEncoded(chunk);  // relayed as the worker's bytes
+      }
+
+      private void beforeChunk(Selection s) {
         heldContext = null;  // the generation leg has the KV now
         if (!streamStarted) {
           streamStarted = true;
           sink.streamStart(route.withGeneration(Placement.of(s.worker().id(), s.rank())));
         }
-        sink.streamChunk(chunk);
       }
 
       @Override

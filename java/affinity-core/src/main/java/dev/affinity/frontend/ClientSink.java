@@ -3,6 +3,7 @@ package dev.affinity.frontend;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.EncodedChunk;
 
 /**
  * Where orchestration delivers one client's answer: the HTTP frontend (Netty) or the fleet
@@ -19,6 +20,16 @@ public interface ClientSink {
 
   /** One {@code data: {...}} event. */
   void streamChunk(OpenAiStreamChunk chunk);
+
+  /**
+   * One chunk as the JSON bytes a worker sent, relayed without re-encoding where the sink writes bytes (the
+   * HTTP frontend, through its endpoint's {@link StreamTransformer}); by default parsed and handed to
+   * {@link #streamChunk}. A sink that writes to a slow client may pause {@link EncodedChunk#source()} until
+   * the client has taken what is buffered.
+   */
+  default void streamEncoded(EncodedChunk chunk) {
+    streamChunk(chunk.parsed());
+  }
 
   /** {@code data: [DONE]} and the end of the response. */
   void streamEnd(RouteInfo route);

@@ -29,7 +29,7 @@ public record DisaggregatedParams(
     @JsonProperty("first_gen_log_probs") JsonNode firstGenLogProbs,
     @JsonProperty("first_gen_logits") JsonNode firstGenLogits,
     @JsonProperty("ctx_request_id") Long ctxRequestId,
-    @JsonProperty("encoded_opaque_state") String encodedOpaqueState,
+    @JsonProperty("encoded_opaque_state") OpaqueState opaqueState,
     @JsonProperty("draft_tokens") TokenIds draftTokens,
     @JsonProperty("disagg_request_id") Long disaggRequestId,
     @JsonProperty("ctx_dp_rank") Integer ctxDpRank,
@@ -93,7 +93,15 @@ public record DisaggregatedParams(
   /** Whether {@code ctx_info_endpoint} or {@code encoded_opaque_state} is set (the gen request needs internal auth). */
   @JsonIgnore
   public boolean isAuthProtected() {
-    return encodedOpaqueState != null || ctxInfoEndpoint != null;
+    return opaqueState != null || ctxInfoEndpoint != null;
+  }
+
+  /**
+   * {@code encoded_opaque_state} as base64 text, or null. Params made in process hold the executor's bytes
+   * ({@link #opaqueState()}); asking for the text encodes them.
+   */
+  public String encodedOpaqueState() {
+    return opaqueState == null ? null : opaqueState.text();
   }
 
   @Override
@@ -130,7 +138,7 @@ public record DisaggregatedParams(
     private JsonNode firstGenLogProbs;
     private JsonNode firstGenLogits;
     private Long ctxRequestId;
-    private String encodedOpaqueState;
+    private OpaqueState opaqueState;
     private TokenIds draftTokens;
     private Long disaggRequestId;
     private Integer ctxDpRank;
@@ -161,7 +169,7 @@ public record DisaggregatedParams(
       firstGenLogProbs = p.firstGenLogProbs;
       firstGenLogits = p.firstGenLogits;
       ctxRequestId = p.ctxRequestId;
-      encodedOpaqueState = p.encodedOpaqueState;
+      opaqueState = p.opaqueState;
       draftTokens = p.draftTokens;
       disaggRequestId = p.disaggRequestId;
       ctxDpRank = p.ctxDpRank;
@@ -210,8 +218,15 @@ public record DisaggregatedParams(
       return this;
     }
 
+    /** {@code encoded_opaque_state} as base64 text (null: none). */
     public Builder encodedOpaqueState(String v) {
-      encodedOpaqueState = v;
+      opaqueState = v == null ? null : OpaqueState.ofText(v);
+      return this;
+    }
+
+    /** {@code encoded_opaque_state}, for example as an executor's bytes ({@link OpaqueState#ofBytes}). */
+    public Builder opaqueState(OpaqueState v) {
+      opaqueState = v;
       return this;
     }
 
@@ -329,7 +344,7 @@ public record DisaggregatedParams(
 
     public DisaggregatedParams build() {
       return new DisaggregatedParams(requestType, firstGenTokens, firstGenLogProbs, firstGenLogits,
-          ctxRequestId, encodedOpaqueState, draftTokens, disaggRequestId, ctxDpRank, ctxInfoEndpoint,
+          ctxRequestId, opaqueState, draftTokens, disaggRequestId, ctxDpRank, ctxInfoEndpoint,
           scheduleStyle, ctxUsage, returnPromptTokenIdsB64, resolvedThinking, conversationId,
           logicalRequestId, prefillArtifactId, artifactVersion, handoffAttemptUuid, consumerGrantId,
           transferSessionId, generationEndpointName, generationEndpointRank, generationEndpointIncarnation,

@@ -4,13 +4,23 @@ import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 
 /**
- * Receives the result of one {@link Worker#send} call. Calls are serialized per request. Exactly one
- * of {@link #onComplete} or {@link #onError} ends every call (also after {@link WorkerCall#cancel()},
- * which ends it with a {@code CANCELLED} failure unless it already ended).
+ * Receives the result of one {@link Worker#send} call. Calls are serialized per request; streamed chunks
+ * come in order through {@link #onChunk} or {@link #onEncodedChunk}. Exactly one of {@link #onComplete} or
+ * {@link #onError} ends every call (also after {@link WorkerCall#cancel()}, which ends it with a
+ * {@code CANCELLED} failure unless it already ended).
  */
 public interface WorkerListener {
   /** A streamed chunk, in order (streaming requests only). */
   default void onChunk(OpenAiStreamChunk chunk) {}
+
+  /**
+   * A streamed chunk as the JSON bytes the worker sent (workers over HTTP deliver chunks this way; in-process
+   * workers call {@link #onChunk}). A listener that relays bytes overrides this; by default the chunk is
+   * parsed and handed to {@link #onChunk}.
+   */
+  default void onEncodedChunk(EncodedChunk chunk) {
+    onChunk(chunk.parsed());
+  }
 
   /** The whole response of a non-streaming request, just before {@link #onComplete}. */
   default void onResponse(OpenAiResponse response) {}

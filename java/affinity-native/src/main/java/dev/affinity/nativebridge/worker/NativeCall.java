@@ -17,7 +17,6 @@ import dev.affinity.worker.WorkerListener;
 import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
 import java.time.Duration;
-import java.util.Base64;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -73,14 +72,14 @@ final class NativeCall {
   }
 
   private static ContextPhaseParams contextPhaseOf(DisaggregatedParams params) {
-    if (params.ctxRequestId() == null || params.encodedOpaqueState() == null) {
+    if (params.ctxRequestId() == null || params.opaqueState() == null) {
       throw new IllegalArgumentException("disaggregated_params of a generation_only request need ctx_request_id and "
           + "encoded_opaque_state");
     }
     int[] first = params.firstGenTokens() == null ? new int[0] : params.firstGenTokens().toArray();
     byte[] opaque;
     try {
-      opaque = Base64.getDecoder().decode(params.encodedOpaqueState());
+      opaque = params.opaqueState().bytes();  // a context of this process: its bytes, no base64
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("disaggregated_params.encoded_opaque_state is not base64");
     }

@@ -221,7 +221,7 @@ public final class NativeWorker implements Worker {
     }
     DisaggregatedParams params = request.body().disaggregatedParams();
     boolean waitsForContext = request.leg() == DisaggRequestType.GENERATION_ONLY
-        && (params == null || params.encodedOpaqueState() == null);
+        && (params == null || params.opaqueState() == null);
     if (!waitsForContext) {
       call.start(params);
     } else if (handoff == null) {

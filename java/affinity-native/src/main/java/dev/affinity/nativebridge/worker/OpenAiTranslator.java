@@ -14,6 +14,7 @@ import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.CompletionStreamResponse;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.OpaqueState;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
@@ -22,7 +23,6 @@ import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.IncrementalDecoder;
 import dev.affinity.worker.TokenCodec;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 
@@ -88,7 +88,7 @@ final class OpenAiTranslator {
     return DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
         .firstGenTokens(TokenIds.of(cp.firstGenTokens()))
         .ctxRequestId(cp.ctxRequestId())
-        .encodedOpaqueState(Base64.getEncoder().encodeToString(cp.opaqueState()))
+        .opaqueState(OpaqueState.ofBytes(cp.opaqueState()))  // bytes: base64 only if it goes over HTTP
         .disaggRequestId(requestId)
         .ctxDpRank(cp.ctxDpRank())
         .scheduleStyle(in == null ? null : in.scheduleStyle())

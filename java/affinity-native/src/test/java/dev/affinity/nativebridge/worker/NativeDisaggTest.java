@@ -24,6 +24,7 @@ import dev.affinity.nativebridge.NativeExecutor;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpaqueState;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
@@ -33,6 +34,11 @@ import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.timer.RealScheduler;
+import dev.affinity.worker.Worker;
+import dev.affinity.worker.WorkerCall;
+import dev.affinity.worker.WorkerInfo;
+import dev.affinity.worker.WorkerListener;
+import dev.affinity.worker.WorkerRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -218,6 +224,46 @@ class NativeDisaggTest {
     assertEquals("length", last.choices().get(0).finishReason());
     assertNotNull(last.usage());
     assertEquals(5, last.usage().completionTokens());
+  }
+
+  @Test
+  void theContextStateReachesTheGenerationExecutorAsBytesWithoutBase64() throws Exception {
+    build(ScheduleStyle.CONTEXT_FIRST, "round_robin");
+    List<OpaqueState> seen = new CopyOnWriteArrayList<>();
+    Router gen = new RouterFactory().create(new RouterConfig("load_balancing", Location.unknown("t"), Map.of(), Map.of()),
+        "generation_servers", RouterContext.of(Fleet.GENERATION));
+    NativeWorker target = workers.get(2);
+    gen.addWorker(new Worker() {  // records what the generation leg carries, then hands it to a real worker
+      @Override
+      public String id() {
+        return target.id();
+      }
+
+      @Override
+      public WorkerInfo info() {
+        return target.info();
+      }
+
+      @Override
+      public boolean isAlive() {
+        return target.isAlive();
+      }
+
+      @Override
+      public WorkerCall send(WorkerRequest request, WorkerListener listener) {
+        seen.add(request.body().disaggregatedParams().opaqueState());
+        return target.send(request, listener);
+      }
+    });
+    Router ctx = new RouterFactory().create(new RouterConfig("round_robin", Location.unknown("t"), Map.of(), Map.of()),
+        "context_servers", RouterContext.of(Fleet.CONTEXT));
+    ctx.addWorker(workers.get(0));
+    service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1,
+        Duration.ofSeconds(30), -1), ctx, gen, new RequestIds(3), scheduler);
+    Waiter w = send("{\"model\": \"m\", \"prompt\": \"hand the context over as bytes\", \"max_tokens\": 4}", Map.of());
+    assertEquals(200, w.status, () -> w.error == null ? "" : w.error.error().message());
+    assertEquals(1, seen.size());
+    assertTrue(seen.get(0).isUnencoded(), "the executor's bytes went from executor to executor with no base64");
   }
 
   @Test

@@ -35,6 +35,7 @@ import dev.affinity.server.http.FrontendServer;
 import dev.affinity.timer.RealScheduler;
 import dev.affinity.worker.Worker;
 import io.micrometer.core.instrument.Gauge;
+import io.netty.channel.EventLoopGroup;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -47,7 +48,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The main job: a frontend over two fleets of workers, assembled from a configuration — workers
  * (in-process or remote), one router per fleet fed by the workers' KV events, the disaggregated
- * orchestration, and the Netty frontend.
+ * orchestration, and the Netty frontend. Client connections and the connections to remote workers share
+ * one set of event loops, so a request and its legs run on one thread.
  */
 public final class AffinityServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(AffinityServer.class);
@@ -65,6 +67,8 @@ public final class AffinityServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
+  /** Event loops of the frontend's client connections and of the remote workers' connections. */
+  private EventLoopGroup io;
   private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
   private final WorkerModels models = new WorkerModels();
   /** Meters registered per worker, removed when a cluster worker leaves. */
@@ -95,6 +99,7 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   private void build(FrontendOptions options) throws IOException {
+    io = FrontendServer.ioGroup(options.ioThreads());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
@@ -125,7 +130,7 @@ public final class AffinityServer implements AutoCloseable {
           registerWorkerGauges(w);
         }
       } else {
-        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), background, w -> {
+        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, w -> {
           models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
           synchronized (workers) {
             workers.add(w);
@@ -149,7 +154,7 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
-    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded)), registry);
+    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded)), registry, io);
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
     }
@@ -178,7 +183,7 @@ public final class AffinityServer implements AutoCloseable {
     public Object join(ClusterWorker w) throws Exception {
       HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
       clock.align(settings.baseUrl().toString());
-      RemoteWorkers.Joined joined = RemoteWorkers.join(settings, codec, routerOf(w.role()), background);
+      RemoteWorkers.Joined joined = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background);
       HttpWorker hw = joined.worker();
       if (w.role() == ServerRole.CONTEXT) {
         models.fetch(hw.id(), settings.baseUrl());
@@ -376,6 +381,9 @@ public final class AffinityServer implements AutoCloseable {
     }
     handoff.close();
     scheduler.close();
+    if (io != null) {
+      io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
+    }
     registry.close();
   }
 }

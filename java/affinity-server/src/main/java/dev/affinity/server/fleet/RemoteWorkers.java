@@ -8,6 +8,7 @@ import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
 import dev.affinity.server.worker.WorkerSetupException;
 import dev.affinity.worker.Worker;
+import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -21,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * ({@code /server_info}), added to the fleet's router, fed into its prefix index ({@code /kv_cache_events}, one
  * poller per worker) and health-checked ({@link #join}). Static {@code urls} are joined at start, and a worker
  * that is not up yet is retried in the background until it answers ({@link #connect}); workers of a
- * {@code disagg_cluster} join and {@link #retire} as their keys come and go.
+ * {@code disagg_cluster} join and {@link #retire} as their keys come and go. The workers' connections live on
+ * the frontend's event loops ({@code loops}), at most {@code affinity.worker_max_connections} per worker.
  */
 final class RemoteWorkers {
   private static final Logger log = LoggerFactory.getLogger(RemoteWorkers.class);
@@ -38,35 +40,35 @@ final class RemoteWorkers {
 
   /** The settings of a worker at {@code url} with the config's internal auth key. */
   static HttpWorkerSettings settings(String url, DisaggConfig config) {
-    HttpWorkerSettings settings = HttpWorkerSettings.of(url);
+    HttpWorkerSettings settings = HttpWorkerSettings.of(url).withMaxConnections(config.affinity().workerMaxConnections());
     return config.internalRequestAuthKey().map(settings::withAuthKey).orElse(settings);
   }
 
   /** Connects the section's workers (now or later); {@code joined} receives each one once it is up. */
   static void connect(ServerSection section, DisaggConfig config, ProtocolCodec codec, Router router,
-      ScheduledExecutorService background, Consumer<Worker> joined) {
+      EventLoopGroup loops, ScheduledExecutorService background, Consumer<Worker> joined) {
     for (String url : section.urls()) {
-      tryConnect(settings(url, config), codec, router, background, joined);
+      tryConnect(settings(url, config), codec, router, loops, background, joined);
     }
   }
 
   private static void tryConnect(HttpWorkerSettings settings, ProtocolCodec codec, Router router,
-      ScheduledExecutorService background, Consumer<Worker> joined) {
+      EventLoopGroup loops, ScheduledExecutorService background, Consumer<Worker> joined) {
     try {
-      joined.accept(join(settings, codec, router, background).worker());
+      joined.accept(join(settings, codec, router, loops, background).worker());
     } catch (WorkerSetupException e) {
       log.warn("worker {} is not ready ({}); retrying in {} s", settings.workerId(), e.getMessage(), RETRY.toSeconds());
       if (!background.isShutdown()) {
-        background.schedule(() -> tryConnect(settings, codec, router, background, joined), RETRY.toMillis(),
+        background.schedule(() -> tryConnect(settings, codec, router, loops, background, joined), RETRY.toMillis(),
             TimeUnit.MILLISECONDS);
       }
     }
   }
 
   /** Connects one worker ({@code /server_info}) and puts it in the router, with its KV events and health checks. */
-  static Joined join(HttpWorkerSettings settings, ProtocolCodec codec, Router router, ScheduledExecutorService background)
-      throws WorkerSetupException {
-    HttpWorker w = HttpWorker.connect(settings, codec);
+  static Joined join(HttpWorkerSettings settings, ProtocolCodec codec, Router router, EventLoopGroup loops,
+      ScheduledExecutorService background) throws WorkerSetupException {
+    HttpWorker w = HttpWorker.connect(settings, codec, loops);
     router.addWorker(w);
     w.onKvEvents(events -> router.onKvEvents(w.id(), events));
     w.startKvEventPolling(KV_POLL);

@@ -1,10 +1,15 @@
 package dev.affinity.server.http;
 
+import dev.affinity.frontend.StreamTransformer;
 import io.netty.handler.codec.http.HttpMethod;
 import java.util.HashMap;
 import java.util.Map;
 
-/** The frontend's routes: path, the one method each accepts, and whether API keys guard it. */
+/**
+ * The frontend's routes: path, the one method each accepts, whether API keys guard it, and how a streamed
+ * answer is framed for its clients ({@link StreamTransformer}; the completion endpoints pass the workers'
+ * OpenAI events through).
+ */
 enum Endpoint {
   COMPLETIONS("/v1/completions", HttpMethod.POST, true),
   CHAT_COMPLETIONS("/v1/chat/completions", HttpMethod.POST, true),
@@ -29,6 +34,7 @@ enum Endpoint {
   final String path;
   final HttpMethod method;
   final boolean authenticated;
+  final StreamTransformer.Factory streamFormat = StreamTransformer::openAi;
 
   Endpoint(String path, HttpMethod method, boolean authenticated) {
     this.path = path;

@@ -26,15 +26,36 @@ final class FrontendMetrics {
   static final String RESPONSE_BYTES = "affinity.frontend.response.bytes";
   /** {@code affinity_frontend_in_flight}. */
   static final String IN_FLIGHT = "affinity.frontend.in.flight";
+  /** {@code affinity_frontend_stream_pauses_total}. */
+  static final String STREAM_PAUSES = "affinity.frontend.stream.pauses";
+  /** {@code affinity_frontend_stream_buffered_bytes} (summary). */
+  static final String STREAM_BUFFERED = "affinity.frontend.stream.buffered";
 
   private final MeterRegistry registry;
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final Counter streamPauses;
+  private final DistributionSummary streamBuffered;
 
   FrontendMetrics(MeterRegistry registry) {
     this.registry = registry;
     Gauge.builder(IN_FLIGHT, inFlight, AtomicInteger::get)
         .description("Requests read and not yet answered")
         .register(registry);
+    streamPauses = Counter.builder(STREAM_PAUSES)
+        .description("Times a slow client paused reading from the worker of its stream (backpressure)")
+        .register(registry);
+    streamBuffered = DistributionSummary.builder(STREAM_BUFFERED)
+        .description("Bytes waiting for a streaming client right after each chunk was handed to its connection")
+        .baseUnit("bytes")
+        .register(registry);
+  }
+
+  void streamPaused() {
+    streamPauses.increment();
+  }
+
+  void streamBuffered(long bytes) {
+    streamBuffered.record(bytes);
   }
 
   void started() {

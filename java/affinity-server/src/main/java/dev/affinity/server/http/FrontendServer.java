@@ -35,14 +35,18 @@ public final class FrontendServer implements AutoCloseable {
   private final FrontendContext context;
   private final EventLoopGroup acceptor;
   private final EventLoopGroup workers;
+  /** Whether {@link #workers} are this server's own (shut down on close) or the caller's. */
+  private final boolean ownWorkers;
   private final Channel serverChannel;
   private final InetSocketAddress address;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  private FrontendServer(FrontendContext context, EventLoopGroup acceptor, EventLoopGroup workers, Channel serverChannel) {
+  private FrontendServer(FrontendContext context, EventLoopGroup acceptor, EventLoopGroup workers, boolean ownWorkers,
+      Channel serverChannel) {
     this.context = context;
     this.acceptor = acceptor;
     this.workers = workers;
+    this.ownWorkers = ownWorkers;
     this.serverChannel = serverChannel;
     this.address = (InetSocketAddress) serverChannel.localAddress();
   }
@@ -56,15 +60,42 @@ public final class FrontendServer implements AutoCloseable {
    */
   public static FrontendServer start(FrontendOptions options, FrontendBackend backend,
       PrometheusMeterRegistry registry) throws IOException {
+    return start(options, backend, registry, ioGroup(Objects.requireNonNull(options, "options").ioThreads()), true);
+  }
+
+  /**
+   * {@link #start(FrontendOptions, FrontendBackend, PrometheusMeterRegistry)} on the caller's event loops
+   * ({@link #ioGroup}), which the server does not shut down: the orchestration's HTTP workers use the same
+   * loops, so that a request and its worker legs stay on one thread.
+   */
+  public static FrontendServer start(FrontendOptions options, FrontendBackend backend,
+      PrometheusMeterRegistry registry, EventLoopGroup io) throws IOException {
+    return start(options, backend, registry, Objects.requireNonNull(io, "io"), false);
+  }
+
+  /** Event loops for client connections (and worker connections sharing them); {@code threads} 0: Netty's default. */
+  public static EventLoopGroup ioGroup(int threads) {
+    return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("affinity-http-io", true),
+        NioIoHandler.newFactory());
+  }
+
+  private static FrontendServer start(FrontendOptions options, FrontendBackend backend,
+      PrometheusMeterRegistry registry, EventLoopGroup workers, boolean ownWorkers) throws IOException {
     Objects.requireNonNull(options, "options");
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(registry, "registry");
-    FrontendContext context = new FrontendContext(options, backend, registry,
-        new DefaultChannelGroup("affinity-frontend", GlobalEventExecutor.INSTANCE)); // checks extra routes
+    FrontendContext context;
+    try {
+      context = new FrontendContext(options, backend, registry,
+          new DefaultChannelGroup("affinity-frontend", GlobalEventExecutor.INSTANCE)); // checks extra routes
+    } catch (RuntimeException e) {
+      if (ownWorkers) {
+        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      }
+      throw e;
+    }
     EventLoopGroup acceptor = new MultiThreadIoEventLoopGroup(1,
         new DefaultThreadFactory("affinity-http-accept", true), NioIoHandler.newFactory());
-    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(options.ioThreads(),
-        new DefaultThreadFactory("affinity-http-io", true), NioIoHandler.newFactory());
     ServerBootstrap bootstrap = new ServerBootstrap()
         .group(acceptor, workers)
         .channel(NioServerSocketChannel.class)
@@ -78,11 +109,13 @@ public final class FrontendServer implements AutoCloseable {
     ChannelFuture bound = bootstrap.bind(options.host(), options.port()).awaitUninterruptibly();
     if (!bound.isSuccess()) {
       acceptor.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-      workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      if (ownWorkers) {
+        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      }
       throw new IOException("cannot bind the frontend to " + options.host() + ":" + options.port() + ": "
           + bound.cause().getMessage(), bound.cause());
     }
-    FrontendServer server = new FrontendServer(context, acceptor, workers, bound.channel());
+    FrontendServer server = new FrontendServer(context, acceptor, workers, ownWorkers, bound.channel());
     LOG.info("frontend listening on {}:{}", server.address.getHostString(), server.port());
     return server;
   }
@@ -144,7 +177,9 @@ public final class FrontendServer implements AutoCloseable {
     }
     context.channels.close().awaitUninterruptibly();
     acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
-    workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    if (ownWorkers) {
+      workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
     context.options.accessLog().close();
     LOG.info("frontend on port {} closed", port());
   }

@@ -283,6 +283,16 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
     pump();
   }
 
+  /** A streaming client caught up (or fell behind): its exchange resumes a paused worker. */
+  @Override
+  public void channelWritabilityChanged(ChannelHandlerContext context) {
+    HttpExchange a = active;
+    if (a != null) {
+      a.writabilityChanged();
+    }
+    context.fireChannelWritabilityChanged();
+  }
+
   @Override
   public void channelInactive(ChannelHandlerContext context) {
     HttpExchange a = active;

@@ -2,12 +2,15 @@ package dev.affinity.server.http;
 
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
+import dev.affinity.frontend.StreamTransformer;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.EncodedChunk;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
@@ -34,6 +37,13 @@ import org.slf4j.LoggerFactory;
  * then run on the channel's event loop, in call order, where all state of the exchange lives. The
  * first of respond / fail / stream end / abort / connection close completes the exchange (access log
  * line, metrics) and every later call is ignored.
+ *
+ * <p>A stream is written through the endpoint's {@link StreamTransformer}: a worker's chunk that arrives as
+ * bytes ({@link #streamEncoded}) reaches the client without being parsed. Backpressure: when the client
+ * reads slower than the worker writes, the connection's outbound buffer passes its high-water mark and the
+ * exchange pauses the chunk's source (the worker connection stops reading) until the buffer drains below
+ * the low-water mark ({@link #writabilityChanged()}); what is buffered per stream is bounded by the mark plus
+ * what the worker connection had already read.
  */
 final class HttpExchange implements ClientSink {
   private static final Logger LOG = LoggerFactory.getLogger(HttpExchange.class);
@@ -47,12 +57,17 @@ final class HttpExchange implements ClientSink {
   private final Channel channel;
   private final RequestMeta meta;
   private final ExchangeLog log;
+  /** Frames this exchange's stream. */
+  private final StreamTransformer.Factory streamFormat;
 
   // event-loop confined
   private State state = State.NEW;
+  private StreamTransformer transformer;
   private final DisconnectCallbacks disconnect = new DisconnectCallbacks();
   /** Whether anything was written since the last probe of a half-closed client. */
   private boolean wroteSinceProbe;
+  /** The source paused because the client could not keep up, or null. */
+  private EncodedChunk.Source paused;
 
   HttpExchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
     this.fc = fc;
@@ -60,6 +75,7 @@ final class HttpExchange implements ClientSink {
     this.channel = channel;
     this.meta = meta;
     this.log = new ExchangeLog(fc, meta, readNanos);
+    this.streamFormat = meta.endpoint() == null ? StreamTransformer::openAi : meta.endpoint().streamFormat;
   }
 
   RequestMeta meta() {
@@ -101,8 +117,13 @@ final class HttpExchange implements ClientSink {
   @Override
   public void streamChunk(OpenAiStreamChunk chunk) {
     Objects.requireNonNull(chunk, "chunk");
-    byte[] event = Sse.event(fc.codec.toJsonBytes(chunk));
-    onLoop(() -> writeChunk(event));
+    streamEncoded(EncodedChunk.of(chunk, fc.codec.toJsonBytes(chunk)));
+  }
+
+  @Override
+  public void streamEncoded(EncodedChunk chunk) {
+    Objects.requireNonNull(chunk, "chunk");
+    onLoop(() -> writeChunk(chunk));
   }
 
   @Override
@@ -239,6 +260,7 @@ final class HttpExchange implements ClientSink {
 
   private void startStream(RouteInfo routeInfo) {
     log.route(routeInfo);
+    transformer = streamFormat.newStream();
     state = State.STREAMING;
     HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK);
     HttpHeaders h = response.headers();
@@ -249,6 +271,11 @@ final class HttpExchange implements ClientSink {
     }
     HttpUtil.setKeepAlive(h, meta.version(), keepAliveAfterStream());
     write(response);
+    byte[] open = transformer.open(log.routeOr(routeInfo));
+    if (open.length > 0) {
+      log.sent(open.length);
+      write(new DefaultHttpContent(Unpooled.wrappedBuffer(open)));
+    }
   }
 
   /** HTTP/1.0 has no chunked encoding: the stream ends when the connection closes. */
@@ -260,7 +287,7 @@ final class HttpExchange implements ClientSink {
     return chunked() && meta.keepAlive();
   }
 
-  private void writeChunk(byte[] event) {
+  private void writeChunk(EncodedChunk chunk) {
     if (state == State.NEW) {
       LOG.warn("request {}: streamChunk before streamStart; starting the stream", meta.localId());
       startStream(null);
@@ -268,8 +295,31 @@ final class HttpExchange implements ClientSink {
     if (state != State.STREAMING) {
       return;
     }
+    byte[] event = transformer.chunk(chunk);
+    EncodedChunk.Source source = chunk.source();
     log.chunk(event.length, System.nanoTime());
+    if (event.length == 0) {
+      return;
+    }
     write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
+    ChannelOutboundBuffer out = channel.unsafe().outboundBuffer();
+    if (out != null) {
+      fc.metrics.streamBuffered(out.totalPendingWriteBytes());
+    }
+    if (source != null && paused == null && !channel.isWritable()) {
+      paused = source; // the client reads slower than the worker writes: stop reading from the worker
+      fc.metrics.streamPaused();
+      source.pause();
+    }
+  }
+
+  /** The connection's writability changed (event loop): a paused source reads again once the client caught up. */
+  void writabilityChanged() {
+    EncodedChunk.Source p = paused;
+    if (p != null && channel.isWritable()) {
+      paused = null;
+      p.resume();
+    }
   }
 
   private void endStream(RouteInfo routeInfo) {
@@ -277,13 +327,14 @@ final class HttpExchange implements ClientSink {
       return;
     }
     if (state == State.NEW) {
-      startStream(routeInfo); // a stream without chunks: only [DONE]
+      startStream(routeInfo); // a stream without chunks: only its end
     }
+    byte[] end = transformer.close(log.routeOr(routeInfo));
     log.route(routeInfo);
-    log.sent(Sse.DONE.length);
+    log.sent(end.length);
     complete(200, AccessRecord.OK, null, System.nanoTime());
     // without chunked encoding (HTTP/1.0) the encoder writes the last content as it is
-    ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(Sse.DONE)));
+    ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(end)));
     connection.exchangeDone(this, written, !keepAliveAfterStream());
   }
 
@@ -320,6 +371,7 @@ final class HttpExchange implements ClientSink {
   /** The exchange is complete (access log line, metrics); later calls are ignored. */
   private void complete(int status, String outcome, String error, long nowNanos) {
     state = State.DONE;
+    paused = null; // its call has ended or is being cancelled
     disconnect.forget();
     log.complete(status, outcome, error, nowNanos);
   }

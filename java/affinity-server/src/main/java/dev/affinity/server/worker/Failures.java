@@ -5,15 +5,17 @@ import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.worker.WorkerFailure;
 import java.io.IOException;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.codec.PrematureChannelClosureException;
 import java.net.ConnectException;
 import java.net.UnknownHostException;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpTimeoutException;
 import java.nio.channels.UnresolvedAddressException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 
 /** Maps transport errors and error answers of a worker to {@link WorkerFailure}s. */
 final class Failures {
@@ -26,18 +28,16 @@ final class Failures {
   static WorkerFailure of(Throwable t) {
     Throwable e = unwrap(t);
     WorkerFailure.Kind kind;
-    if (e instanceof HttpConnectTimeoutException) {
-      kind = WorkerFailure.Kind.CONNECT;
-    } else if (e instanceof HttpTimeoutException) {
-      kind = WorkerFailure.Kind.TIMEOUT;
-    } else if (e instanceof ConnectException || e instanceof UnknownHostException
+    if (e instanceof ConnectTimeoutException || e instanceof ConnectException || e instanceof UnknownHostException
         || e instanceof UnresolvedAddressException || e.getCause() instanceof UnresolvedAddressException) {
       kind = WorkerFailure.Kind.CONNECT;
+    } else if (e instanceof TimeoutException) {
+      kind = WorkerFailure.Kind.TIMEOUT;
     } else if (e instanceof CancellationException) {
       kind = WorkerFailure.Kind.CANCELLED;
-    } else if (e instanceof ProtocolException) {
+    } else if (e instanceof ProtocolException || e instanceof DecoderException) {
       kind = WorkerFailure.Kind.PROTOCOL;
-    } else if (e instanceof IOException) {
+    } else if (e instanceof IOException || e instanceof PrematureChannelClosureException) {
       kind = WorkerFailure.Kind.RESET; // reset, EOF before or inside the answer, closed channel
     } else {
       kind = WorkerFailure.Kind.PROTOCOL;

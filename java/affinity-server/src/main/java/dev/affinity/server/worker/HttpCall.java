@@ -1,25 +1,30 @@
 package dev.affinity.server.worker;
 
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
 import dev.affinity.worker.WorkerReport;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
+import io.netty.channel.Channel;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One exchange with a worker and its listener. Every listener call happens under the call's lock, so
- * calls are serialized; the first of {@link #complete}, {@link #fail} or {@link #cancel} ends the call,
- * later ones do nothing: exactly one {@code onComplete}/{@code onError} per call. Ending with a failure
- * aborts the exchange (its future, its body subscription and its timer).
+ * One leg sent to a worker and its listener. Every listener call happens under the call's lock, so calls
+ * are serialized; the first of {@link #complete}, {@link #fail} or {@link #cancel} ends the call, later
+ * ones do nothing: exactly one {@code onComplete}/{@code onError} per call. Ending with a failure aborts
+ * the exchange: its timer is cancelled and its connection, if it holds one, is closed (an answer cut
+ * short cannot leave the connection reusable; for a stream the worker sees the disconnect and aborts).
+ *
+ * <p>It is also the {@link EncodedChunk.Source} of the chunks it delivers: a slow client pauses reading
+ * from the connection and resumes it later. Both act on the connection the call holds at that moment, on
+ * the connection's loop, so they never touch a connection that went back to the pool.
  */
-final class HttpCall implements WorkerCall {
+final class HttpCall implements WorkerCall, EncodedChunk.Source {
   private static final Logger LOG = LoggerFactory.getLogger(HttpCall.class);
   private static final int RUNNING = 0;
   private static final int COMPLETED = 1;
@@ -33,8 +38,8 @@ final class HttpCall implements WorkerCall {
   private int delivered; // guarded by lock
   private boolean inChunk; // guarded by lock
   private WorkerFailure deferred; // guarded by lock
-  private volatile CompletableFuture<?> exchange;
-  private volatile Flow.Subscription body;
+  /** The connection the exchange runs on, while it holds one. */
+  private volatile Channel channel;
   private volatile Future<?> timer;
 
   HttpCall(String workerId, WorkerListener listener, Consumer<HttpCall> onEnd) {
@@ -47,17 +52,31 @@ final class HttpCall implements WorkerCall {
     return state != RUNNING;
   }
 
-  void attachExchange(CompletableFuture<?> future) {
-    exchange = future;
-    if (state == FAILED) {
-      future.cancel(true);
+  /** Whether a chunk was delivered (a failure now comes after the first byte). */
+  boolean delivered() {
+    synchronized (lock) {
+      return delivered > 0;
     }
   }
 
-  void attachBody(Flow.Subscription subscription) {
-    body = subscription;
-    if (state == FAILED) {
-      subscription.cancel();
+  /**
+   * The exchange holds {@code ch} now (on its loop). Returns false when the call has ended meanwhile: the
+   * caller gives the connection back unused.
+   */
+  boolean attach(Channel ch) {
+    channel = ch;
+    if (state != RUNNING) {
+      channel = null;
+      return false;
+    }
+    return true;
+  }
+
+  /** The connection goes back to the pool (on its loop): nothing here touches it any more. */
+  void detach(Channel ch) {
+    if (channel == ch) {
+      channel = null;
+      ch.config().setAutoRead(true);
     }
   }
 
@@ -73,7 +92,7 @@ final class HttpCall implements WorkerCall {
    * raised while the listener is inside {@code onChunk} (it cancels the call itself) is delivered when
    * {@code onChunk} returns, so listener calls never nest.
    */
-  boolean chunk(OpenAiStreamChunk chunk) {
+  boolean chunk(EncodedChunk chunk) {
     RuntimeException thrown = null;
     synchronized (lock) {
       if (state != RUNNING) {
@@ -82,7 +101,7 @@ final class HttpCall implements WorkerCall {
       delivered++;
       inChunk = true;
       try {
-        listener.onChunk(chunk);
+        listener.onEncodedChunk(chunk);
       } catch (RuntimeException e) {
         thrown = e;
       } finally {
@@ -172,13 +191,37 @@ final class HttpCall implements WorkerCall {
   }
 
   private void abort() {
-    Flow.Subscription s = body;
-    if (s != null) {
-      s.cancel(); // HTTP/1.1: the client closes the connection
+    Channel ch = channel;
+    if (ch != null) {
+      ch.close();
     }
-    CompletableFuture<?> f = exchange;
-    if (f != null) {
-      f.cancel(true);
+  }
+
+  @Override
+  public void pause() {
+    autoRead(false);
+  }
+
+  @Override
+  public void resume() {
+    autoRead(true);
+  }
+
+  private void autoRead(boolean on) {
+    Channel ch = channel;
+    if (ch == null) {
+      return;
+    }
+    if (ch.eventLoop().inEventLoop()) {
+      if (channel == ch) {
+        ch.config().setAutoRead(on);
+      }
+    } else {
+      try {
+        ch.eventLoop().execute(() -> autoRead(on));
+      } catch (RejectedExecutionException e) {
+        LOG.debug("worker {}: the connection's loop is shut down", workerId);
+      }
     }
   }
 }

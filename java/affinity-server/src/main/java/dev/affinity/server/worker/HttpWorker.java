@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.UsageInfo;
@@ -15,65 +14,88 @@ import dev.affinity.worker.WorkerInfo;
 import dev.affinity.worker.WorkerListener;
 import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.resolver.NoopAddressResolverGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.internal.ThreadExecutorMap;
+import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Flow;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A {@code trtllm-serve} worker, or an Affinity worker process, over its HTTP wire contract (the
  * endpoints of TensorRT-LLM's {@code tensorrt_llm/serve/openai_server.py}: {@code /v1/completions},
- * {@code /v1/chat/completions}, {@code /health}, {@code /server_info}, {@code /kv_cache_events}), with the
- * JDK {@link HttpClient} (HTTP/1.1, pooled keep-alive connections).
+ * {@code /v1/chat/completions}, {@code /health}, {@code /server_info}, {@code /kv_cache_events}), on a
+ * Netty HTTP/1.1 client with pooled keep-alive connections ({@link ConnectionPool}).
  *
  * <ul>
  *   <li>{@link #send}: {@code POST {url}{path}} with the compact JSON body; streaming legs read SSE and
- *       hand every chunk to the listener in order, non-streaming legs parse the JSON response. Internal
- *       auth headers as in docs/workers.md; to an Affinity worker process (visible ranks) also the
- *       router's rank hint ({@link WorkerExtensions}). Failures map to {@link WorkerFailure} kinds; the
- *       leg's {@code timeout} covers the whole exchange, body included.
+ *       hand every chunk to the listener in order as the worker's bytes ({@link LegExchange}),
+ *       non-streaming legs parse the JSON response. Internal auth headers as in docs/workers.md; to an
+ *       Affinity worker process (visible ranks) also the router's rank hint ({@link WorkerExtensions}).
+ *       Failures map to {@link WorkerFailure} kinds; the leg's {@code timeout} covers the whole exchange,
+ *       body included, on the event loop's timer.
  *   <li>{@link #connect} reads {@code GET /server_info} ({@link #refreshInfo()} again later);
  *       {@link #checkHealth()} reads {@code GET /health} and updates {@link #isAlive()}.
  *   <li>{@link #startKvEventPolling}: the one poller of {@code POST /kv_cache_events}, feeding the sink
  *       registered with {@link #onKvEvents}.
  * </ul>
  *
- * <p>Listener calls run on the HTTP client's threads (or the caller's, for a call that ends at once);
- * do not block in them and do not {@link #close()} the worker from them.
+ * <p>Threads: given the frontend's event loops ({@link #connect(HttpWorkerSettings, ProtocolCodec,
+ * EventLoopGroup)}), a leg sent from one of them runs on that loop from the first byte written to the
+ * last byte read, so a request and its two legs never change threads; sent from another thread, it runs
+ * on the next loop. Listener calls run on the loop (or on the caller's thread for a call that ends at once):
+ * do not block in them and do not {@link #close()} the worker from them. Nothing here blocks a loop; the
+ * blocking calls ({@link #connect}, {@link #refreshInfo}, {@link #checkHealth}) refuse to run on one.
  *
- * <p>Size: over 350 lines because it is the whole of one worker's HTTP contract (legs, answer reading,
- * health, server info, KV-event polling) on one shared client and one in-flight count; the reading of
- * answers ({@link HttpCall}, {@link SseStream}, {@link Failures}) and the polling ({@link KvEventPoller})
- * already live apart.
+ * <p>Size: over 350 lines because it is the whole of one worker's HTTP contract (legs, health, server
+ * info, KV-event polling, the connections' pipeline) on one pool and one in-flight count; answers are read
+ * by {@link LegExchange} and {@link ControlExchange}, streams split by {@link SseDecoder}, failures mapped
+ * by {@link Failures}, and polling lives in {@link KvEventPoller}.
  */
 public final class HttpWorker implements Worker {
   private static final Logger LOG = LoggerFactory.getLogger(HttpWorker.class);
   private static final String JSON = "application/json";
-  private static final String EVENT_STREAM = "text/event-stream";
+  /** Longest status line and headers of an answer (upstream's perf-metrics headers fit). */
+  private static final int MAX_INITIAL_LINE = 8 * 1024;
+  private static final int MAX_HEADER_SIZE = 64 * 1024;
+  private static final int MAX_CHUNK_SIZE = 64 * 1024;
 
   private final HttpWorkerSettings settings;
   private final String id;
+  private final String host;
   private final ProtocolCodec codec;
-  private final HttpClient client;
+  private final EventLoopGroup loops;
+  /** Whether the loops are this worker's own (shut down on close). */
+  private final boolean ownLoops;
+  private final ConnectionPool pool;
   private final ScheduledExecutorService scheduler;
   private final RequestSigner signer;
   private final KvEventPoller poller;
@@ -83,15 +105,35 @@ public final class HttpWorker implements Worker {
   private volatile JsonNode serverInfo;
   private volatile boolean alive = true;
 
-  private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec) {
+  private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
     this.settings = settings;
     this.id = settings.workerId();
+    this.host = settings.baseUrl().getHost() + ":" + settings.port();
     this.codec = codec;
-    this.client = HttpClient.newBuilder()
-        .version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(settings.connectTimeout())
-        .followRedirects(HttpClient.Redirect.NEVER)
-        .build();
+    this.loops = loops;
+    this.ownLoops = ownLoops;
+    SslContext tls = tlsContext(settings);
+    String hostName = settings.baseUrl().getHost();
+    int port = settings.port();
+    Bootstrap bootstrap = new Bootstrap()
+        .group(loops)
+        .channel(NioSocketChannel.class)
+        .resolver(NoopAddressResolverGroup.INSTANCE) // resolved here, never on an event loop
+        .remoteAddress(new InetSocketAddress(hostName, port))
+        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, settings.connectTimeout().toMillis()))
+        .option(ChannelOption.TCP_NODELAY, true)
+        .option(ChannelOption.SO_KEEPALIVE, true);
+    this.pool = new ConnectionPool(id, loops, bootstrap, settings.maxConnections(), settings.idleTimeout().toNanos());
+    bootstrap.handler(new ChannelInitializer<SocketChannel>() {
+      @Override
+      protected void initChannel(SocketChannel ch) {
+        if (tls != null) {
+          ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), hostName, port));
+        }
+        ch.pipeline().addLast("http", new HttpClientCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
+        ch.pipeline().addLast("exchange", new ExchangeHandler(pool));
+      }
+    });
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "http-worker-" + id);
       t.setDaemon(true);
@@ -100,18 +142,58 @@ public final class HttpWorker implements Worker {
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
     this.signer = new RequestSigner(id, InternalAuth.ofNullable(settings.authKey()).orElse(null));
-    this.poller = new KvEventPoller(id, client, uri("/kv_cache_events"), settings.controlTimeout(), codec,
-        scheduler);
+    this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
+  }
+
+  private static SslContext tlsContext(HttpWorkerSettings settings) {
+    if (!settings.tls()) {
+      return null;
+    }
+    try {
+      return SslContextBuilder.forClient().build(); // the JVM's default trust store
+    } catch (SSLException e) {
+      throw new IllegalStateException("cannot set up TLS for " + settings.baseUrl(), e);
+    }
   }
 
   /**
-   * A worker ready for routing: its {@code /server_info} has been read and adopted.
+   * A worker ready for routing, with event loops of its own (one thread): its {@code /server_info} has
+   * been read and adopted. A frontend passes its own loops instead ({@link #connect(HttpWorkerSettings,
+   * ProtocolCodec, EventLoopGroup)}).
    *
    * @throws WorkerSetupException when {@code /server_info} cannot be read or is unusable (an unknown
    *     {@code kv_cache_hash_algo}); the worker must not be added
    */
   public static HttpWorker connect(HttpWorkerSettings settings, ProtocolCodec codec) throws WorkerSetupException {
-    HttpWorker w = new HttpWorker(Objects.requireNonNull(settings, "settings"), Objects.requireNonNull(codec, "codec"));
+    Objects.requireNonNull(settings, "settings");
+    EventLoopGroup own = new MultiThreadIoEventLoopGroup(1,
+        new DefaultThreadFactory("http-worker-io-" + settings.workerId(), true), NioIoHandler.newFactory());
+    return connect(settings, codec, own, true);
+  }
+
+  /**
+   * A worker whose connections live on {@code loops} (the frontend's event loops, so that a request and
+   * its legs stay on one thread); the caller shuts the loops down after closing the worker.
+   *
+   * @throws WorkerSetupException as {@link #connect(HttpWorkerSettings, ProtocolCodec)}
+   */
+  public static HttpWorker connect(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops)
+      throws WorkerSetupException {
+    return connect(settings, codec, Objects.requireNonNull(loops, "loops"), false);
+  }
+
+  private static HttpWorker connect(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops,
+      boolean ownLoops) throws WorkerSetupException {
+    HttpWorker w;
+    try {
+      w = new HttpWorker(Objects.requireNonNull(settings, "settings"), Objects.requireNonNull(codec, "codec"), loops,
+          ownLoops);
+    } catch (RuntimeException e) {
+      if (ownLoops) {
+        loops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      }
+      throw e;
+    }
     try {
       w.refreshInfo();
     } catch (WorkerSetupException | RuntimeException e) {
@@ -152,6 +234,16 @@ public final class HttpWorker implements Worker {
     return inFlight.size();
   }
 
+  /** Connections to the worker open now (in use, idle in the pool, or being opened). */
+  public int openConnections() {
+    return pool.open();
+  }
+
+  /** Connections idle in the pool, ready for the next request. */
+  public int idleConnections() {
+    return pool.idle();
+  }
+
   // ---- requests ----
 
   @Override
@@ -169,40 +261,33 @@ public final class HttpWorker implements Worker {
       return call;
     }
     OpenAiRequest body = request.body();
-    boolean streaming = request.streaming();
-    HttpRequest httpRequest;
+    RequestTemplate http;
     try {
-      HttpRequest.Builder b = HttpRequest.newBuilder(uri(body.path()))
-          .header("Content-Type", JSON)
-          .POST(HttpRequest.BodyPublishers.ofByteArray(codec.toJsonBytes(body)));
+      List<RequestTemplate.Header> headers = new ArrayList<>(4);
+      headers.add(new RequestTemplate.Header("content-type", JSON));
       for (RequestSigner.Header h : signer.headers(request)) {
-        b.header(h.name(), h.value());
+        headers.add(new RequestTemplate.Header(h.name(), h.value()));
       }
       String hint = rankHint(request);
       if (hint != null) {
-        b.header(WorkerExtensions.RANK_HINT_HEADER, hint);
+        headers.add(new RequestTemplate.Header(WorkerExtensions.RANK_HINT_HEADER, hint));
       }
-      httpRequest = b.build();
+      http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers,
+          codec.toJsonBytes(body));
     } catch (RuntimeException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
     }
     Duration timeout = request.timeout();
-    CompletableFuture<HttpResponse<byte[]>> exchange;
     try {
-      call.attachTimer(scheduler.schedule(
+      EventLoop loop = pool.loop();
+      call.attachTimer(loop.schedule(
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
-      exchange = client.sendAsync(httpRequest, info -> bodyFor(info, call, streaming, body.isChat()));
+      new LegExchange(call, http, pool, loop, codec, request.streaming(), body.isChat()).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
-      return call;
-    } catch (RuntimeException e) {
-      call.fail(Failures.of(e));
-      return call;
     }
-    call.attachExchange(exchange);
-    exchange.whenComplete((response, error) -> finish(call, response, error, streaming, body.isChat()));
     return call;
   }
 
@@ -223,61 +308,6 @@ public final class HttpWorker implements Worker {
     return Integer.toString(rank);
   }
 
-  /** Chooses how to read the answer once its status and headers are known. */
-  private HttpResponse.BodySubscriber<byte[]> bodyFor(HttpResponse.ResponseInfo info, HttpCall call,
-      boolean streaming, boolean chat) {
-    int status = info.statusCode();
-    if (status < 200 || status >= 300) {
-      return HttpResponse.BodySubscribers.ofByteArray(); // the error text
-    }
-    String type = info.headers().firstValue("content-type").orElse("").toLowerCase(Locale.ROOT);
-    boolean eventStream = type.contains(EVENT_STREAM);
-    if (streaming) {
-      if (!type.isEmpty() && !eventStream) {
-        call.fail(WorkerFailure.Kind.PROTOCOL, status,
-            "expected " + EVENT_STREAM + " for a streaming request, got " + type);
-        return new Discard();
-      }
-      return HttpResponse.BodySubscribers.fromLineSubscriber(new SseStream(call, codec, chat), s -> null,
-          StandardCharsets.UTF_8, null);
-    }
-    if (eventStream) {
-      call.fail(WorkerFailure.Kind.PROTOCOL, status, "received an event stream although the request is not streaming");
-      return new Discard();
-    }
-    return HttpResponse.BodySubscribers.ofByteArray();
-  }
-
-  private void finish(HttpCall call, HttpResponse<byte[]> response, Throwable error, boolean streaming,
-      boolean chat) {
-    if (call.isEnded()) {
-      return;
-    }
-    if (error != null) {
-      call.fail(Failures.of(error));
-      return;
-    }
-    int status = response.statusCode();
-    if (status < 200 || status >= 300) {
-      call.fail(Failures.ofStatus(status, response.body(), codec));
-      return;
-    }
-    if (streaming) { // SseStream ends the call; this is a safety net
-      call.fail(WorkerFailure.Kind.RESET, status, "the stream ended before data: [DONE]");
-      return;
-    }
-    OpenAiResponse parsed;
-    try {
-      byte[] bytes = response.body();
-      parsed = chat ? codec.parseChatCompletionResponse(bytes) : codec.parseCompletionResponse(bytes);
-    } catch (ProtocolException e) {
-      call.fail(WorkerFailure.Kind.PROTOCOL, status, "unparsable response: " + e.getMessage());
-      return;
-    }
-    Integer rank = parsed.firstDisaggregatedParams().map(p -> p.ctxDpRank()).orElse(null);
-    call.complete(parsed, report(parsed.usage(), rank));
-  }
-
   /** What the worker reports it did: ctx_dp_rank, cached and prompt tokens (-1 where absent). */
   static WorkerReport report(UsageInfo usage, Integer rank) {
     int prompt = usage == null || usage.promptTokens() == null ? -1 : usage.promptTokens();
@@ -286,29 +316,38 @@ public final class HttpWorker implements Worker {
     return new WorkerReport(rank == null ? -1 : rank, cached, prompt, -1);
   }
 
+  /** A control request with the control timeout; completes with the whole answer. */
+  private CompletableFuture<ControlExchange.Answer> control(HttpMethod method, String path) {
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
+    }
+    RequestTemplate r = RequestTemplate.of(method, settings.basePath() + path, host);
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos());
+  }
+
   // ---- server info and health ----
 
   /**
    * Reads {@code GET /server_info} again and adopts {@code tokens_per_block}, {@code kv_cache_hash_algo},
    * {@code max_batch_size} and Affinity's rank extension ({@link WorkerExtensions}); on failure the
-   * previous info stays.
+   * previous info stays. Blocks: never call it on an event loop.
    *
    * @throws WorkerSetupException naming the worker and the problem
    */
   public WorkerInfo refreshInfo() throws WorkerSetupException {
-    HttpResponse<byte[]> response;
+    notOnEventLoop("refreshInfo");
+    ControlExchange.Answer response;
     try {
-      response = client.sendAsync(HttpRequest.newBuilder(uri("/server_info")).timeout(settings.controlTimeout())
-          .GET().build(), HttpResponse.BodyHandlers.ofByteArray()).get();
+      response = control(HttpMethod.GET, "/server_info").get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new WorkerSetupException(id, "interrupted while reading /server_info", e);
     } catch (ExecutionException e) {
       throw new WorkerSetupException(id, "cannot read /server_info: " + Failures.of(e), e.getCause());
     }
-    if (response.statusCode() != 200) {
-      throw new WorkerSetupException(id, "/server_info answered HTTP " + response.statusCode() + ": "
-          + Failures.errorMessage(response.statusCode(), response.body(), codec), null);
+    if (response.status() != 200) {
+      throw new WorkerSetupException(id, "/server_info answered HTTP " + response.status() + ": "
+          + Failures.errorMessage(response.status(), response.body(), codec), null);
     }
     JsonNode root;
     try {
@@ -332,9 +371,8 @@ public final class HttpWorker implements Worker {
     if (closed.get()) {
       return CompletableFuture.completedFuture(false);
     }
-    HttpRequest request = HttpRequest.newBuilder(uri("/health")).timeout(settings.controlTimeout()).GET().build();
-    return client.sendAsync(request, HttpResponse.BodyHandlers.discarding()).handle((response, error) -> {
-      boolean ok = error == null && response.statusCode() == 200;
+    return control(HttpMethod.GET, "/health").handle((response, error) -> {
+      boolean ok = error == null && response.status() == 200;
       boolean was = alive;
       alive = ok;
       if (was != ok) {
@@ -342,15 +380,19 @@ public final class HttpWorker implements Worker {
           LOG.info("worker {}: healthy again", id);
         } else {
           LOG.warn("worker {}: unhealthy: {}", id,
-              error != null ? Failures.of(error).message() : "HTTP " + response.statusCode());
+              error != null ? Failures.of(error).message() : "HTTP " + response.status());
         }
       }
       return ok && !closed.get();
     });
   }
 
-  /** {@link #checkHealthAsync()}, waiting for the answer; run it periodically to keep {@link #isAlive()} current. */
+  /**
+   * {@link #checkHealthAsync()}, waiting for the answer; run it periodically to keep {@link #isAlive()}
+   * current. Blocks: never call it on an event loop.
+   */
   public boolean checkHealth() {
+    notOnEventLoop("checkHealth");
     try {
       return checkHealthAsync().get();
     } catch (InterruptedException e) {
@@ -358,6 +400,12 @@ public final class HttpWorker implements Worker {
       return isAlive();
     } catch (ExecutionException e) {
       return isAlive();
+    }
+  }
+
+  private static void notOnEventLoop(String what) {
+    if (ThreadExecutorMap.currentExecutor() != null) {
+      throw new IllegalStateException(what + " blocks and must not run on an event loop");
     }
   }
 
@@ -393,7 +441,8 @@ public final class HttpWorker implements Worker {
 
   /**
    * Stops the poller, ends calls in flight with RESET ("worker closed"; retryable when nothing was
-   * delivered yet) and releases the HTTP client. Idempotent. Later sends fail with CONNECT.
+   * delivered yet), closes every connection, and shuts down the worker's own event loop if it has one.
+   * Idempotent. Later sends fail with CONNECT.
    */
   @Override
   public void close() {
@@ -405,13 +454,10 @@ public final class HttpWorker implements Worker {
     for (HttpCall call : inFlight.toArray(new HttpCall[0])) {
       call.fail(WorkerFailure.Kind.RESET, 0, "worker " + id + " closed");
     }
+    pool.close();
     scheduler.shutdownNow();
-    if (client instanceof AutoCloseable closeable) { // JDK 21+: release the connections now
-      try {
-        closeable.close();
-      } catch (Exception e) {
-        LOG.debug("worker {}: closing the HTTP client", id, e);
-      }
+    if (ownLoops) {
+      loops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
     LOG.debug("worker {}: closed", id);
   }
@@ -419,33 +465,5 @@ public final class HttpWorker implements Worker {
   @Override
   public String toString() {
     return "HttpWorker[" + id + "]";
-  }
-
-  private URI uri(String path) {
-    return URI.create(settings.baseUrl() + path);
-  }
-
-  /** Cancels the body at once: the call has already failed. */
-  private static final class Discard implements HttpResponse.BodySubscriber<byte[]> {
-    private final CompletableFuture<byte[]> body = CompletableFuture.completedFuture(null);
-
-    @Override
-    public CompletableFuture<byte[]> getBody() {
-      return body;
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription subscription) {
-      subscription.cancel();
-    }
-
-    @Override
-    public void onNext(List<ByteBuffer> item) {}
-
-    @Override
-    public void onError(Throwable throwable) {}
-
-    @Override
-    public void onComplete() {}
   }
 }

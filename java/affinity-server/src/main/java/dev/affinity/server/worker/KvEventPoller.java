@@ -4,10 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.protocol.ProtocolCodec;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -17,6 +13,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,16 +21,15 @@ import org.slf4j.LoggerFactory;
  * The one poller of a worker's {@code POST /kv_cache_events}. The endpoint drains the worker's event
  * buffer, so polls never overlap (a poll asked for while one is in flight joins it) and nothing is
  * polled while no sink is registered (the events would be lost). Bad answers are logged (a warning on
- * the first of a run of failures) and never stop the schedule; the sink runs on the client's threads,
- * one batch at a time.
+ * the first of a run of failures) and never stop the schedule. The request runs on the worker's
+ * connections; the answer is parsed and handed to the sink on the poller's own thread (the worker's
+ * scheduler), one batch at a time, so that a large batch never holds up an event loop.
  */
 final class KvEventPoller {
   private static final Logger LOG = LoggerFactory.getLogger(KvEventPoller.class);
 
   private final String workerId;
-  private final HttpClient client;
-  private final URI uri;
-  private final Duration timeout;
+  private final Supplier<CompletableFuture<ControlExchange.Answer>> post;
   private final ProtocolCodec codec;
   private final ScheduledExecutorService scheduler;
   private final AtomicReference<CompletableFuture<Integer>> inFlight = new AtomicReference<>();
@@ -43,12 +39,11 @@ final class KvEventPoller {
   private boolean closed; // guarded by this
   private int failures; // touched by one poll at a time
 
-  KvEventPoller(String workerId, HttpClient client, URI uri, Duration timeout, ProtocolCodec codec,
+  /** {@code post} sends one {@code POST /kv_cache_events} (with its timeout) and completes with the answer. */
+  KvEventPoller(String workerId, Supplier<CompletableFuture<ControlExchange.Answer>> post, ProtocolCodec codec,
       ScheduledExecutorService scheduler) {
     this.workerId = workerId;
-    this.client = client;
-    this.uri = uri;
-    this.timeout = timeout;
+    this.post = post;
     this.codec = codec;
     this.scheduler = scheduler;
   }
@@ -114,11 +109,16 @@ final class KvEventPoller {
     if (running != null) {
       return running;
     }
-    HttpRequest request = HttpRequest.newBuilder(uri).timeout(timeout)
-        .POST(HttpRequest.BodyPublishers.noBody()).build();
-    CompletableFuture<HttpResponse<byte[]>> f = client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+    CompletableFuture<ControlExchange.Answer> f;
+    try {
+      f = post.get();
+    } catch (RuntimeException e) {
+      inFlight.set(null);
+      mine.complete(0);
+      throw e;
+    }
     exchange = f;
-    f.whenComplete((response, error) -> {
+    f.whenCompleteAsync((response, error) -> {
       int delivered = 0;
       try {
         delivered = handle(target, response, error);
@@ -126,19 +126,28 @@ final class KvEventPoller {
         inFlight.set(null);
         mine.complete(delivered);
       }
-    });
+    }, this::runHere);
     return mine;
   }
 
-  private int handle(Consumer<List<KvEvent>> target, HttpResponse<byte[]> response, Throwable error) {
+  /** On the scheduler's thread; inline once it is shut down (the worker is closing). */
+  private void runHere(Runnable task) {
+    try {
+      scheduler.execute(task);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      task.run();
+    }
+  }
+
+  private int handle(Consumer<List<KvEvent>> target, ControlExchange.Answer response, Throwable error) {
     List<KvEvent> events;
     try {
       if (error != null) {
         throw new IllegalStateException(Failures.of(error).message());
       }
-      if (response.statusCode() != 200) {
-        throw new IllegalStateException("HTTP " + response.statusCode() + ": "
-            + Failures.errorMessage(response.statusCode(), response.body(), codec));
+      if (response.status() != 200) {
+        throw new IllegalStateException("HTTP " + response.status() + ": "
+            + Failures.errorMessage(response.status(), response.body(), codec));
       }
       JsonNode root = codec.readTree(response.body());
       events = TrtllmKvEventCodec.parse(root);

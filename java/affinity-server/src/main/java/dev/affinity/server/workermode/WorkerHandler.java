@@ -80,7 +80,7 @@ final class WorkerHandler implements CompletionHandler {
 
   /** Why a leg cannot run on an Affinity worker process, or null. */
   private static String unsupported(OpenAiRequest request, DisaggregatedParams p, DisaggRequestType leg) {
-    if (leg == DisaggRequestType.GENERATION_ONLY && p.encodedOpaqueState() == null) {
+    if (leg == DisaggRequestType.GENERATION_ONLY && p.opaqueState() == null) {
       return "generation_only requests need encoded_opaque_state from a context response: Affinity worker"
           + " processes hand off context-first only (generation-first is not supported across processes)";
     }

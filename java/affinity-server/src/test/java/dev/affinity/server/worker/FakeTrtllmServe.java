@@ -43,8 +43,8 @@ final class FakeTrtllmServe implements AutoCloseable {
   /** What {@code GET /v1/models} names, as a stock worker names the model it loaded. */
   static final String MODEL = "TinyLlama/TinyLlama-1.1B-Chat-v1.0";
 
-  /** One request as received; header names are lower-case. */
-  record Received(String method, String path, Map<String, String> headers, byte[] body) {
+  /** One request as received; header names are lower-case; {@code remotePort} tells connections apart. */
+  record Received(String method, String path, Map<String, String> headers, byte[] body, int remotePort) {
     String header(String name) {
       return headers.get(name.toLowerCase(Locale.ROOT));
     }
@@ -60,7 +60,7 @@ final class FakeTrtllmServe implements AutoCloseable {
 
   /** How to answer the next completion request. */
   record Behavior(Kind kind, int chunks, int status, String body) {
-    enum Kind { OK, STATUS, CLOSE_AFTER, STALL_AFTER, SSE_FOR_NON_STREAM, JSON_FOR_STREAM, RAW }
+    enum Kind { OK, STATUS, CLOSE_AFTER, STALL_AFTER, SSE_FOR_NON_STREAM, JSON_FOR_STREAM, RAW, BULK }
 
     static Behavior ok() {
       return new Behavior(Kind.OK, 0, 200, null);
@@ -89,6 +89,14 @@ final class FakeTrtllmServe implements AutoCloseable {
       return new Behavior(Kind.JSON_FOR_STREAM, 0, 200, null);
     }
 
+    /**
+     * Streams {@code chunks} completion chunks of about {@code bytes} bytes each as fast as the connection
+     * takes them (no flush per chunk), then {@code [DONE]}; {@link #bulkBytesWritten()} counts what went out.
+     */
+    static Behavior bulk(int chunks, int bytes) {
+      return new Behavior(Kind.BULK, chunks, bytes, null);
+    }
+
     /** Answers 200 with this exact body and content type {@code text/event-stream} or {@code application/json}. */
     static Behavior raw(String contentType, String body) {
       return new Behavior(Kind.RAW, 0, 200, contentType + "\u0000" + body);
@@ -103,6 +111,7 @@ final class FakeTrtllmServe implements AutoCloseable {
   private final ConcurrentLinkedQueue<String> kvEvents = new ConcurrentLinkedQueue<>();
   private final ConcurrentLinkedQueue<String> kvRawBodies = new ConcurrentLinkedQueue<>();
   private final AtomicInteger kvPolls = new AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicLong bulkBytes = new java.util.concurrent.atomic.AtomicLong();
   private final AtomicInteger ctxIds = new AtomicInteger(1000);
   private volatile ObjectNode serverInfo;
   private volatile int serverInfoStatus = 200;
@@ -188,6 +197,11 @@ final class FakeTrtllmServe implements AutoCloseable {
     return kvPolls.get();
   }
 
+  /** Bytes the {@link Behavior#bulk} streams have written so far. */
+  long bulkBytesWritten() {
+    return bulkBytes.get();
+  }
+
   int pendingKvEvents() {
     return kvEvents.size();
   }
@@ -238,7 +252,7 @@ final class FakeTrtllmServe implements AutoCloseable {
     Map<String, String> headers = new TreeMap<>();
     ex.getRequestHeaders().forEach((k, v) -> headers.put(k.toLowerCase(Locale.ROOT), v.isEmpty() ? "" : v.get(0)));
     String path = ex.getRequestURI().getPath();
-    received.add(new Received(ex.getRequestMethod(), path, Map.copyOf(headers), body));
+    received.add(new Received(ex.getRequestMethod(), path, Map.copyOf(headers), body, ex.getRemoteAddress().getPort()));
     synchronized (arrivals) {
       arrivals.notifyAll();
     }
@@ -296,6 +310,10 @@ final class FakeTrtllmServe implements AutoCloseable {
           breakOff(b);
           return;
         }
+      }
+      case BULK -> {
+        bulk(ex, b);
+        return;
       }
       case SSE_FOR_NON_STREAM -> stream = true;
       case JSON_FOR_STREAM -> stream = false;
@@ -357,6 +375,21 @@ final class FakeTrtllmServe implements AutoCloseable {
     }
     out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
     out.close();
+  }
+
+  private void bulk(HttpExchange ex, Behavior b) throws IOException {
+    ex.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
+    ex.sendResponseHeaders(200, 0);
+    String pad = "x".repeat(Math.max(0, b.status() - 120));
+    try (OutputStream out = ex.getResponseBody()) {
+      for (int i = 0; i < b.chunks(); i++) {
+        byte[] event = ("data: {\"id\":\"cmpl-bulk\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\""
+            + i + pad + "\",\"finish_reason\":null}]}\n\n").getBytes(StandardCharsets.UTF_8);
+        out.write(event);
+        bulkBytes.addAndGet(event.length);
+      }
+      out.write("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
+    }
   }
 
   private static void send(HttpExchange ex, int status, String type, String body) throws IOException {

@@ -1,0 +1,37 @@
+package dev.affinity.server.worker;
+
+import dev.affinity.protocol.ProtocolException;
+import io.netty.buffer.ByteBuf;
+import java.util.Arrays;
+
+/** A worker's answer body collected from its pieces (copied out of Netty's buffers), up to a limit. */
+final class BodyBuffer {
+  /** The largest answer body accepted. */
+  static final int MAX_BYTES = 256 << 20;
+
+  private byte[] bytes = new byte[1024];
+  private int length;
+
+  /**
+   * Appends the readable bytes of {@code piece} (its reader index is left alone).
+   *
+   * @throws ProtocolException (502) past {@link #MAX_BYTES}
+   */
+  void append(ByteBuf piece) {
+    int n = piece.readableBytes();
+    if (length + n > MAX_BYTES) {
+      throw ProtocolException.of(ProtocolException.BAD_GATEWAY, "the answer is larger than " + MAX_BYTES + " bytes",
+          null);
+    }
+    if (length + n > bytes.length) {
+      bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + n));
+    }
+    piece.getBytes(piece.readerIndex(), bytes, length, n);
+    length += n;
+  }
+
+  /** The body so far. */
+  byte[] toArray() {
+    return Arrays.copyOf(bytes, length);
+  }
+}

@@ -1,0 +1,188 @@
+package dev.affinity.server.worker;
+
+import dev.affinity.protocol.CompletionStreamResponse;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.UsageInfo;
+import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.WorkerFailure;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponse;
+import java.util.Locale;
+
+/**
+ * One request leg on a worker connection: writes it, reads the answer into its {@link HttpCall}. A
+ * streamed answer goes through an {@link SseDecoder}; every event is checked ({@link ChunkScanner}) and
+ * handed to the listener as the worker's bytes ({@link EncodedChunk}, with the call as the source a slow
+ * client pauses); only a chunk carrying {@code usage} or {@code disaggregated_params} is parsed, for the
+ * report. A whole answer is collected and parsed. Error statuses become failures ({@link Failures}).
+ * A connection that breaks before the answer is complete ends the call with a RESET (retryable while
+ * nothing was delivered: the orchestration tries another worker); a leg is never written twice, since a
+ * POST may have started work on the worker. Runs on the connection's loop.
+ */
+final class LegExchange extends Exchange implements ConnectionPool.Handout {
+  private static final String EVENT_STREAM = "text/event-stream";
+
+  private final HttpCall call;
+  private final RequestTemplate request;
+  private final ConnectionPool pool;
+  private final EventLoop loop;
+  private final ProtocolCodec codec;
+  private final boolean streaming;
+  private final boolean chat;
+  private Channel channel;
+  private int status;
+  private BodyBuffer body;
+  private SseDecoder sse;
+  private UsageInfo lastUsage;
+  private Integer rank;
+
+  LegExchange(HttpCall call, RequestTemplate request, ConnectionPool pool, EventLoop loop, ProtocolCodec codec,
+      boolean streaming, boolean chat) {
+    this.call = call;
+    this.request = request;
+    this.pool = pool;
+    this.loop = loop;
+    this.codec = codec;
+    this.streaming = streaming;
+    this.chat = chat;
+  }
+
+  /** Takes a connection and sends the leg. */
+  void start() {
+    pool.acquire(loop, this);
+  }
+
+  // ---- the connection ----
+
+  @Override
+  public void acquired(Channel ch, boolean reused) {
+    if (!call.attach(ch)) {
+      pool.release(ch, true); // the call ended while it waited: the connection was not used
+      return;
+    }
+    channel = ch;
+    ExchangeHandler.of(ch).start(this, request.toRequest());
+  }
+
+  @Override
+  public void failed(Throwable cause) {
+    call.fail(Failures.of(cause));
+  }
+
+  // ---- the answer ----
+
+  @Override
+  void onHead(HttpResponse head) {
+    status = head.status().code();
+    if (status < 200 || status >= 300) {
+      body = new BodyBuffer(); // the error text
+      return;
+    }
+    String type = head.headers().get(HttpHeaderNames.CONTENT_TYPE, "").toLowerCase(Locale.ROOT);
+    boolean eventStream = type.contains(EVENT_STREAM);
+    if (streaming && !type.isEmpty() && !eventStream) {
+      call.fail(WorkerFailure.Kind.PROTOCOL, status, "expected " + EVENT_STREAM + " for a streaming request, got " + type);
+    } else if (!streaming && eventStream) {
+      call.fail(WorkerFailure.Kind.PROTOCOL, status, "received an event stream although the request is not streaming");
+    } else if (streaming) {
+      sse = new SseDecoder(new SseDecoder.Events() {
+        @Override
+        public boolean event(byte[] event) {
+          return chunk(event);
+        }
+
+        @Override
+        public void done() {
+          call.complete(null, HttpWorker.report(lastUsage, rank));
+        }
+      });
+    } else {
+      body = new BodyBuffer();
+    }
+  }
+
+  @Override
+  void onContent(ByteBuf content) {
+    if (call.isEnded()) {
+      return; // after data: [DONE], the rest of the body is read and dropped
+    }
+    try {
+      if (sse != null) {
+        sse.feed(content);
+      } else if (body != null) {
+        body.append(content);
+      }
+    } catch (ProtocolException e) {
+      call.fail(WorkerFailure.Kind.PROTOCOL, status, e.getMessage());
+    }
+  }
+
+  /** One event: checked, then delivered as bytes; false once the call has ended. */
+  private boolean chunk(byte[] event) {
+    EncodedChunk chunk = EncodedChunk.ofSseEvent(event, chat, codec, call);
+    try {
+      if (ChunkScanner.scan(event, 6, event.length - 8)) {
+        report(chunk.parsed());
+      }
+    } catch (ProtocolException e) {
+      call.fail(WorkerFailure.Kind.PROTOCOL, 0, "unparsable stream chunk: " + e.getMessage());
+      return false;
+    }
+    return call.chunk(chunk);
+  }
+
+  /** What the report takes from a chunk: the last usage, a context's rank. */
+  private void report(OpenAiStreamChunk chunk) {
+    if (chunk.usage() != null) {
+      lastUsage = chunk.usage();
+    }
+    if (chunk instanceof CompletionStreamResponse c && !c.choices().isEmpty()) {
+      DisaggregatedParams p = c.choices().get(0).disaggregatedParams();
+      if (p != null && p.ctxDpRank() != null) {
+        rank = p.ctxDpRank();
+      }
+    }
+  }
+
+  @Override
+  boolean onEnd() {
+    boolean ended = call.isEnded(); // completed at [DONE], or given up (its connection is closed then)
+    call.detach(channel); // the answer is complete: the connection may serve another exchange
+    if (ended) {
+      return true;
+    }
+    if (status < 200 || status >= 300) {
+      call.fail(Failures.ofStatus(status, body == null ? null : body.toArray(), codec));
+    } else if (sse != null) {
+      sse.finish();
+      call.fail(WorkerFailure.Kind.RESET, status, "the stream ended before data: [DONE]");
+    } else if (body != null) {
+      complete(body.toArray());
+    }
+    return true;
+  }
+
+  private void complete(byte[] bytes) {
+    OpenAiResponse parsed;
+    try {
+      parsed = chat ? codec.parseChatCompletionResponse(bytes) : codec.parseCompletionResponse(bytes);
+    } catch (ProtocolException e) {
+      call.fail(WorkerFailure.Kind.PROTOCOL, status, "unparsable response: " + e.getMessage());
+      return;
+    }
+    Integer ctxRank = parsed.firstDisaggregatedParams().map(DisaggregatedParams::ctxDpRank).orElse(null);
+    call.complete(parsed, HttpWorker.report(parsed.usage(), ctxRank));
+  }
+
+  @Override
+  void onFailure(Throwable cause) {
+    call.fail(Failures.of(cause));
+  }
+}

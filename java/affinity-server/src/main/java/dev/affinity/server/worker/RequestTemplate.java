@@ -1,0 +1,63 @@
+package dev.affinity.server.worker;
+
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpVersion;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A request to a worker, kept so that it can be written again on a fresh connection (when a reused
+ * connection turns out to have been closed by the worker before it answered). The body is an array that is
+ * wrapped, not copied, for every write.
+ */
+final class RequestTemplate {
+  /** One header. */
+  record Header(String name, String value) {}
+
+  private final HttpMethod method;
+  private final String uri;
+  private final String host;
+  private final List<Header> headers;
+  private final byte[] body;
+
+  RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body) {
+    this.method = method;
+    this.uri = uri;
+    this.host = host;
+    this.headers = List.copyOf(headers);
+    this.body = body;
+  }
+
+  /** A request without extra headers or body. */
+  static RequestTemplate of(HttpMethod method, String uri, String host) {
+    return new RequestTemplate(method, uri, host, new ArrayList<>(), null);
+  }
+
+  /** A new Netty request for one write (the encoder releases it). */
+  FullHttpRequest toRequest() {
+    FullHttpRequest r = body == null
+        ? new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.EMPTY_BUFFER)
+        : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.wrappedBuffer(body));
+    HttpHeaders h = r.headers();
+    h.set(HttpHeaderNames.HOST, host);
+    for (Header header : headers) {
+      h.set(header.name(), header.value());
+    }
+    h.setInt(HttpHeaderNames.CONTENT_LENGTH, body == null ? 0 : body.length);
+    return r;
+  }
+
+  /** Whether writing the request twice does no harm (GET). */
+  boolean idempotent() {
+    return method.equals(HttpMethod.GET);
+  }
+
+  String uri() {
+    return uri;
+  }
+}
