@@ -270,7 +270,12 @@ final class RequestFlow {
     }
     if (afterBytes) {
       finish();
-      sink.abort(fleet + " worker " + sel.worker().id() + " failed mid-stream: " + failure, route);
+      if (leg.fleet() == Fleet.GENERATION) {
+        route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
+      }
+      // The client has the status line and some chunks: the error ends the stream as an event.
+      String message = fleet + " worker " + sel.worker().id() + " failed mid-stream: " + failure;
+      sink.fail(502, ErrorResponse.of(502, message, null), route);
       return;
     }
     int status = switch (failure.kind()) {
@@ -312,11 +317,7 @@ final class RequestFlow {
   void finishWithError(int status, String message) {
     finish();
     releaseHeldContext();  // a context whose generation will not come
-    if (streamStarted) {
-      sink.abort(message, route);
-    } else {
-      sink.fail(status, ErrorResponse.of(status, message, null), route);
-    }
+    sink.fail(status, ErrorResponse.of(status, message, null), route);  // after streamStart: an error event
   }
 
   /** Marks the request done: stops the timeout and releases a selection no leg was sent to. */

@@ -34,10 +34,14 @@ public interface ClientSink {
   /** {@code data: [DONE]} and the end of the response. */
   void streamEnd(RouteInfo route);
 
-  /** An error before anything was sent: the status and an OpenAI-style JSON body. */
+  /**
+   * An error: before anything was sent, the status and an OpenAI-style JSON body; after {@link #streamStart},
+   * the body as the stream's last event (the endpoint's {@link StreamTransformer#error}), then the
+   * connection closes without {@code [DONE]}.
+   */
   void fail(int status, ErrorResponse error, RouteInfo route);
 
-  /** An error after the stream started: the connection is closed without {@code [DONE]}. */
+  /** Ends the exchange without an answer: the connection is closed (after the stream started: without {@code [DONE]}). */
   void abort(String reason, RouteInfo route);
 
   /** Runs {@code callback} once if the client goes away before the answer is complete. */

@@ -6,8 +6,8 @@ import java.nio.charset.StandardCharsets;
 /**
  * How one endpoint turns the generation worker's stream into the bytes its clients read. A frontend asks
  * its endpoint for one transformer per streamed response ({@link Factory}) and calls it in stream order:
- * {@link #open} once, {@link #chunk} for every chunk, {@link #close} at a clean end (an aborted stream
- * ends without it). The input is the worker's chunk as JSON bytes ({@link EncodedChunk}; chunks of
+ * {@link #open} once, {@link #chunk} for every chunk, {@link #close} at a clean end, or {@link #error}
+ * when the request fails after the stream started (an aborted stream, a client gone, ends with neither). The input is the worker's chunk as JSON bytes ({@link EncodedChunk}; chunks of
  * in-process workers are serialized once to get there), so an endpoint whose clients speak the workers'
  * format passes the bytes through untouched ({@link #openAi()}), and one that speaks another format (an
  * Anthropic Messages endpoint, say) reframes them here, parsing only what it must
@@ -33,6 +33,21 @@ public interface StreamTransformer {
 
   /** The bytes that end a complete stream (OpenAI: {@code data: [DONE]}). */
   byte[] close(RouteInfo route);
+
+  /**
+   * The bytes of an error that ends a stream after it started (the connection closes after them, without
+   * {@link #close}): OpenAI's, and the default, is the error body as one event, {@code data: {"error": ...}}.
+   *
+   * @param errorJson the error body as JSON (OpenAI's {@code {"error": {...}}})
+   */
+  default byte[] error(byte[] errorJson) {
+    byte[] out = new byte[errorJson.length + 8];
+    System.arraycopy("data: ".getBytes(StandardCharsets.US_ASCII), 0, out, 0, 6);
+    System.arraycopy(errorJson, 0, out, 6, errorJson.length);
+    out[out.length - 2] = '\n';
+    out[out.length - 1] = '\n';
+    return out;
+  }
 
   /**
    * OpenAI's server-sent events as trtllm-serve writes them: every chunk as {@code data: <json>\n\n}

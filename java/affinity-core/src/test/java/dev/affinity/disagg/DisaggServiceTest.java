@@ -348,7 +348,10 @@ class DisaggServiceTest {
     RecordingSink sink = new RecordingSink();
     g2.alive = false;  // make sure the first pick is genA
     handle(completion(true), headers(), sink);
-    assertEquals(List.of("start", "chunk", "abort"), sink.events);
+    // The stream ends with the error as its last event (the status line is gone), naming the worker that failed.
+    assertEquals(List.of("start", "chunk", "fail 502"), sink.events);
+    assertTrue(sink.error.error().message().contains("generation worker genA failed mid-stream"), sink.error.error().message());
+    assertEquals("genA", sink.route.genWorker(), "the access log names the generation worker of the cut stream");
     assertEquals(0, g2.received.size());
     assertAllReleased();
   }

@@ -94,6 +94,7 @@ public final class SimTransport implements RequestTransport {
     private long firstUs = -1;
     private int completionTokens;
     private boolean finished;
+    private boolean streaming;
 
     Sink(OutgoingRequest out, long sendUs, Consumer<RequestRecord> done) {
       this.out = out;
@@ -111,7 +112,7 @@ public final class SimTransport implements RequestTransport {
 
     @Override
     public void streamStart(RouteInfo route) {
-      // the first chunk, not the headers, is the first token
+      streaming = true;  // the first chunk, not the headers, is the first token
     }
 
     @Override
@@ -132,8 +133,13 @@ public final class SimTransport implements RequestTransport {
 
     @Override
     public void fail(int status, ErrorResponse error, RouteInfo route) {
+      String message = error.error() == null ? "error " + status : error.error().message();
+      if (streaming) {
+        abort(message, route);  // a stream ended by an error event: recorded as a cut stream, what it received kept
+        return;
+      }
       firstTokenUs.remove(route.requestId());
-      end(-1, clock.nowMicros(), 0, route, status, error.error() == null ? "error " + status : error.error().message());
+      end(-1, clock.nowMicros(), 0, route, status, message);
     }
 
     @Override

@@ -345,9 +345,16 @@ final class HttpExchange implements ClientSink {
 
   private void failOnLoop(int status, byte[] body, String message, RouteInfo routeInfo) {
     if (state == State.STREAMING) {
-      LOG.warn("request {}: fail({}) after the stream started; closing the connection: {}", meta.localId(), status,
+      // The status line is sent: the error travels as the stream's last event, then the connection closes.
+      LOG.warn("request {}: fail({}) after the stream started; ending it with an error event: {}", meta.localId(), status,
           message);
-      abortOnLoop(message, routeInfo);
+      byte[] event = transformer.error(body);
+      log.route(routeInfo);
+      log.sent(event.length);
+      complete(200, AccessRecord.ABORTED, message, System.nanoTime());
+      ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(event)));
+      written.addListener(f -> channel.close());  // the head promised keep-alive: close once the event is out
+      connection.exchangeDone(this, written, true);
       return;
     }
     writeFull(HttpResponseStatus.valueOf(status), JSON, body, routeInfo, Map.of(), false, message);

@@ -265,7 +265,7 @@ class FrontendConnectionTest {
   }
 
   @Test
-  void failAfterStreamStartAborts() throws Exception {
+  void failAfterStreamStartEndsTheStreamWithAnErrorEvent() throws Exception {
     start(options());
     backend.handler = (request, headers, sink) -> {
       sink.streamStart(ROUTE);
@@ -276,8 +276,11 @@ class FrontendConnectionTest {
       String response = readToEnd(s);
       assertTrue(response.startsWith("HTTP/1.1 200 OK"), response);
       assertFalse(response.contains("[DONE]"), response);
+      assertTrue(response.contains("data: {\"error\":{\"message\":\"late failure\""), response);
+      assertTrue(response.endsWith("\r\n0\r\n\r\n"), "the chunked body ends properly before the close: " + response);
     }
     assertEquals(AccessRecord.ABORTED, accessLog.last().outcome());
+    assertEquals("late failure", accessLog.last().error());
   }
 
   // ---- half-closed clients ----

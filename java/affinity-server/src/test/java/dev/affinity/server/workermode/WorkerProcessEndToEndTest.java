@@ -224,7 +224,13 @@ class WorkerProcessEndToEndTest {
     assertEquals(200, cut.status());
     assertTrue(gens.containsKey(victim[0]), "the route header names the streaming generation worker: " + victim[0]);
     assertFalse(cut.done(), "a stream cut mid-way never ends with [DONE]: " + cut.error());
-    assertTrue(cut.data().size() >= 1 && cut.data().size() < 4000, "some chunks, not all: " + cut.data().size());
+    assertTrue(cut.data().size() >= 2 && cut.data().size() < 4000, "some chunks, not all: " + cut.data().size());
+    String lastEvent = cut.data().get(cut.data().size() - 1);
+    assertTrue(lastEvent.startsWith("{\"error\":") && lastEvent.contains("failed mid-stream"),
+        "the stream ends with an error event in OpenAI's shape: " + lastEvent);
+    AccessRecord cutRecord = accessLog.stream().filter(a -> AccessRecord.ABORTED.equals(a.outcome())).reduce((a, b) -> b)
+        .orElseThrow();
+    assertEquals(victim[0], cutRecord.genWorker(), "the access log names the generation worker of the cut stream");
     WorkerProcess survivor = gens.get(victim[0]) == gen0 ? gen1 : gen0;
 
     // ---- the next requests are retried on the surviving generation worker ----
