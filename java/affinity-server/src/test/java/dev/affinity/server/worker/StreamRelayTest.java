@@ -107,8 +107,11 @@ class StreamRelayTest {
       assertTrue(text.endsWith("data: [DONE]\n\n\r\n0\r\n\r\n"), "and the end of the stream");
     }
     DistributionSummary buffered = server.frontend().registry().get("affinity.frontend.stream.buffered").summary();
-    // the high-water mark (64 KiB) plus what the worker connection had read when it was paused
-    assertTrue(buffered.max() <= 1 << 20, "the frontend held at most 1 MiB for the stream: " + buffered.max());
+    // Bounded by the high-water mark (64 KiB), plus what the worker connection had read when the pause took
+    // effect (at most one read event: 16 reads of up to 64 KiB when the pause hops to another loop), plus
+    // the chunk in hand: about 1.1 MiB at worst, far below the 32 MiB answer. 2 MiB leaves room for
+    // framing without depending on how the reads fell.
+    assertTrue(buffered.max() <= 2 << 20, "the frontend held at most 2 MiB of the 32 MiB stream: " + buffered.max());
   }
 
   private static int count(String text, String needle) {
