@@ -36,8 +36,8 @@ public interface ClientSink {
 
   /**
    * An error: before anything was sent, the status and an OpenAI-style JSON body; after {@link #streamStart},
-   * the body as the stream's last event (the endpoint's {@link StreamTransformer#error}), then the
-   * connection closes without {@code [DONE]}.
+   * the body as the stream's last event (the endpoint's {@link StreamTransformer#error}) and the end of the
+   * response, without {@code [DONE]}.
    */
   void fail(int status, ErrorResponse error, RouteInfo route);
 

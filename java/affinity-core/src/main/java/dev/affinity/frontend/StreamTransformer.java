@@ -35,7 +35,7 @@ public interface StreamTransformer {
   byte[] close(RouteInfo route);
 
   /**
-   * The bytes of an error that ends a stream after it started (the connection closes after them, without
+   * The bytes of an error that ends a stream after it started (the response ends after them, without
    * {@link #close}): OpenAI's, and the default, is the error body as one event, {@code data: {"error": ...}}.
    *
    * @param errorJson the error body as JSON (OpenAI's {@code {"error": {...}}})

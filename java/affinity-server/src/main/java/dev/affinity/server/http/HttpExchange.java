@@ -345,7 +345,8 @@ final class HttpExchange implements ClientSink {
 
   private void failOnLoop(int status, byte[] body, String message, RouteInfo routeInfo) {
     if (state == State.STREAMING) {
-      // The status line is sent: the error travels as the stream's last event, then the connection closes.
+      // The status line is sent: the error travels as the stream's last event and the response ends there,
+      // well framed, so the connection stays as the head said (closing it would race clients that pool it).
       LOG.warn("request {}: fail({}) after the stream started; ending it with an error event: {}", meta.localId(), status,
           message);
       byte[] event = transformer.error(body);
@@ -353,8 +354,7 @@ final class HttpExchange implements ClientSink {
       log.sent(event.length);
       complete(200, AccessRecord.ABORTED, message, System.nanoTime());
       ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(event)));
-      written.addListener(f -> channel.close());  // the head promised keep-alive: close once the event is out
-      connection.exchangeDone(this, written, true);
+      connection.exchangeDone(this, written, !keepAliveAfterStream());
       return;
     }
     writeFull(HttpResponseStatus.valueOf(status), JSON, body, routeInfo, Map.of(), false, message);

@@ -272,12 +272,12 @@ class FrontendConnectionTest {
       sink.fail(502, dev.affinity.protocol.ErrorResponse.of(502, "late failure", null), ROUTE);
     };
     try (Socket s = connect()) {
-      send(s, post("/v1/completions", STREAMING_COMPLETION));
+      send(s, post("/v1/completions", STREAMING_COMPLETION, "Connection: close"));
       String response = readToEnd(s);
       assertTrue(response.startsWith("HTTP/1.1 200 OK"), response);
       assertFalse(response.contains("[DONE]"), response);
       assertTrue(response.contains("data: {\"error\":{\"message\":\"late failure\""), response);
-      assertTrue(response.endsWith("\r\n0\r\n\r\n"), "the chunked body ends properly before the close: " + response);
+      assertTrue(response.endsWith("\r\n0\r\n\r\n"), "the chunked body ends properly: " + response);
     }
     assertEquals(AccessRecord.ABORTED, accessLog.last().outcome());
     assertEquals("late failure", accessLog.last().error());

@@ -49,6 +49,14 @@ final class WorkerProcess implements AutoCloseable {
     return launch(name, all);
   }
 
+  /** Starts {@code affinity worker --host 127.0.0.1 --port PORT --name NAME} plus {@code args} (a restart on its old port). */
+  static WorkerProcess startOnPort(String name, int port, String... args) throws IOException {
+    List<String> all = new ArrayList<>(List.of("worker", "--host", "127.0.0.1", "--port", Integer.toString(port), "--name",
+        name));
+    all.addAll(List.of(args));
+    return launch(name, all);
+  }
+
   /** Starts a frontend: {@code affinity serve --config FILE --host 127.0.0.1 --port 0}. */
   static WorkerProcess frontend(String name, Path config) throws IOException {
     return launch(name, List.of("serve", "--config", config.toString(), "--host", "127.0.0.1", "--port", "0"));
