@@ -59,7 +59,7 @@ final class WorkerCommand implements Callable<Integer> {
   String model;
 
   @Option(names = "--auth-key", defaultValue = "${env:AFFINITY_AUTH_KEY}",
-      description = "internal_request_auth_key shared with the frontends (default: $AFFINITY_AUTH_KEY; none: hand-off state is accepted unsigned and sub-agent affinity ids are ignored).")
+      description = "internal_request_auth_key shared with the frontends (default: $AFFINITY_AUTH_KEY). With it, completions and /kv_cache_events need a valid x-affinity-leg-auth (401 otherwise); without it, requests are accepted unsigned and sub-agent affinity ids are ignored.")
   String authKey;
 
   @Option(names = "--tokenizer", defaultValue = WorkerSettings.DEFAULT_TOKENIZER,
@@ -76,6 +76,10 @@ final class WorkerCommand implements Callable<Integer> {
 
   @Option(names = "--access-log", paramLabel = "-|FILE", description = "JSON access log lines to stdout (-) or a file (default: the SLF4J logger affinity.access).")
   String accessLog;
+
+  @Option(names = "--auth-window-sec", defaultValue = "60", paramLabel = "SECONDS",
+      description = "With --auth-key: how far the timestamp of a request's x-affinity-leg-auth may be from this worker's clock, either way (default: ${DEFAULT-VALUE}).")
+  long authWindowSec;
 
   @Option(names = "--require-internal-auth",
       description = "Refuse to start without --auth-key, and answer a sub-agent affinity id with a missing or wrong signature with 401 (default: ignore it).")
@@ -116,7 +120,8 @@ final class WorkerCommand implements Callable<Integer> {
     try {
       config = executorConfig();
       settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey).withTokenizer(tokenizer)
-          .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds)).withRequireInternalAuth(requireInternalAuth);
+          .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds)).withRequireInternalAuth(requireInternalAuth)
+          .withAuthWindow(Duration.ofSeconds(authWindowSec));
       if (clusterUri != null) {
         if (serverRole == null) {
           throw new IllegalArgumentException("--disagg-cluster-uri needs --server-role context|generation");

@@ -58,6 +58,21 @@ public interface FrontendBackend {
     return body;
   }
 
+  /**
+   * Authenticates a request that passed the head checks, on its raw bytes, before anything else looks at it
+   * (readiness, body decoding, parsing, validation, the model): null lets it go on; otherwise the message of
+   * a 401. Worker mode checks Affinity's leg signature here (docs/workers.md). Runs on the event loop.
+   * Default: every request goes on.
+   *
+   * @param method the request's method, upper case
+   * @param path the request's path, without the query
+   * @param body the body (empty for none)
+   */
+  default String authenticate(String method, String path, dev.affinity.conversation.HeaderSource headers,
+      byte[] body) {
+    return null;
+  }
+
   /** Whether the cluster can take requests: {@code /health} is 200 when true, else 503. */
   boolean ready();
 

@@ -206,6 +206,12 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
       return;
     }
     try {
+      String unauthenticated = fc.backend.authenticate(work.meta().method(), work.meta().path(),
+          CompletionEndpoint.headerSource(work.meta().headers()), work.body() == null ? new byte[0] : work.body());
+      if (unauthenticated != null) {
+        exchange.sendError(401, ErrorResponse.of(401, unauthenticated, null));
+        return;
+      }
       if (work.meta().extra() != null) {
         serveExtra(exchange, work.meta(), work.body());
         return;

@@ -98,6 +98,8 @@ public final class HttpWorker implements Worker {
   private final ConnectionPool pool;
   private final ScheduledExecutorService scheduler;
   private final RequestSigner signer;
+  /** Signs every POST with {@link LegAuth#HEADER}; null without a key. */
+  private final LegAuth.Signer legSigner;
   private final KvEventPoller poller;
   private final Set<HttpCall> inFlight = ConcurrentHashMap.newKeySet();
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -141,7 +143,9 @@ public final class HttpWorker implements Worker {
     });
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
-    this.signer = new RequestSigner(id, InternalAuth.ofNullable(settings.authKey()).orElse(null));
+    InternalAuth auth = InternalAuth.ofNullable(settings.authKey()).orElse(null);
+    this.signer = new RequestSigner(id, auth);
+    this.legSigner = auth == null ? null : new LegAuth.Signer(auth, java.time.Clock.systemUTC());
     this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
   }
 
@@ -263,17 +267,22 @@ public final class HttpWorker implements Worker {
     OpenAiRequest body = request.body();
     RequestTemplate http;
     try {
-      List<RequestTemplate.Header> headers = new ArrayList<>(4);
+      List<RequestTemplate.Header> headers = new ArrayList<>(5);
       headers.add(new RequestTemplate.Header("content-type", JSON));
+      String affinityId = null;
       for (RequestSigner.Header h : signer.headers(request)) {
         headers.add(new RequestTemplate.Header(h.name(), h.value()));
+        if (h.name().equals(InternalAuth.SUBAGENT_AFFINITY_HEADER)) {
+          affinityId = h.value();
+        }
       }
       String hint = rankHint(request);
       if (hint != null) {
         headers.add(new RequestTemplate.Header(WorkerExtensions.RANK_HINT_HEADER, hint));
       }
-      http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers,
-          codec.toJsonBytes(body));
+      byte[] json = codec.toJsonBytes(body);
+      http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers, json,
+          legSignature(body.path(), json, hint, affinityId));
     } catch (RuntimeException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
@@ -316,12 +325,37 @@ public final class HttpWorker implements Worker {
     return new WorkerReport(rank == null ? -1 : rank, cached, prompt, -1);
   }
 
-  /** A control request with the control timeout; completes with the whole answer. */
+  /**
+   * The {@link LegAuth#HEADER} of a POST, computed at each write (null without a key): the path without the
+   * base path, the exact body bytes, the rank hint and affinity id as sent, and the worker's name from its
+   * {@code /server_info}. Sent to every worker; a trtllm-serve worker ignores it.
+   */
+  private java.util.function.Supplier<RequestTemplate.Header> legSignature(String path, byte[] body, String rankHint,
+      String affinityId) {
+    LegAuth.Signer s = legSigner;
+    if (s == null) {
+      return null;
+    }
+    return () -> new RequestTemplate.Header(LegAuth.HEADER,
+        s.sign("POST", path, body, rankHint, affinityId, workerName()));
+  }
+
+  /** The worker's name as its {@code /server_info} reports it ({@code affinity.name}), or null. */
+  private String workerName() {
+    JsonNode s = serverInfo;
+    JsonNode name = s == null ? null : s.path(WorkerExtensions.SERVER_INFO_KEY).get("name");
+    return name != null && name.isTextual() ? name.asText() : null;
+  }
+
+  /** A control request with the control timeout; completes with the whole answer. POSTs are signed. */
   private CompletableFuture<ControlExchange.Answer> control(HttpMethod method, String path) {
     if (closed.get()) {
       return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
     }
-    RequestTemplate r = RequestTemplate.of(method, settings.basePath() + path, host);
+    RequestTemplate r = method.equals(HttpMethod.POST)
+        ? new RequestTemplate(method, settings.basePath() + path, host, List.of(), null,
+            legSignature(path, null, null, null))
+        : RequestTemplate.of(method, settings.basePath() + path, host);
     return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos());
   }
 

@@ -9,11 +9,14 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
  * A request to a worker, kept so that it can be written again on a fresh connection (when a reused
  * connection turns out to have been closed by the worker before it answered). The body is an array that is
- * wrapped, not copied, for every write.
+ * wrapped, not copied, for every write. A signed request ({@link LegAuth}) is signed afresh at every write
+ * (a new timestamp and nonce), so a write that waited for a connection is not stale and a second write is no
+ * replay.
  */
 final class RequestTemplate {
   /** One header. */
@@ -24,13 +27,21 @@ final class RequestTemplate {
   private final String host;
   private final List<Header> headers;
   private final byte[] body;
+  /** The header computed at each write ({@link LegAuth#HEADER}), or null. */
+  private final Supplier<Header> signature;
 
   RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body) {
+    this(method, uri, host, headers, body, null);
+  }
+
+  RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body,
+      Supplier<Header> signature) {
     this.method = method;
     this.uri = uri;
     this.host = host;
     this.headers = List.copyOf(headers);
     this.body = body;
+    this.signature = signature;
   }
 
   /** A request without extra headers or body. */
@@ -47,6 +58,10 @@ final class RequestTemplate {
     h.set(HttpHeaderNames.HOST, host);
     for (Header header : headers) {
       h.set(header.name(), header.value());
+    }
+    if (signature != null) {
+      Header signed = signature.get();
+      h.set(signed.name(), signed.value());
     }
     h.setInt(HttpHeaderNames.CONTENT_LENGTH, body == null ? 0 : body.length);
     return r;

@@ -10,6 +10,7 @@ import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
+import dev.affinity.server.worker.LegAuth;
 import dev.affinity.server.worker.WorkerExtensions;
 import dev.affinity.worker.WorkerInfo;
 import java.util.ArrayList;
@@ -19,7 +20,8 @@ import java.util.Map;
 /**
  * What the HTTP server of a worker process serves: the completion endpoints through
  * {@link WorkerHandler}, {@code /health} from the executor's state, and a trtllm-serve worker's control
- * endpoints, {@code GET /server_info} and {@code POST /kv_cache_events}.
+ * endpoints, {@code GET /server_info} and {@code POST /kv_cache_events}; with a key, Affinity's leg
+ * signature guards the completions and {@code /kv_cache_events} ({@link #authenticate}).
  */
 final class WorkerBackend implements FrontendBackend {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WorkerBackend.class);
@@ -42,12 +44,45 @@ final class WorkerBackend implements FrontendBackend {
   /** The steady-clock offset a frontend set (seconds), as upstream's worker keeps it for its perf metrics. */
   private volatile double frontendClockOffset;
 
-  WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version) {
+  /** With a key: checks {@link LegAuth#HEADER} on completions and {@code /kv_cache_events}; null without one. */
+  private final LegAuth.Verifier legAuth;
+  private final java.util.concurrent.atomic.AtomicBoolean warnedRefused = new java.util.concurrent.atomic.AtomicBoolean();
+
+  WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version,
+      LegAuth.Verifier legAuth) {
     this.worker = worker;
     this.settings = settings;
     this.handler = handler;
     this.version = version;
+    this.legAuth = legAuth;
   }
+
+  /**
+   * With a key, the completion endpoints and {@code /kv_cache_events} (which returns other requests' token
+   * ids) need a valid, fresh {@link LegAuth#HEADER}, checked here on the raw request before the body is
+   * decoded, parsed or validated and before the model and readiness checks; other routes are open, as on a
+   * trtllm-serve worker. The first refusal is a warning, later ones debug lines.
+   */
+  @Override
+  public String authenticate(String method, String path, dev.affinity.conversation.HeaderSource headers, byte[] body) {
+    if (legAuth == null || !GUARDED.contains(path)) {
+      return null;
+    }
+    String refusal = legAuth.refusal(method, path, headers, body);
+    if (refusal != null) {
+      if (warnedRefused.compareAndSet(false, true)) {
+        LOG.warn("worker {}: refused {} {} (401): {}; do the frontends use this worker's key? (logged once)",
+            worker.id(), method, path, refusal);
+      } else {
+        LOG.debug("worker {}: refused {} {} (401): {}", worker.id(), method, path, refusal);
+      }
+    }
+    return refusal;
+  }
+
+  /** The routes a key guards. */
+  static final java.util.Set<String> GUARDED = java.util.Set.of("/v1/completions", "/v1/chat/completions",
+      "/kv_cache_events");
 
   @Override
   public CompletionHandler handler() {

@@ -13,6 +13,7 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.server.worker.LegAuth;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -22,6 +23,7 @@ import dev.affinity.server.cluster.EtcdClusterStorage;
 import dev.affinity.server.cluster.HttpClusterStorageClient;
 import dev.affinity.server.cluster.WorkerRegistration;
 import java.io.IOException;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -87,7 +89,17 @@ public final class WorkerServer implements AutoCloseable {
    */
   public static WorkerServer start(String executorConfig, WorkerSettings settings, FrontendOptions options,
       String version, HandoffDomain handoff) throws IOException {
+    return start(executorConfig, settings, options, version, handoff, Clock.systemUTC());
+  }
+
+  /**
+   * {@link #start(String, WorkerSettings, FrontendOptions, String, HandoffDomain)} with the clock that the
+   * timestamps of {@link LegAuth#HEADER} are checked against (tests).
+   */
+  public static WorkerServer start(String executorConfig, WorkerSettings settings, FrontendOptions options,
+      String version, HandoffDomain handoff, Clock clock) throws IOException {
     Objects.requireNonNull(settings, "settings");
+    Objects.requireNonNull(clock, "clock");
     Objects.requireNonNull(options, "options");
     String config = effectiveConfig(executorConfig, settings.name());
     BpeTokenCodec codec = new BpeTokenCodec(settings.tokenizer());
@@ -107,7 +119,10 @@ public final class WorkerServer implements AutoCloseable {
       FrontendOptions served = options.withAllowClientDisaggregatedParams(true)
           .withModels(settings.model() == null ? List.of() : List.of(settings.model()))
           .withVersion(version);
-      WorkerBackend backend = new WorkerBackend(worker, settings, handler, version);
+      InternalAuth auth = InternalAuth.ofNullable(settings.authKey()).orElse(null);
+      LegAuth.Verifier legAuth = auth == null ? null
+          : new LegAuth.Verifier(auth, worker.id(), clock, settings.authWindow());
+      WorkerBackend backend = new WorkerBackend(worker, settings, handler, version, legAuth);
       FrontendServer frontend = FrontendServer.start(served, backend, registry);
       LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
           executor.tokensPerBlock(), served.host(), frontend.port());

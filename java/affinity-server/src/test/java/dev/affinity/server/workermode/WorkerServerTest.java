@@ -27,6 +27,7 @@ import dev.affinity.server.http.AccessRecord;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
+import dev.affinity.server.worker.LegAuth;
 import dev.affinity.server.worker.RecordingListener;
 import dev.affinity.server.worker.WorkerExtensions;
 import dev.affinity.worker.WorkerFailure;
@@ -165,6 +166,18 @@ class WorkerServerTest {
     }
   }
 
+  private static final java.util.concurrent.atomic.AtomicLong NONCES = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * The {@link LegAuth#HEADER} an Affinity frontend with {@link #KEY} sends to {@code w} for this body, rank hint
+   * and affinity id (both as sent, null for none), signed now.
+   */
+  static String legAuth(WorkerServer w, String path, String body, String rankHint, String affinityId) {
+    return LegAuth.headerValue(new InternalAuth(KEY), new LegAuth.Claim("POST", path,
+        LegAuth.sha256(body.getBytes(StandardCharsets.UTF_8)), rankHint, affinityId, w.worker().id(),
+        System.currentTimeMillis(), "worker-server-test-" + NONCES.incrementAndGet()));
+  }
+
   /** A JDK client closed after use where the JDK can (21+). */
   static final class HttpClientHolder implements AutoCloseable {
     final HttpClient client = HttpClient.newHttpClient();
@@ -215,8 +228,9 @@ class WorkerServerTest {
   void aBadRankHintIsIgnoredAndTheWorkerPicksTheRank() throws Exception {
     WorkerServer w = worker("ctx-a", CONFIG, KEY);
     for (String hint : new String[] {"7", "-3", "one"}) {
-      HttpResponse<String> r = post(w, "/v1/completions", CODEC.toJsonString(contextLeg("c", 4)),
-          WorkerExtensions.RANK_HINT_HEADER, hint);
+      String body = CODEC.toJsonString(contextLeg("c", 4));
+      HttpResponse<String> r = post(w, "/v1/completions", body, WorkerExtensions.RANK_HINT_HEADER, hint,
+          LegAuth.HEADER, legAuth(w, "/v1/completions", body, hint, null));
       assertEquals(200, r.statusCode(), r.body());
     }
   }
@@ -364,14 +378,19 @@ class WorkerServerTest {
     LinkedBlockingQueue<AccessRecord> log = new LinkedBlockingQueue<>();
     WorkerServer w = worker("ctx-a", config, KEY, log::add);
     HttpWorker signed = client(w, KEY);
-    HttpWorker wrongKey = client(w, "another-key");
     // "solo" is bound to rank 0 and the parent to rank 1 (a hint on a first turn becomes the binding)
     assertEquals(0, send(signed, contextLeg("solo", 4), null, 0).awaitReport().rank());
     assertEquals(1, send(signed, contextLeg("child-1", 4), "parent", 1).awaitReport().rank());
 
     assertEquals(1, send(signed, contextLeg("solo", 4), "parent", -1).awaitReport().rank(),
         "a verified affinity id is the rank key");
-    assertEquals(0, send(wrongKey, contextLeg("solo", 4), "parent", -1).awaitReport().rank(),
+    String solo = CODEC.toJsonString(contextLeg("solo", 4));
+    HttpResponse<String> wronglySigned = post(w, "/v1/completions", solo, InternalAuth.SUBAGENT_AFFINITY_HEADER, "parent",
+        InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER, "sha256=00", LegAuth.HEADER, legAuth(w, "/v1/completions", solo, null,
+            "parent"));
+    assertEquals(200, wronglySigned.statusCode(), wronglySigned.body());
+    assertEquals(0, CODEC.readTree(wronglySigned.body().getBytes(StandardCharsets.UTF_8))
+        .at("/choices/0/disaggregated_params/ctx_dp_rank").asInt(),
         "a wrongly signed one is ignored: the own conversation id is the key");
     OpenAiRequest aggregated = contextLeg("solo", 4).withDisaggregatedParams(
         DisaggregatedParams.builder(DisaggRequestType.CONTEXT_AND_GENERATION).disaggRequestId(nextId++).build());
@@ -393,11 +412,14 @@ class WorkerServerTest {
     WorkerServer w = WorkerServer.start(CONFIG, strict, FrontendOptions.defaults().withAccessLog(AccessLog.none()),
         "test", handoff);
     open.add(w);
-    WorkerFailure f = send(client(w, "another-key"), contextLeg("solo", 4), "parent", -1).awaitFailure();
-    assertEquals(401, f.status(), f.toString());
-    assertFalse(f.retryable());
+    String solo = CODEC.toJsonString(contextLeg("solo", 4));
+    HttpResponse<String> refused = post(w, "/v1/completions", solo, InternalAuth.SUBAGENT_AFFINITY_HEADER, "parent",
+        InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER, "sha256=00", LegAuth.HEADER, legAuth(w, "/v1/completions", solo, null,
+            "parent"));
+    assertEquals(401, refused.statusCode(), refused.body());
+    assertTrue(refused.body().contains(InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER), refused.body());
     send(client(w, KEY), contextLeg("solo", 4), "parent", -1).awaitReport(); // signed: served
-    send(client(w, "another-key"), contextLeg("solo", 4), null, -1).awaitReport(); // no affinity id: served
+    send(client(w, KEY), contextLeg("solo", 4), null, -1).awaitReport(); // no affinity id: served
   }
 
   @Test
@@ -423,8 +445,9 @@ class WorkerServerTest {
     assertEquals("assistant", first.choices().get(0).delta().role());
     assertEquals("length", ((ChatCompletionStreamResponse) chunks.get(5)).choices().get(0).finishReason());
 
-    HttpResponse<String> raw = post(w, "/v1/completions",
-        "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 3, \"stream\": true}");
+    String rawBody = "{\"model\": \"m\", \"prompt\": \"hi\", \"max_tokens\": 3, \"stream\": true}";
+    HttpResponse<String> raw = post(w, "/v1/completions", rawBody,
+        LegAuth.HEADER, legAuth(w, "/v1/completions", rawBody, null, null));
     assertEquals(200, raw.statusCode());
     assertTrue(raw.headers().firstValue("content-type").orElse("").startsWith("text/event-stream"));
     assertTrue(raw.body().endsWith("data: [DONE]\n\n"), raw.body());
@@ -480,7 +503,8 @@ class WorkerServerTest {
       WorkerFailure f = send(h, body, null, -1).awaitFailure();
       assertEquals(400, f.status(), f.toString());
     }
-    assertEquals(400, post(w, "/v1/completions", "{").statusCode(), "the frontend's own checks apply");
+    assertEquals(400, post(w, "/v1/completions", "{", LegAuth.HEADER, legAuth(w, "/v1/completions", "{", null, null))
+        .statusCode(), "the frontend's own checks apply");
   }
 
   @Test
@@ -497,7 +521,8 @@ class WorkerServerTest {
   void aClosedExecutorAnswers503() throws Exception {
     WorkerServer w = worker("ctx-a", CONFIG, KEY);
     w.worker().close();
-    HttpResponse<String> r = post(w, "/v1/completions", CODEC.toJsonString(contextLeg("c", 4)));
+    String body = CODEC.toJsonString(contextLeg("c", 4));
+    HttpResponse<String> r = post(w, "/v1/completions", body, LegAuth.HEADER, legAuth(w, "/v1/completions", body, null, null));
     assertEquals(503, r.statusCode(), r.body());
     assertNotNull(r.body());
   }
