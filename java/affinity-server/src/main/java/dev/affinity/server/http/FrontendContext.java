@@ -21,6 +21,8 @@ final class FrontendContext {
   final PrometheusMeterRegistry registry;
   final ProtocolCodec codec = new ProtocolCodec();
   final FrontendMetrics metrics;
+  /** The heap completion requests in flight may hold (a quarter of the heap). */
+  final PromptBudget promptBudget = PromptBudget.ofHeap();
   final ApiKeys apiKeys;
   /** The one admission step of every completion request: client rules, model, routing headers, tokens. */
   final RequestAdmission admission;

@@ -14,6 +14,7 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.io.IOException;
 import java.util.ArrayDeque;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -217,7 +218,17 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
         return;
       }
       switch (work.meta().endpoint()) {
-        case COMPLETIONS, CHAT_COMPLETIONS -> completions.serve(exchange, work.body());
+        case COMPLETIONS, CHAT_COMPLETIONS -> {
+          long charge = PromptBudget.chargeOf(work.body() == null ? 0 : work.body().length);
+          if (!fc.promptBudget.tryReserve(charge)) {
+            exchange.sendError(503, ErrorResponse.of(503, "the frontend holds as many prompts in flight as its heap "
+                + "budget allows (" + (fc.promptBudget.limit() >> 20) + " MiB); retry shortly", null),
+                Map.of("Retry-After", "1"), false);
+            return;
+          }
+          exchange.onComplete(() -> fc.promptBudget.release(charge));
+          completions.serve(exchange, work.body());
+        }
         case MODELS -> {
           FrontendContext.ModelList models = fc.modelList();
           if (models == null) {

@@ -63,6 +63,7 @@ final class HttpExchange implements ClientSink {
   // event-loop confined
   private State state = State.NEW;
   private StreamTransformer transformer;
+  private Runnable onComplete;
   private final DisconnectCallbacks disconnect = new DisconnectCallbacks();
   /** Whether anything was written since the last probe of a half-closed client. */
   private boolean wroteSinceProbe;
@@ -375,9 +376,23 @@ final class HttpExchange implements ClientSink {
     ResponseHeaders.set(h, log.requestId(r), r, fc.options.debugHeaders());
   }
 
+  /** Runs {@code release} once when the exchange completes (a budget charge, say); at once if it already has. */
+  void onComplete(Runnable release) {
+    if (state == State.DONE) {
+      release.run();
+    } else {
+      onComplete = release;
+    }
+  }
+
   /** The exchange is complete (access log line, metrics); later calls are ignored. */
   private void complete(int status, String outcome, String error, long nowNanos) {
     state = State.DONE;
+    Runnable r = onComplete;
+    onComplete = null;
+    if (r != null) {
+      r.run();
+    }
     paused = null; // its call has ended or is being cancelled
     disconnect.forget();
     log.complete(status, outcome, error, nowNanos);

@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -281,6 +282,37 @@ class FrontendConnectionTest {
     }
     assertEquals(AccessRecord.ABORTED, accessLog.last().outcome());
     assertEquals("late failure", accessLog.last().error());
+  }
+
+  // ---- the heap budget of prompts in flight ----
+
+  @Test
+  void promptsBeyondTheHeapBudgetAre503WithRetryAfterUntilOneCompletes() throws Exception {
+    String big = "{\"model\": \"test-model\", \"prompt\": \"" + "x".repeat(1000) + "\"}";
+    // each request is charged 4x its body (about 4 KiB): a 6 KiB budget holds one at a time
+    System.setProperty(PromptBudget.PROPERTY, "6000");
+    try {
+      start(options());
+    } finally {
+      System.clearProperty(PromptBudget.PROPERTY);
+    }
+    LinkedBlockingQueue<ClientSink> held = new LinkedBlockingQueue<>();
+    backend.handler = (request, headers, sink) -> held.add(sink);
+    try (Socket first = connect(); Socket second = connect()) {
+      send(first, post("/v1/completions", big));
+      ClientSink sink = held.poll(SAFETY_MS, TimeUnit.MILLISECONDS);
+      assertTrue(sink != null, "the first request reached the handler");
+      send(second, post("/v1/completions", big, "Connection: close"));
+      String refused = readToEnd(second);
+      assertTrue(refused.startsWith("HTTP/1.1 503"), refused);
+      assertTrue(refused.toLowerCase(java.util.Locale.ROOT).contains("retry-after: 1"), refused);
+      assertTrue(refused.contains("heap budget"), refused);
+      sink.fail(500, dev.affinity.protocol.ErrorResponse.of(500, "done", null), ROUTE);  // the first one completes
+    }
+    try (Socket third = connect()) {
+      send(third, post("/v1/completions", big, "Connection: close"));
+      assertTrue(held.poll(SAFETY_MS, TimeUnit.MILLISECONDS) != null, "the budget was released: admitted again");
+    }
   }
 
   // ---- half-closed clients ----
