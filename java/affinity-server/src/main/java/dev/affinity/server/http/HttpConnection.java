@@ -211,7 +211,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
         return;
       }
       switch (work.meta().endpoint()) {
-        case COMPLETIONS, CHAT_COMPLETIONS -> completions.serve(exchange, work.body());
+        case COMPLETIONS, CHAT_COMPLETIONS, MESSAGES, MESSAGES_COUNT_TOKENS -> completions.serve(exchange, work.body());
         case MODELS -> {
           FrontendContext.ModelList models = fc.modelList();
           if (models == null) {
