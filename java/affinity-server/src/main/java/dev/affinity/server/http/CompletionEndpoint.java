@@ -48,7 +48,7 @@ final class CompletionEndpoint {
       byte[] json = fc.backend.requestBody(body, headers);
       OpenAiRequest request;
       if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
-        countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true));
+        countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);
         return;
       } else if (endpoint == Endpoint.MESSAGES) {
         request = AnthropicRequests.toChat(json, fc.codec, false);
@@ -81,13 +81,13 @@ final class CompletionEndpoint {
   }
 
   /** {@code count_tokens}: the model (404), then the backend's count, answered as {@code {"input_tokens": n}}. */
-  private void countTokens(HttpExchange exchange, ChatCompletionRequest request) {
+  private void countTokens(HttpExchange exchange, ChatCompletionRequest request, byte[] anthropicBody) {
     if (!fc.serves(request.model())) {
       exchange.sendError(404, ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
       return;
     }
     exchange.describe(request.model(), false);
-    fc.backend.countTokens(request).whenComplete((count, error) -> {
+    fc.backend.countTokens(request, anthropicBody).whenComplete((count, error) -> {
       if (error == null) {
         exchange.sendJsonLater(HttpResponseStatus.OK, fc.codec.toJsonBytes(AnthropicResponses.tokenCount(count)));
         return;
