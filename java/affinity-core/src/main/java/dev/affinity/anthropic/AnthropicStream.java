@@ -26,6 +26,9 @@ import java.util.Map;
  * Parallel tool calls whose fragments interleave are serialized: fragments of a call other than the open one are
  * kept and replayed in their own blocks at the end. A call without an id gets {@code toolu_<hex>}.
  *
+ * <p>A stream that breaks after it started ends with an {@code error} event ({@link #broken()}) instead of
+ * {@code message_delta} and {@code message_stop}.
+ *
  * <p>{@code message_start} is sent with the first chunk (its usage is the chunk's, when the worker reports usage
  * on every chunk, otherwise zeros); {@code message_delta} carries the last usage seen. One instance per stream,
  * called on one thread.
@@ -247,6 +250,26 @@ public final class AnthropicStream implements StreamTransformer {
     event(out, "message_stop", F.objectNode().put("type", "message_stop"));
     return out.toByteArray();
   }
+
+  /**
+   * A stream that broke after it started: the open block is closed and an {@code error} event follows
+   * ({@code api_error}), as upstream does, with no detail of the failure (the frontend logs it).
+   */
+  @Override
+  public byte[] broken() {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    if (!started) {
+      return StreamTransformer.NOTHING;
+    }
+    closeBlock(out);
+    ObjectNode e = F.objectNode().put("type", "error");
+    e.putObject("error").put("type", "api_error").put("message", INCOMPLETE);
+    event(out, "error", e);
+    return out.toByteArray();
+  }
+
+  /** The message of the error event of a broken stream. */
+  static final String INCOMPLETE = "the stream ended before the response was complete";
 
   private static void event(ByteArrayOutputStream out, String type, ObjectNode data) {
     byte[] head = ("event: " + type + "\ndata: ").getBytes(StandardCharsets.US_ASCII);

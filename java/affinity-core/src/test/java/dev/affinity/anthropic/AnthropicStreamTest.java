@@ -112,6 +112,19 @@ class AnthropicStreamTest {
   }
 
   @Test
+  void aBrokenStreamClosesItsBlockAndEndsWithAnErrorEvent() throws Exception {
+    AnthropicStream s = new AnthropicStream("m");
+    String json = chunk("{'content': 'partial'}", null, null).replace('\'', '"');
+    events(s.chunk(EncodedChunk.of(CODEC.parseChatCompletionStreamChunk(json.getBytes(StandardCharsets.UTF_8)),
+        json.getBytes(StandardCharsets.UTF_8))));
+    List<Event> ev = events(s.broken());
+    assertEquals(List.of("content_block_stop", "error"), ev.stream().map(Event::type).toList());
+    assertEquals("api_error", ev.get(1).data().at("/error/type").asText());
+    assertEquals(AnthropicStream.INCOMPLETE, ev.get(1).data().at("/error/message").asText());
+    assertEquals(0, new AnthropicStream("m").broken().length, "nothing before the stream started");
+  }
+
+  @Test
   void aStopSequenceIsReported() throws Exception {
     List<Event> ev = run(new AnthropicStream("m"), "{'id': 'c', 'object': 'chat.completion.chunk', 'created': 1,"
         + " 'model': 'm', 'choices': [{'index': 0, 'delta': {'content': 'x'}, 'finish_reason': 'stop', 'stop_reason': 'END'}]}");

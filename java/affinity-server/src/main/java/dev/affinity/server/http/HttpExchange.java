@@ -385,6 +385,13 @@ final class HttpExchange implements ClientSink {
     }
     log.route(routeInfo);
     LOG.debug("request {}: aborted: {}", meta.localId(), reason);
+    if (state == State.STREAMING && transformer != null) {
+      byte[] last = transformer.broken(); // best effort: the connection closes right after
+      if (last.length > 0 && channel.isActive()) {
+        log.sent(last.length);
+        write(new DefaultHttpContent(Unpooled.wrappedBuffer(last)));
+      }
+    }
     complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, reason, System.nanoTime());
     connection.exchangeDone(this, null, true);
   }
