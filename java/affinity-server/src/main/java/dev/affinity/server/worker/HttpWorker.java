@@ -325,16 +325,21 @@ public final class HttpWorker implements Worker {
    */
   public CompletableFuture<Integer> countTokens(byte[] anthropicBody) {
     if (closed.get()) {
-      return CompletableFuture.failedFuture(ProtocolException.of(503, "context worker " + id + " is closed", null));
+      return CompletableFuture.failedFuture(ProtocolException.of(503, "the context worker is closed", null));
     }
     RequestTemplate r = new RequestTemplate(HttpMethod.POST, settings.basePath() + "/v1/messages/count_tokens", host,
         List.of(new RequestTemplate.Header("content-type", JSON)), anthropicBody);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).thenApply(a -> {
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).handle((a, error) -> {
+      if (error != null) {
+        LOG.warn("worker {}: count_tokens failed: {}", id, error.toString());
+        throw ProtocolException.of(502, "the context worker did not answer count_tokens", null);
+      }
       JsonNode answer;
       try {
         answer = codec.readTree(a.body());
       } catch (ProtocolException e) {
-        throw ProtocolException.of(502, "context worker " + id + " answered count_tokens with status " + a.status()
+        LOG.warn("worker {}: count_tokens answered {} with a body that is not JSON", id, a.status());
+        throw ProtocolException.of(502, "the context worker answered count_tokens with status " + a.status()
             + " and a body that is not JSON", null);
       }
       if (a.status() == 200 && answer.path("input_tokens").canConvertToInt()) {
