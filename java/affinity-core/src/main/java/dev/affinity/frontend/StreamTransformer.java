@@ -50,6 +50,15 @@ public interface StreamTransformer {
   }
 
   /**
+   * The bytes written, best effort, before a stream that broke after it started is cut (OpenAI: none, the client
+   * sees a truncated stream; Anthropic: an {@code error} event). Nothing the client should not see: no reason is
+   * passed in.
+   */
+  default byte[] broken() {
+    return NOTHING;
+  }
+
+  /**
    * OpenAI's server-sent events as trtllm-serve writes them: every chunk as {@code data: <json>\n\n}
    * exactly as the worker sent it (its own bytes when it framed them that way), then
    * {@code data: [DONE]\n\n}. Stateless, so one instance serves every stream.

@@ -264,6 +264,26 @@ public final class AffinityServer implements AutoCloseable {
       return tokenizer;
     }
 
+    /**
+     * Embedded workers: counted with their tokenizer. Remote workers: the Anthropic body is forwarded to the live
+     * context worker with the fewest requests in flight (as upstream, outside the router's accounting).
+     */
+    @Override
+    public java.util.concurrent.CompletionStage<Integer> countTokens(dev.affinity.protocol.ChatCompletionRequest request,
+        byte[] anthropicBody) {
+      int[] ids = tokenizer.tokenize(request);
+      if (ids != null) {
+        return java.util.concurrent.CompletableFuture.completedFuture(ids.length);
+      }
+      return ctxRouter.workers().stream().filter(Worker::isAlive)
+          .filter(w -> w instanceof dev.affinity.server.worker.HttpWorker)
+          .map(w -> (dev.affinity.server.worker.HttpWorker) w)
+          .min(java.util.Comparator.comparingInt(dev.affinity.server.worker.HttpWorker::inFlight))
+          .<java.util.concurrent.CompletionStage<Integer>>map(w -> w.countTokens(anthropicBody))
+          .orElseGet(() -> java.util.concurrent.CompletableFuture.failedFuture(dev.affinity.protocol.ProtocolException
+              .of(503, "no context worker is ready to count tokens", null)));
+    }
+
     @Override
     public List<String> models() {
       if (config.affinity().model().isPresent()) {

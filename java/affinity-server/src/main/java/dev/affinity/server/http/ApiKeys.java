@@ -6,11 +6,14 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Checks {@code Authorization: Bearer <key>} against the configured keys. Every key is compared in
+ * Checks {@code Authorization: Bearer <key>} (or, on the Anthropic endpoints, {@code x-api-key: <key>}) against the
+ * configured keys. Every key is compared in
  * constant time, so the answer's timing does not tell how much of a guess was right.
  */
 final class ApiKeys {
   private static final String BEARER = "bearer";
+  /** The header the Anthropic SDKs send the key in. */
+  static final String X_API_KEY = "x-api-key";
 
   /** Why a request is refused, or null when it may pass. */
   record Refusal(String message) {}
@@ -43,6 +46,21 @@ final class ApiKeys {
     if (key.isEmpty()) {
       return new Refusal("missing API key: send the header 'Authorization: Bearer <key>'");
     }
+    return matches(key);
+  }
+
+  /** Null when {@code key} (an {@code x-api-key} value) is accepted. */
+  Refusal checkKey(String key) {
+    if (keys.isEmpty()) {
+      return null;
+    }
+    if (key == null || key.isBlank()) {
+      return new Refusal("missing API key: send 'x-api-key: <key>' or 'Authorization: Bearer <key>'");
+    }
+    return matches(key.strip());
+  }
+
+  private Refusal matches(String key) {
     byte[] given = key.getBytes(StandardCharsets.UTF_8);
     boolean ok = false;
     for (byte[] accepted : keys) {

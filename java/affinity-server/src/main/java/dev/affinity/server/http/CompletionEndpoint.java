@@ -1,20 +1,29 @@
 package dev.affinity.server.http;
 
 import dev.affinity.admission.RequestRejectedException;
+import dev.affinity.anthropic.AnthropicRequests;
+import dev.affinity.anthropic.AnthropicResponses;
+import dev.affinity.anthropic.AnthropicStream;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.conversation.InvalidHeaderException;
 import dev.affinity.frontend.AdmittedRequest;
+import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.concurrent.CompletionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code POST /v1/completions} and {@code /v1/chat/completions}: readiness (503), the body (400 naming the
- * field), then admission (the client rules, the model, the routing headers and the prompt's tokens; a 4xx
- * naming the field or header), then the handoff of the admitted request to the handler.
+ * {@code POST /v1/completions}, {@code /v1/chat/completions} and Anthropic's {@code /v1/messages}: readiness (503),
+ * the body (400 naming the field; a Messages body is first converted to a chat request,
+ * {@link AnthropicRequests}), then admission (the client rules, the model, the routing headers and the prompt's
+ * tokens; a 4xx naming the field or header), then the handoff of the admitted request to the handler. A Messages
+ * request is answered as Anthropic's message or event stream ({@link AnthropicStream}). {@code POST
+ * /v1/messages/count_tokens} counts the converted prompt's tokens ({@link FrontendBackend#countTokens}).
  */
 final class CompletionEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionEndpoint.class);
@@ -31,12 +40,21 @@ final class CompletionEndpoint {
       exchange.sendError(503, ErrorResponse.of(503, "cluster is not ready", null));
       return;
     }
-    boolean chat = exchange.meta().endpoint() == Endpoint.CHAT_COMPLETIONS;
+    Endpoint endpoint = exchange.meta().endpoint();
+    boolean chat = endpoint == Endpoint.CHAT_COMPLETIONS;
     AdmittedRequest admitted;
     try {
       HeaderSource headers = headerSource(exchange.meta().headers());
       byte[] json = fc.backend.requestBody(body, headers);
-      OpenAiRequest request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
+      OpenAiRequest request;
+      if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
+        countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);
+        return;
+      } else if (endpoint == Endpoint.MESSAGES) {
+        request = AnthropicRequests.toChat(json, fc.codec, false);
+      } else {
+        request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
+      }
       admitted = fc.admission.admit(request, headers);
     } catch (ProtocolException e) {
       exchange.sendError(e.status(), e.toErrorResponse());
@@ -46,6 +64,10 @@ final class CompletionEndpoint {
       return;
     }
     exchange.describe(admitted.request().model(), admitted.request().isStreaming());
+    if (endpoint == Endpoint.MESSAGES) {
+      String model = admitted.request().model();
+      exchange.streamFormat(() -> new AnthropicStream(model));
+    }
     try {
       fc.backend.handler().handle(admitted, exchange);
     } catch (ProtocolException e) {  // a handler may refuse what admission let through, naming the field
@@ -56,6 +78,28 @@ final class CompletionEndpoint {
       LOG.error("request {}: the completion handler failed", exchange.meta().localId(), e);
       exchange.fail(500, exchange.internalError(), null);
     }
+  }
+
+  /** {@code count_tokens}: the model (404), then the backend's count, answered as {@code {"input_tokens": n}}. */
+  private void countTokens(HttpExchange exchange, ChatCompletionRequest request, byte[] anthropicBody) {
+    if (!fc.serves(request.model())) {
+      exchange.sendError(404, ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
+      return;
+    }
+    exchange.describe(request.model(), false);
+    fc.backend.countTokens(request, anthropicBody).whenComplete((count, error) -> {
+      if (error == null) {
+        exchange.sendJsonLater(HttpResponseStatus.OK, fc.codec.toJsonBytes(AnthropicResponses.tokenCount(count)));
+        return;
+      }
+      Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+      if (cause instanceof ProtocolException e) {
+        exchange.sendErrorLater(e.status(), e.toErrorResponse());
+      } else {
+        LOG.error("request {}: counting tokens failed", exchange.meta().localId(), cause);
+        exchange.sendErrorLater(500, exchange.internalError());
+      }
+    });
   }
 
   /** Netty's headers are matched case-insensitively; the first value wins. */

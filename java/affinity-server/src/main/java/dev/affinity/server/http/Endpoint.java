@@ -13,6 +13,9 @@ import java.util.Map;
 enum Endpoint {
   COMPLETIONS("/v1/completions", HttpMethod.POST, true),
   CHAT_COMPLETIONS("/v1/chat/completions", HttpMethod.POST, true),
+  /** Anthropic's Messages API, converted to the chat path (docs/anthropic.md). */
+  MESSAGES("/v1/messages", HttpMethod.POST, true),
+  MESSAGES_COUNT_TOKENS("/v1/messages/count_tokens", HttpMethod.POST, true),
   MODELS("/v1/models", HttpMethod.GET, true),
   HEALTH("/health", HttpMethod.GET, false),
   CLUSTER_INFO("/cluster_info", HttpMethod.GET, true),
@@ -34,6 +37,7 @@ enum Endpoint {
   final String path;
   final HttpMethod method;
   final boolean authenticated;
+  /** The default framing of a streamed answer; an endpoint may give one per request (the Anthropic stream). */
   final StreamTransformer.Factory streamFormat = StreamTransformer::openAi;
 
   Endpoint(String path, HttpMethod method, boolean authenticated) {
@@ -48,7 +52,15 @@ enum Endpoint {
   }
 
   boolean isCompletion() {
-    return this == COMPLETIONS || this == CHAT_COMPLETIONS;
+    return this == COMPLETIONS || this == CHAT_COMPLETIONS || this == MESSAGES;
+  }
+
+  /**
+   * Whether the endpoint speaks Anthropic's API: its errors use Anthropic's envelope and its API key may come in
+   * {@code x-api-key}.
+   */
+  boolean anthropic() {
+    return this == MESSAGES || this == MESSAGES_COUNT_TOKENS;
   }
 
   /** The metric tag for a request to {@code endpoint} (null for an unknown path). */

@@ -28,6 +28,22 @@ public interface FrontendBackend {
     return PromptTokenizer.NONE;
   }
 
+  /**
+   * {@code POST /v1/messages/count_tokens}: the number of tokens of {@code request}'s prompt (the Anthropic body,
+   * {@code anthropicBody}, converted to chat with {@code max_tokens} 1). Default: counted with {@link #tokenizer()}
+   * (the embedded workers' tokenizer); a backend without one (remote workers) forwards {@code anthropicBody} to a
+   * context worker. A {@link dev.affinity.protocol.ProtocolException} in the stage is answered with its status.
+   */
+  default java.util.concurrent.CompletionStage<Integer> countTokens(dev.affinity.protocol.ChatCompletionRequest request,
+      byte[] anthropicBody) {
+    int[] ids = tokenizer().tokenize(request);
+    if (ids == null) {
+      return java.util.concurrent.CompletableFuture.failedFuture(dev.affinity.protocol.ProtocolException.of(501,
+          "count_tokens: this frontend has no tokenizer for the model and no context worker to ask", null));
+    }
+    return java.util.concurrent.CompletableFuture.completedFuture(ids.length);
+  }
+
   /** The longest prompt accepted, checked at admission before routing. Default: no limit. */
   default PromptLimit promptLimit() {
     return PromptLimit.NONE;

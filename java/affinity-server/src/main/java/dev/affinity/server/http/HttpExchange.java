@@ -1,8 +1,10 @@
 package dev.affinity.server.http;
 
+import dev.affinity.anthropic.AnthropicResponses;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.StreamTransformer;
+import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
@@ -57,8 +59,10 @@ final class HttpExchange implements ClientSink {
   private final Channel channel;
   private final RequestMeta meta;
   private final ExchangeLog log;
-  /** Frames this exchange's stream. */
-  private final StreamTransformer.Factory streamFormat;
+  /** Frames this exchange's stream (the endpoint's, or the one its handler set, {@link #streamFormat}). */
+  private volatile StreamTransformer.Factory streamFormat;
+  /** Anthropic's endpoints: their whole answers are Anthropic messages and their errors Anthropic's envelope. */
+  private final boolean anthropic;
 
   // event-loop confined
   private State state = State.NEW;
@@ -77,6 +81,27 @@ final class HttpExchange implements ClientSink {
     this.meta = meta;
     this.log = new ExchangeLog(fc, meta, readNanos);
     this.streamFormat = meta.endpoint() == null ? StreamTransformer::openAi : meta.endpoint().streamFormat;
+    this.anthropic = meta.endpoint() != null && meta.endpoint().anthropic();
+  }
+
+  /** Frames this request's stream with {@code format} (set before the handler runs). */
+  void streamFormat(StreamTransformer.Factory format) {
+    this.streamFormat = Objects.requireNonNull(format, "format");
+  }
+
+  /** The body of an error: OpenAI's shape, or Anthropic's envelope on its endpoints. */
+  byte[] errorBody(int status, ErrorResponse error) {
+    return anthropic ? fc.codec.toJsonBytes(AnthropicResponses.error(status, error)) : fc.codec.toJsonBytes(error);
+  }
+
+  /** A JSON answer computed off the event loop. */
+  void sendJsonLater(HttpResponseStatus status, byte[] body) {
+    onLoop(() -> sendJson(status, body));
+  }
+
+  /** An error decided off the event loop. */
+  void sendErrorLater(int status, ErrorResponse error) {
+    onLoop(() -> sendError(status, error));
   }
 
   RequestMeta meta() {
@@ -95,7 +120,8 @@ final class HttpExchange implements ClientSink {
     Objects.requireNonNull(response, "response");
     byte[] body;
     try {
-      body = fc.codec.toJsonBytes(response);
+      body = anthropic ? fc.codec.toJsonBytes(AnthropicResponses.toMessage((ChatCompletionResponse) response))
+          : fc.codec.toJsonBytes(response);
     } catch (RuntimeException e) {
       LOG.error("request {}: cannot serialize the response", meta.localId(), e);
       fail(500, internalError(), routeInfo);
@@ -140,7 +166,7 @@ final class HttpExchange implements ClientSink {
       LOG.warn("request {}: fail() with status {} is not an error status; answering 500", meta.localId(), status);
       code = 500;
     }
-    byte[] body = fc.codec.toJsonBytes(error);
+    byte[] body = errorBody(code, error);
     int finalCode = code;
     onLoop(() -> failOnLoop(finalCode, body, error.error().message(), routeInfo));
   }
@@ -195,7 +221,7 @@ final class HttpExchange implements ClientSink {
   }
 
   void sendError(int status, ErrorResponse error, Map<String, String> headers, boolean close) {
-    writeFull(HttpResponseStatus.valueOf(status), JSON, fc.codec.toJsonBytes(error), null, headers, close,
+    writeFull(HttpResponseStatus.valueOf(status), JSON, errorBody(status, error), null, headers, close,
         error.error().message());
   }
 
@@ -367,6 +393,13 @@ final class HttpExchange implements ClientSink {
     }
     log.route(routeInfo);
     LOG.debug("request {}: aborted: {}", meta.localId(), reason);
+    if (state == State.STREAMING && transformer != null) {
+      byte[] last = transformer.broken(); // best effort: the connection closes right after
+      if (last.length > 0 && channel.isActive()) {
+        log.sent(last.length);
+        write(new DefaultHttpContent(Unpooled.wrappedBuffer(last)));
+      }
+    }
     complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, reason, System.nanoTime());
     connection.exchangeDone(this, null, true);
   }

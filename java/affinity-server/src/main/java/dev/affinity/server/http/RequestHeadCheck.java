@@ -123,7 +123,11 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
       return Rejection.methodNotAllowed(meta.method(), meta.path(), allowed);
     }
     if (meta.authenticated()) {
-      ApiKeys.Refusal refusal = fc.apiKeys.check(head.headers().get(HttpHeaderNames.AUTHORIZATION));
+      String apiKey = meta.endpoint() != null && meta.endpoint().anthropic()
+          ? head.headers().get(ApiKeys.X_API_KEY) : null;
+      ApiKeys.Refusal refusal = apiKey != null
+          ? fc.apiKeys.checkKey(apiKey)
+          : fc.apiKeys.check(head.headers().get(HttpHeaderNames.AUTHORIZATION));
       if (refusal != null) {
         return Rejection.unauthorized(refusal.message());
       }

@@ -347,6 +347,44 @@ public final class HttpWorker implements Worker {
     return name != null && name.isTextual() ? name.asText() : null;
   }
 
+
+  /**
+   * {@code POST /v1/messages/count_tokens} with an Anthropic Messages body, as upstream's frontend asks a context
+   * worker (TensorRT-LLM {@code tensorrt_llm/serve/openai_disagg_service.py}, {@code anthropic_count_tokens}): no
+   * disaggregated params, no router accounting, the control timeout. Completes with the worker's
+   * {@code input_tokens}; fails with a {@link ProtocolException} carrying the worker's status and its error's
+   * message (never the worker's address), or 502 when the answer cannot be read.
+   */
+  public CompletableFuture<Integer> countTokens(byte[] anthropicBody) {
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(ProtocolException.of(503, "the context worker is closed", null));
+    }
+    RequestTemplate r = new RequestTemplate(HttpMethod.POST, settings.basePath() + "/v1/messages/count_tokens", host,
+        List.of(new RequestTemplate.Header("content-type", JSON)), anthropicBody);
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).handle((a, error) -> {
+      if (error != null) {
+        LOG.warn("worker {}: count_tokens failed: {}", id, error.toString());
+        throw ProtocolException.of(502, "the context worker did not answer count_tokens", null);
+      }
+      JsonNode answer;
+      try {
+        answer = codec.readTree(a.body());
+      } catch (ProtocolException e) {
+        LOG.warn("worker {}: count_tokens answered {} with a body that is not JSON", id, a.status());
+        throw ProtocolException.of(502, "the context worker answered count_tokens with status " + a.status()
+            + " and a body that is not JSON", null);
+      }
+      if (a.status() == 200 && answer.path("input_tokens").canConvertToInt()) {
+        return answer.get("input_tokens").asInt();
+      }
+      String message = answer.at("/error/message").isTextual() ? answer.at("/error/message").asText()
+          : answer.path("message").isTextual() ? answer.get("message").asText()
+          : "context worker rejected the request with status " + a.status();
+      throw ProtocolException.of(a.status() >= 400 && a.status() <= 599 ? a.status() : 502, message, null);
+    });
+  }
+
+
   /** A control request with the control timeout; completes with the whole answer. POSTs are signed. */
   private CompletableFuture<ControlExchange.Answer> control(HttpMethod method, String path) {
     if (closed.get()) {

@@ -89,6 +89,13 @@ final class WorkerBackend implements FrontendBackend {
     return handler;
   }
 
+  /** {@code POST /v1/messages/count_tokens}: the converted prompt counted with this worker's tokenizer. */
+  @Override
+  public java.util.concurrent.CompletionStage<Integer> countTokens(dev.affinity.protocol.ChatCompletionRequest request,
+      byte[] anthropicBody) {
+    return java.util.concurrent.CompletableFuture.completedFuture(worker.promptTokens(request).length);
+  }
+
   @Override
   public List<String> models() {
     return settings.model() == null ? List.of() : List.of(settings.model());
