@@ -14,8 +14,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Session lifecycle around a handler: every request with a conversation id marks its session active; one whose
  * session-final header ({@code affinity.session_final_header}) is {@code true} (case-insensitive) ends its
- * session once its answer has been delivered (a response, the end of a stream, or an error), so that the last
- * turn itself is still routed to the session's pins. Requests without an id pass through untouched.
+ * session as its answer is delivered (a response, the end of a stream, or an error; released just before the
+ * client gets it), so that the last turn itself is still routed to the session's pins. Requests without an id pass through untouched.
  */
 public final class SessionLifecycleHandler implements CompletionHandler {
   private final CompletionHandler delegate;
@@ -45,7 +45,10 @@ public final class SessionLifecycleHandler implements CompletionHandler {
     delegate.handle(request, new EndingSink(sink, () -> sessions.end(id)));
   }
 
-  /** A sink that runs {@code end} once, after the answer's last call. */
+  /**
+   * A sink that runs {@code end} once, with the answer's last call and just before it is delivered: the request
+   * has been routed and served by then, and a client that has its answer finds the session released.
+   */
   private static final class EndingSink implements ClientSink {
     private final ClientSink sink;
     private final Runnable end;
@@ -65,9 +68,9 @@ public final class SessionLifecycleHandler implements CompletionHandler {
     @Override
     public void respond(OpenAiResponse response, RouteInfo route) {
       try {
-        sink.respond(response, route);
-      } finally {
         ended();
+      } finally {
+        sink.respond(response, route);
       }
     }
 
@@ -89,27 +92,27 @@ public final class SessionLifecycleHandler implements CompletionHandler {
     @Override
     public void streamEnd(RouteInfo route) {
       try {
-        sink.streamEnd(route);
-      } finally {
         ended();
+      } finally {
+        sink.streamEnd(route);
       }
     }
 
     @Override
     public void fail(int status, ErrorResponse error, RouteInfo route) {
       try {
-        sink.fail(status, error, route);
-      } finally {
         ended();
+      } finally {
+        sink.fail(status, error, route);
       }
     }
 
     @Override
     public void abort(String reason, RouteInfo route) {
       try {
-        sink.abort(reason, route);
-      } finally {
         ended();
+      } finally {
+        sink.abort(reason, route);
       }
     }
 
