@@ -20,7 +20,8 @@ import org.yaml.snakeyaml.nodes.NodeTuple;
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "workers");
+      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
+      "session_idle_ttl_seconds", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -35,6 +36,15 @@ final class AffinityBlockReader {
     static AffinityBlock empty() {
       return new AffinityBlock(AffinitySettings.defaults(), Optional.empty(), Optional.empty(), null);
     }
+  }
+
+  /** Whether {@code h} is an HTTP header name; an error at {@code v} when not. */
+  private boolean headerName(String h, NodeTuple v, String path) {
+    if (h.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
+      return true;
+    }
+    r.error(v.getValueNode(), path, "expected an HTTP header name (letters, digits and -), found \"" + h + "\"");
+    return false;
   }
 
   /** The block at {@code t} (the {@code affinity} key and its mapping). */
@@ -56,6 +66,8 @@ final class AffinityBlockReader {
     long maxPrompt = d.maxPromptTokens();
     boolean tenants = d.tenantIsolation();
     int maxConnections = d.workerMaxConnections();
+    String finalHeader = d.sessionFinalHeader();
+    double idleTtl = d.sessionIdleTtlSeconds();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -85,6 +97,9 @@ final class AffinityBlockReader {
         case "tenant_isolation" -> tenants = r.bool(v, k).orElse(tenants);
         case "worker_max_connections" -> maxConnections = r.integer(v, k, 0, Integer.MAX_VALUE).map(Long::intValue)
             .orElse(maxConnections);
+        case "session_final_header" -> finalHeader = r.string(v, k).map(String::strip)
+            .filter(h -> headerName(h, v, k)).map(h -> h.toLowerCase(Locale.ROOT)).orElse(finalHeader);
+        case "session_idle_ttl_seconds" -> idleTtl = r.number(v, k, 0).orElse(idleTtl);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -120,7 +135,7 @@ final class AffinityBlockReader {
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
-        maxConnections), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        maxConnections, finalHeader, idleTtl), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

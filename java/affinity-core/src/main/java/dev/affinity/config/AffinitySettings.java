@@ -26,6 +26,10 @@ import java.util.Optional;
  * @param tenantIsolation conversation and parent ids are scoped per API key and the KV cache is salted per
  *     key (needs {@code api_keys})
  * @param workerMaxConnections most connections the frontend opens to one remote worker, 0 for no limit
+ * @param sessionFinalHeader the request header (lower case) whose value {@code true} ends the request's
+ *     session once it is answered: its pins and parent link are released
+ * @param sessionIdleTtlSeconds a session (conversation id) without a request for this long expires: its pins
+ *     and parent link are released
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -41,7 +45,13 @@ public record AffinitySettings(
     double selectionTtlSeconds,
     long maxPromptTokens,
     boolean tenantIsolation,
-    int workerMaxConnections) {
+    int workerMaxConnections,
+    String sessionFinalHeader,
+    double sessionIdleTtlSeconds) {
+
+  /** Dynamo's header that ends a session ({@code X-Dynamo-Session-Final: true}). */
+  public static final String DEFAULT_SESSION_FINAL_HEADER = "x-dynamo-session-final";
+  public static final double DEFAULT_SESSION_IDLE_TTL_SECONDS = 3600;
 
   /** The model name embedded CPU-executor workers answer with when none is configured. */
   public static final String DEFAULT_MODEL = "affinity-sim";
@@ -61,11 +71,16 @@ public record AffinitySettings(
     if (workerMaxConnections < 0) {
       throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
     }
+    sessionFinalHeader = sessionFinalHeader.strip().toLowerCase(java.util.Locale.ROOT);
+    if (!(sessionIdleTtlSeconds > 0)) {
+      throw new IllegalArgumentException("sessionIdleTtlSeconds must be > 0, got " + sessionIdleTtlSeconds);
+    }
   }
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0);
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
+        DEFAULT_SESSION_IDLE_TTL_SECONDS);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

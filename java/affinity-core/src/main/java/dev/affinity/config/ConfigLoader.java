@@ -21,6 +21,7 @@ import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.error.YAMLException;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * Reads TensorRT-LLM's disaggregated server YAML ({@code tensorrt_llm/llmapi/disagg_utils.py}) with the same keys,
@@ -138,9 +139,9 @@ public final class ConfigLoader {
           "drop disagg_coordinator_url and give every frontend the same disagg_cluster with cluster_uri: etcd://HOST:PORT")));
       int keepAlive = get("server_keep_alive_timeout").flatMap(t -> r.integer(t, "server_keep_alive_timeout", 0, 86400)).map(Long::intValue).orElse(10);
       Optional<String> authKey = get("internal_request_auth_key").flatMap(t -> r.string(t, "internal_request_auth_key"));
-      Optional<String> subagentHeader = get("conversation_affinity_header_for_subagents")
-          .flatMap(t -> r.string(t, "conversation_affinity_header_for_subagents")).map(String::strip).filter(s -> !s.isEmpty());
-      subagentHeader.ifPresent(h -> checkHeaderName(h, top.get("conversation_affinity_header_for_subagents")));
+      List<String> subagentHeaders = get("conversation_affinity_header_for_subagents").map(this::subagentHeaders)
+          .orElse(List.of());
+      Optional<String> subagentHeader = subagentHeaders.stream().findFirst();
       SubagentScope scope = get("subagent_affinity_scope").flatMap(this::scope).orElse(SubagentScope.CONTEXT);
       Optional<String> otlp = get("otlp_config").flatMap(this::otlp);
       Optional<DisaggConfig.ConditionalDisaggConfig> conditional = get("conditional_disagg_config").flatMap(this::conditional);
@@ -171,7 +172,7 @@ public final class ConfigLoader {
             + subagentHeader.map(h -> " (the sub-agent affinity id of " + h + " is only sent signed)").orElse("")
             + ", or drop require_internal_auth to start with a warning");
       }
-      subagentHeader.ifPresent(h -> parentHeaderIsNotASessionHeader(h, aff.settings()));
+      subagentHeaders.forEach(h -> parentHeaderIsNotASessionHeader(h, aff.settings()));
       cluster.ifPresent(c -> checkStorageScope(c, hostname));
 
       if (conditional.isPresent() && gen != null && !"kv_cache_aware".equals(gen.router().type())) {
@@ -184,7 +185,7 @@ public final class ConfigLoader {
       }
       return new DisaggConfig(r.file(), hostname, port, ctx, gen, maxRetries, style, nodeId, conditional, otlp,
           cluster, perfMax, returnPerf, perfDir, allowTemplate, strip, tokids, numWorkers, coordinator, keepAlive,
-          authKey, subagentHeader, scope, inherited, aff.settings());
+          authKey, subagentHeaders, scope, inherited, aff.settings());
     }
 
     /** Upstream's docs ask for a separate parent header: one that is also a session header names both ids. */
@@ -218,11 +219,45 @@ public final class ConfigLoader {
       }
     }
 
-    private void checkHeaderName(String h, NodeTuple t) {
-      if (!h.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
-        r.error(t.getValueNode(), "conversation_affinity_header_for_subagents",
-            "expected an HTTP header name (letters, digits and -), found \"" + h + "\"");
+    /**
+     * {@code conversation_affinity_header_for_subagents}: one header name (upstream's form) or a list of them, in
+     * priority order (the first present on a request wins). Blank is off; every name must be a header name.
+     */
+    private List<String> subagentHeaders(NodeTuple t) {
+      String key = "conversation_affinity_header_for_subagents";
+      if (!(t.getValueNode() instanceof SequenceNode seq)) {
+        Optional<String> one = r.string(t, key).map(String::strip).filter(s -> !s.isEmpty());
+        one.ifPresent(h -> checkHeaderName(h, t.getValueNode(), key));
+        return one.stream().toList();
       }
+      List<String> names = r.stringList(t, key).orElse(List.of());
+      if (seq.getValue().isEmpty()) {
+        r.error(seq, key, "is an empty list: name at least one header (e.g. X-Dynamo-Parent-Session-ID), or drop the key");
+      }
+      if (names.size() != seq.getValue().size()) {
+        return List.of(); // an item that is not a string, reported
+      }
+      List<String> out = new ArrayList<>();
+      for (int i = 0; i < names.size(); i++) {
+        String h = names.get(i).strip();
+        String path = key + "[" + i + "]";
+        if (checkHeaderName(h, seq.getValue().get(i), path)) {
+          if (out.stream().anyMatch(h::equalsIgnoreCase)) {
+            r.error(seq.getValue().get(i), path, "repeats the header " + h);
+          } else {
+            out.add(h);
+          }
+        }
+      }
+      return out;
+    }
+
+    private boolean checkHeaderName(String h, Node at, String path) {
+      if (!h.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
+        r.error(at, path, "expected an HTTP header name (letters, digits and -), found \"" + h + "\"");
+        return false;
+      }
+      return true;
     }
 
     private Optional<ScheduleStyle> scheduleStyle(NodeTuple t) {

@@ -29,13 +29,22 @@ public record DisaggConfig(
     Optional<String> disaggCoordinatorUrl,
     int serverKeepAliveTimeout,
     Optional<String> internalRequestAuthKey,
-    Optional<String> subagentHeader,
+    java.util.List<String> subagentHeaders,
     SubagentScope subagentScope,
     Map<String, Object> inherited,
     AffinitySettings affinity) {
 
   public DisaggConfig {
     inherited = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(inherited));
+    subagentHeaders = java.util.List.copyOf(subagentHeaders);
+  }
+
+  /**
+   * The first of {@code conversation_affinity_header_for_subagents}' headers (a string as upstream's, or a
+   * list whose first present header wins), empty when sub-agent affinity is off.
+   */
+  public Optional<String> subagentHeader() {
+    return subagentHeaders.stream().findFirst();
   }
 
   /** {@code conditional_disagg_config}: prefill locally on the generation worker below this many new tokens. */

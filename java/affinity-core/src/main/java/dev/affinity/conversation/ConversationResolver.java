@@ -17,14 +17,15 @@ import java.util.function.Supplier;
  *       non-empty (after strip) value among the session headers, in their configured order, matched
  *       case-insensitively; otherwise none.
  *   <li>Sub-agent: with {@code conversation_affinity_header_for_subagents} set, a non-blank value of
- *       that header becomes the affinity id. The own id is resolved as above regardless and never
+ *       that header (of the first of its headers present) names the parent; the affinity id is the
+ *       parent's root ({@link AffinityRoots}: nested sub-agents follow their recorded parent links). The own id is resolved as above regardless and never
  *       rewritten; a child with a parent header but no own id gets {@code subagent:<uuid>}. Without
  *       the parent header (a main agent) or with the feature off, resolution is exactly as step 1.
  *   <li>Every routing header present (session headers and the parent header) must be at most 256
  *       characters without control characters, else {@link InvalidHeaderException} (HTTP 400).
  * </ol>
  *
- * Thread-safe and stateless.
+ * Thread-safe; its only state is the parent links of {@link AffinityRoots}.
  */
 public final class ConversationResolver {
   public static final int MAX_HEADER_LENGTH = 256;
@@ -32,15 +33,27 @@ public final class ConversationResolver {
 
   private final ConversationSettings settings;
   private final Supplier<UUID> uuids;
+  private final AffinityRoots roots;
 
+  /** With parent links of its own ({@link LocalParentLinks#withDefaults()}). */
   public ConversationResolver(ConversationSettings settings) {
     this(settings, UUID::randomUUID);
   }
 
   /** With a UUID source for synthesized ids (tests make it deterministic). */
   public ConversationResolver(ConversationSettings settings, Supplier<UUID> uuids) {
+    this(settings, uuids, new AffinityRoots(LocalParentLinks.withDefaults(), AffinityRoots.DEFAULT_MAX_DEPTH));
+  }
+
+  /** With the parent links (and depth bound) nested sub-agents are resolved by. */
+  public ConversationResolver(ConversationSettings settings, Supplier<UUID> uuids, AffinityRoots roots) {
     this.settings = Objects.requireNonNull(settings, "settings");
     this.uuids = Objects.requireNonNull(uuids, "uuids");
+    this.roots = Objects.requireNonNull(roots, "roots");
+  }
+
+  public AffinityRoots roots() {
+    return roots;
   }
 
   public ConversationSettings settings() {
@@ -61,10 +74,9 @@ public final class ConversationResolver {
       }
     }
     String affinity = null;
-    if (settings.subagentHeader().isPresent()) {
-      String name = settings.subagentHeader().get();
+    for (String name : settings.subagentHeaders()) {
       String value = checked(name, headers.first(name));
-      if (value != null && !value.isBlank()) {
+      if (affinity == null && value != null && !value.isBlank()) {
         affinity = value.strip();
       }
     }
@@ -74,7 +86,8 @@ public final class ConversationResolver {
       synthesized = true;
     }
     Resolution r = own == null && affinity == null ? Resolution.NONE : new Resolution(own, affinity, synthesized);
-    return settings.tenantIsolation() ? r.scopedTo(tenantOf(headers)) : r;
+    // scoped first: parent links are recorded and followed in the tenant's namespace only
+    return roots.rooted(settings.tenantIsolation() ? r.scopedTo(tenantOf(headers)) : r);
   }
 
   /**

@@ -90,6 +90,20 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
   }
 
+  @Override
+  public boolean releasePin(String key) {
+    synchronized (lock) {
+      return pins.remove(key) != null;
+    }
+  }
+
+  @Override
+  public int pinCount() {
+    synchronized (lock) {
+      return pins.size();
+    }
+  }
+
   /** The candidate a key is pinned to, or null. */
   public Candidate pinnedTo(String key) {
     synchronized (lock) {

@@ -97,6 +97,23 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
     }
   }
 
+  @Override
+  public boolean releasePin(String key) {
+    synchronized (lock) {
+      Session s = sessions.remove(key);
+      if (s == null) {
+        return false;
+      }
+      trieRemove(key, s.hashes);
+      return true;
+    }
+  }
+
+  @Override
+  public int pinCount() {
+    return sessionCount();
+  }
+
   /** The candidate a key is bound to, or null. */
   public Candidate boundTo(String key) {
     synchronized (lock) {

@@ -12,4 +12,13 @@ public interface PinKeeping {
    * excluded, or for {@code affinity} the pin costs too much).
    */
   void adoptPin(String key, Candidate candidate);
+
+  /**
+   * Forgets the pin of {@code key} (its session ended or expired): its next request, if any, is placed again.
+   * False when the key had no pin.
+   */
+  boolean releasePin(String key);
+
+  /** Keys pinned now (metrics). */
+  int pinCount();
 }

@@ -180,6 +180,19 @@ class ConfigLoaderTest {
         Arguments.of("otlp_config:\n  endpoint: x\n" + MINIMAL, "otlp_config.endpoint: unknown key (known: otlp_traces_endpoint)"),
         Arguments.of("conversation_affinity_header_for_subagents: \"X Parent\"\n" + MINIMAL,
             "conversation_affinity_header_for_subagents: expected an HTTP header name"),
+        Arguments.of("conversation_affinity_header_for_subagents: [X-Parent, \"X Grand\"]\n" + MINIMAL,
+            "test.yaml:1:56: conversation_affinity_header_for_subagents[1]: expected an HTTP header name (letters, "
+                + "digits and -), found \"X Grand\""),
+        Arguments.of("conversation_affinity_header_for_subagents:\n  - X-Parent\n  - x-parent\n" + MINIMAL,
+            "test.yaml:3:5: conversation_affinity_header_for_subagents[1]: repeats the header x-parent"),
+        Arguments.of("conversation_affinity_header_for_subagents: []\n" + MINIMAL,
+            "test.yaml:1:45: conversation_affinity_header_for_subagents: is an empty list"),
+        Arguments.of("conversation_affinity_header_for_subagents: [X-Parent, 3.5, {a: 1}]\n" + MINIMAL,
+            "test.yaml:1:61: conversation_affinity_header_for_subagents[2]: expected a string, found a mapping"),
+        Arguments.of("affinity:\n  session_final_header: \"X Final\"\n" + MINIMAL,
+            "test.yaml:2:25: affinity.session_final_header: expected an HTTP header name"),
+        Arguments.of("affinity:\n  session_idle_ttl_seconds: 0\n" + MINIMAL,
+            "test.yaml:2:29: affinity.session_idle_ttl_seconds: expected a number > 0.0, found 0"),
         Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
         Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
             "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
@@ -247,6 +260,31 @@ class ConfigLoaderTest {
     assertEquals(0.5, r.args().get("match_threshold"));
     assertEquals(8192L, r.args().get("max_num_tokens"));
     assertEquals(new Location("test.yaml", 6, 19), r.locationOf("max_sessions"));
+  }
+
+  @Test
+  void theSubAgentHeaderIsAStringOrAListInPriorityOrder() {
+    DisaggConfig one = parse("conversation_affinity_header_for_subagents: X-Parent\n" + MINIMAL).config();
+    assertEquals(List.of("X-Parent"), one.subagentHeaders());
+    DisaggConfig list = parse("conversation_affinity_header_for_subagents: [X-Dynamo-Parent-Session-ID, X-Parent]\n"
+        + MINIMAL).config();
+    assertEquals(List.of("X-Dynamo-Parent-Session-ID", "X-Parent"), list.subagentHeaders());
+    assertEquals("X-Dynamo-Parent-Session-ID", list.subagentHeader().orElseThrow());
+    assertEquals(List.of("x-dynamo-parent-session-id", "x-parent"),
+        dev.affinity.conversation.ConversationSettings.from(list).subagentHeaders());
+    assertEquals(List.of(), parse(MINIMAL).config().subagentHeaders());
+    assertEquals(List.of(), parse("conversation_affinity_header_for_subagents: null\n" + MINIMAL).config().subagentHeaders());
+  }
+
+  @Test
+  void sessionLifecycleSettingsParse() {
+    AffinitySettings d = parse(MINIMAL).config().affinity();
+    assertEquals("x-dynamo-session-final", d.sessionFinalHeader());
+    assertEquals(3600, d.sessionIdleTtlSeconds());
+    AffinitySettings a = parse("affinity:\n  session_final_header: X-Session-End\n  session_idle_ttl_seconds: 90\n"
+        + MINIMAL).config().affinity();
+    assertEquals("x-session-end", a.sessionFinalHeader());
+    assertEquals(90, a.sessionIdleTtlSeconds());
   }
 
   @Test

@@ -58,4 +58,20 @@ class PinKeepingTest {
     assertNotEquals(workers.get(0), s.worker());
     assertEquals(DecisionReason.RE_PINNED, s.reason());
   }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"conversation", "affinity"})
+  void aReleasedPinIsForgottenAndPlacedAgain(String type) {
+    List<Worker> workers = List.of(worker("a"), worker("b"));
+    Router r = router(type, workers);
+    PinKeeping p = (PinKeeping) r;
+    r.select(req(1, "k"), Set.of()).release(Outcome.SUCCESS);
+    r.select(req(2, "other"), Set.of()).release(Outcome.SUCCESS);
+    assertEquals(2, p.pinCount());
+    assertEquals(DecisionReason.PINNED, r.select(req(3, "k"), Set.of()).reason());
+    assertEquals(true, p.releasePin("k"));
+    assertEquals(false, p.releasePin("k"));
+    assertEquals(1, p.pinCount());
+    assertNotEquals(DecisionReason.PINNED, r.select(req(4, "k"), Set.of()).reason(), "placed again, not pinned");
+  }
 }

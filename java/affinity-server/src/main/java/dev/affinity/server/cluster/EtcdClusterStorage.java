@@ -235,6 +235,17 @@ public final class EtcdClusterStorage implements ClusterStorage {
     return new Versioned(text(kvs.get(0).getValue()), kvs.get(0).getModRevision());
   }
 
+  /** Writes {@code value} (overwriting) under {@code lease}; false when etcd failed within {@code timeoutMillis}. */
+  public boolean putWithLease(String key, String value, long lease, long timeoutMillis) {
+    try {
+      await(client.getKVClient().put(bytes(key), bytes(value), PutOption.builder().withLeaseId(lease).build()),
+          "put " + key, timeoutMillis);
+      return true;
+    } catch (StorageFailure e) {
+      return false;
+    }
+  }
+
   /** A lease of {@code ttlSeconds}, or 0 when etcd did not grant one within {@code timeoutMillis}. */
   public long grantLease(long ttlSeconds, long timeoutMillis) {
     try {

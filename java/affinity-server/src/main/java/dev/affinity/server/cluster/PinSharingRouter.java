@@ -12,6 +12,7 @@ import dev.affinity.worker.Worker;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.Executor;
 import java.util.function.Predicate;
 
 /**
@@ -26,16 +27,24 @@ import java.util.function.Predicate;
  * shared pin stays; once the worker has joined, the key's next request goes back to it. A pin moves only
  * when its worker is gone, dead or excluded here, or when the router's own rules move it.
  */
-public final class PinSharingRouter implements Router {
+public final class PinSharingRouter implements Router, PinKeeping {
   private final Router delegate;
   private final PinKeeping pinKeeping;
   private final SharedPins pins;
   private final Predicate<String> registered;
+  private final Executor releases;
 
   /**
    * @param registered whether a worker (its id, host:port) is registered in the cluster: its key is live
    */
   public PinSharingRouter(Router delegate, SharedPins pins, Predicate<String> registered) {
+    this(delegate, pins, registered, Runnable::run);
+  }
+
+  /**
+   * @param releases where a released pin is deleted in etcd (off the caller's thread in the server)
+   */
+  public PinSharingRouter(Router delegate, SharedPins pins, Predicate<String> registered, Executor releases) {
     if (!(delegate instanceof PinKeeping p)) {
       throw new IllegalArgumentException(delegate.type() + " does not pin keys; only conversation and affinity share pins");
     }
@@ -43,6 +52,26 @@ public final class PinSharingRouter implements Router {
     this.pinKeeping = p;
     this.pins = pins;
     this.registered = registered;
+    this.releases = releases;
+    pins.onDelete(p::releasePin); // released on another frontend, or expired in etcd
+  }
+
+  @Override
+  public void adoptPin(String key, Candidate candidate) {
+    pinKeeping.adoptPin(key, candidate);
+  }
+
+  /** Releases the pin here at once, and in etcd on the release executor (every frontend then forgets it). */
+  @Override
+  public boolean releasePin(String key) {
+    boolean had = pinKeeping.releasePin(key);
+    releases.execute(() -> pins.release(key));
+    return had;
+  }
+
+  @Override
+  public int pinCount() {
+    return pinKeeping.pinCount();
   }
 
   /** Whether a router can share pins. */

@@ -45,6 +45,8 @@ public final class SharedPins implements AutoCloseable {
   private final String prefix;
   private final Map<String, Pin> pins = new ConcurrentHashMap<>();
   private AutoCloseable watch;
+  /** Told the key of every pin deleted in etcd (a session released, or a lease ended). */
+  private volatile java.util.function.Consumer<String> onDelete = key -> { };
   private long lease;
   private long leaseGrantedNanos;
   /** Whether etcd is paused after a failure (see {@link #RETRY_NANOS}), and since when. */
@@ -70,7 +72,14 @@ public final class SharedPins implements AutoCloseable {
     String key = e.key().substring(prefix.length());
     if (e.type() == StorageEvent.Type.DELETE) {
       // a pin this frontend wrote after the delete (a newer revision) stays
-      pins.computeIfPresent(key, (k, old) -> old.revision() <= e.revision() ? null : old);
+      boolean[] removed = {false};
+      pins.computeIfPresent(key, (k, old) -> {
+        removed[0] = old.revision() <= e.revision();
+        return removed[0] ? null : old;
+      });
+      if (removed[0]) {
+        onDelete.accept(key);
+      }
       return;
     }
     parse(e.value(), e.revision()).ifPresent(p -> pins.merge(key, p,
@@ -161,6 +170,24 @@ public final class SharedPins implements AutoCloseable {
     Optional<Pin> pin = parse(won.value(), won.modRevision());
     pin.ifPresent(p -> pins.merge(key, p, (old, neu) -> neu.revision() >= old.revision() ? neu : old));
     return pin;
+  }
+
+  /** Who is told of pins deleted in etcd (the router forgets its own pin of the key). */
+  public void onDelete(java.util.function.Consumer<String> listener) {
+    this.onDelete = java.util.Objects.requireNonNull(listener, "listener");
+  }
+
+  /**
+   * Releases a key's pin (its session ended or expired): forgotten here at once, and deleted in etcd, so every
+   * frontend's watch forgets it too. Blocks up to {@link #TIMEOUT_MILLIS}; false when etcd did not answer or
+   * held no pin.
+   */
+  public boolean release(String key) {
+    pins.remove(key);
+    if (paused()) {
+      return false;
+    }
+    return storage.delete(prefix + key);
   }
 
   /** Pins known (tests, metrics). */

@@ -8,12 +8,15 @@ import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.LocalParentLinks;
+import dev.affinity.conversation.ParentLinks;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
+import dev.affinity.routing.PinKeeping;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterStats;
 import dev.affinity.server.cluster.ClockSync;
@@ -24,16 +27,21 @@ import dev.affinity.server.cluster.ClusterWorker;
 import dev.affinity.server.cluster.EtcdClusterStorage;
 import dev.affinity.server.cluster.InMemoryClusterStorage;
 import dev.affinity.server.cluster.PinSharingRouter;
+import dev.affinity.server.cluster.SharedParentLinks;
 import dev.affinity.server.cluster.SharedPins;
 import dev.affinity.server.cluster.ServerRole;
 import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
+import dev.affinity.session.PinAndLinkRelease;
+import dev.affinity.session.SessionLifecycleHandler;
+import dev.affinity.session.SessionRegistry;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.timer.RealScheduler;
 import dev.affinity.worker.Worker;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.netty.channel.EventLoopGroup;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -81,6 +89,17 @@ public final class AffinityServer implements AutoCloseable {
   private ClusterStorage storage;
   private ClusterMembership membership;
   private final List<SharedPins> sharedPins = new ArrayList<>();
+  /** Etcd writes of parent links and pin releases, and idle-session expiry: off the event loops. */
+  private final java.util.concurrent.ScheduledExecutorService sessionWork =
+      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "affinity-sessions");
+        t.setDaemon(true);
+        return t;
+      });
+  private ParentLinks parentLinks;
+  private SharedParentLinks sharedLinks;
+  private SessionRegistry sessions;
+  private CompletionHandler handler;
 
   private AffinityServer(DisaggConfig config) {
     this.config = config;
@@ -118,6 +137,7 @@ public final class AffinityServer implements AutoCloseable {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
     }
+    parentLinks = createParentLinks();
     Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
         this::sharePins);
     ctxRouter = orchestration.contextRouter();
@@ -154,10 +174,64 @@ public final class AffinityServer implements AutoCloseable {
       Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
           .register(registry);
     }
+    startSessions();
     frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded)), registry, io);
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
     }
+  }
+
+  /**
+   * The sub-agent parent links: shared through etcd with an etcd cluster (as pins are), else this frontend's own;
+   * either way bounded and forgotten {@code affinity.session_idle_ttl_seconds} after they were last seen.
+   */
+  private ParentLinks createParentLinks() {
+    long ttl = Math.max(1, (long) Math.ceil(config.affinity().sessionIdleTtlSeconds()));
+    if (storage instanceof EtcdClusterStorage etcd) {
+      sharedLinks = new SharedParentLinks(etcd, config.disaggCluster().get().clusterName(), LocalParentLinks.DEFAULT_MAX_LINKS,
+          ttl, System::nanoTime, sessionWork).start();
+      log.info("sub-agent parent links are shared through etcd under {}", sharedLinks.prefix());
+      return sharedLinks;
+    }
+    return new LocalParentLinks(LocalParentLinks.DEFAULT_MAX_LINKS, ttl * 1_000_000_000L, System::nanoTime);
+  }
+
+  /**
+   * Session lifecycle: the sessions of the requests served, ended by the session-final header or expired when
+   * idle, releasing the pins of the pin-keeping routers and the parent links; their metrics.
+   */
+  private void startSessions() {
+    List<PinKeeping> keeping = new ArrayList<>();
+    for (Router r : List.of(ctxRouter, genRouter)) {
+      if (r instanceof PinKeeping p) {
+        keeping.add(p);
+      }
+    }
+    long ttlNanos = (long) (config.affinity().sessionIdleTtlSeconds() * 1e9);
+    sessions = new SessionRegistry(ttlNanos, SessionRegistry.DEFAULT_MAX_SESSIONS, System::nanoTime,
+        new PinAndLinkRelease(keeping, parentLinks));
+    handler = new SessionLifecycleHandler(service, sessions, config.affinity().sessionFinalHeader());
+    long periodMillis = Math.max(1000, Math.min(60_000, ttlNanos / 4_000_000));
+    sessionWork.scheduleWithFixedDelay(() -> {
+      int n = sessions.expireIdle();
+      if (n > 0) {
+        log.debug("{} idle sessions expired", n);
+      }
+    }, periodMillis, periodMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
+    Gauge.builder("affinity_sessions_live", sessions, SessionRegistry::live)
+        .description("sessions (conversation ids) seen and neither ended nor expired").register(registry);
+    FunctionCounter.builder("affinity_session_expirations", sessions, SessionRegistry::expirations)
+        .description("sessions expired after affinity.session_idle_ttl_seconds without a request").register(registry);
+    FunctionCounter.builder("affinity_sessions_ended", sessions, SessionRegistry::ended)
+        .description("sessions their clients ended (affinity.session_final_header: true)").register(registry);
+    for (Router r : List.of(ctxRouter, genRouter)) {
+      if (r instanceof PinKeeping p) {
+        Gauge.builder("affinity_session_pins", p, PinKeeping::pinCount).description("routing keys pinned")
+            .tag("fleet", r == ctxRouter ? "context" : "generation").register(registry);
+      }
+    }
+    Gauge.builder("affinity_parent_links", parentLinks, ParentLinks::size)
+        .description("sub-agent parent links known").register(registry);
   }
 
   /**
@@ -172,7 +246,8 @@ public final class AffinityServer implements AutoCloseable {
     SharedPins pins = new SharedPins(etcd, config.disaggCluster().get().clusterName(), fleet).start();
     sharedPins.add(pins);
     log.info("{} pins are shared through etcd under {}", fleet.name().toLowerCase(), pins.prefix());
-    return new PinSharingRouter(router, pins, address -> membership != null && membership.isRegistered(address));
+    return new PinSharingRouter(router, pins, address -> membership != null && membership.isRegistered(address),
+        sessionWork);
   }
 
   /** Cluster workers join and leave the fleets' routers as their keys come and go. */
@@ -256,7 +331,12 @@ public final class AffinityServer implements AutoCloseable {
 
     @Override
     public CompletionHandler handler() {
-      return service;
+      return handler;
+    }
+
+    @Override
+    public java.util.Optional<ParentLinks> parentLinks() {
+      return java.util.Optional.of(parentLinks);
     }
 
     @Override
@@ -359,6 +439,16 @@ public final class AffinityServer implements AutoCloseable {
     return frontend;
   }
 
+  /** The live sessions (tests, metrics). */
+  public SessionRegistry sessions() {
+    return sessions;
+  }
+
+  /** The sub-agent parent links this frontend resolves by (tests). */
+  public ParentLinks parentLinks() {
+    return parentLinks;
+  }
+
   public DisaggService service() {
     return service;
   }
@@ -385,10 +475,14 @@ public final class AffinityServer implements AutoCloseable {
       membership.close();
     }
     sharedPins.forEach(SharedPins::close);
+    if (sharedLinks != null) {
+      sharedLinks.close();
+    }
     if (frontend != null) {
       frontend.shutdown(drain);
     }
     background.shutdownNow();
+    sessionWork.shutdownNow();
     if (storage != null) {
       storage.close();
     }

@@ -103,4 +103,12 @@ public interface FrontendBackend {
   default Map<String, ExtraEndpoint> extraEndpoints() {
     return Map.of();
   }
+
+  /**
+   * The sub-agent parent links nested sub-agents are resolved by (shared with the other frontends of an etcd
+   * cluster, and released with their sessions); empty: the frontend keeps links of its own.
+   */
+  default java.util.Optional<dev.affinity.conversation.ParentLinks> parentLinks() {
+    return java.util.Optional.empty();
+  }
 }

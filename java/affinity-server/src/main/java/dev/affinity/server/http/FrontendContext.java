@@ -3,7 +3,9 @@ package dev.affinity.server.http;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.admission.RequestAdmission;
+import dev.affinity.conversation.AffinityRoots;
 import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.LocalParentLinks;
 import dev.affinity.protocol.ProtocolCodec;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.channel.group.ChannelGroup;
@@ -12,6 +14,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** What every connection of one {@link FrontendServer} shares. Thread-safe. */
@@ -42,7 +45,9 @@ final class FrontendContext {
     this.apiKeys = new ApiKeys(options.apiKeys());
     this.admission = new RequestAdmission(
         new ClientRequestGuard(options.allowClientDisaggregatedParams(), options.allowRequestChatTemplate()),
-        this::serves, new ConversationResolver(options.routing()), backend.tokenizer(), backend.promptLimit());
+        this::serves, new ConversationResolver(options.routing(), UUID::randomUUID,
+            new AffinityRoots(backend.parentLinks().orElseGet(LocalParentLinks::withDefaults), AffinityRoots.DEFAULT_MAX_DEPTH)),
+        backend.tokenizer(), backend.promptLimit());
     this.channels = channels;
   }
 

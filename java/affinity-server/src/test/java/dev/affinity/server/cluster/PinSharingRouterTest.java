@@ -222,4 +222,19 @@ class PinSharingRouterTest {
         "context_servers", RouterContext.of(Fleet.CONTEXT));
     assertFalse(PinSharingRouter.supports(roundRobin));
   }
+
+  @Test
+  void aReleasedPinIsDeletedInEtcdAndForgottenByEveryFrontend() throws Exception {
+    Frontend a = frontend(true);
+    Frontend b = frontend(true);
+    a.ownChoice("conv-r", workers.get(1), 1);
+    assertEquals(new Candidate(workers.get(1), 1), a.turn("conv-r"));
+    assertEquals(new Candidate(workers.get(1), 1), b.turn("conv-r"), "b adopts the shared pin");
+    assertEquals(new Candidate(workers.get(1), 1), b.local.boundTo("conv-r"));
+    assertTrue(a.router.releasePin("conv-r"), "released on a (the session ended there)");
+    assertEquals(null, a.local.boundTo("conv-r"));
+    assertEquals(java.util.Optional.empty(), a.storage.get(a.pins.prefix() + "conv-r"), "deleted in etcd");
+    await("b's router forgets the pin", () -> b.local.boundTo("conv-r") == null && b.pins.get("conv-r") == null);
+    assertEquals(0, b.router.pinCount());
+  }
 }

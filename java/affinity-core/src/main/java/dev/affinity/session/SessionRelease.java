@@ -1,0 +1,7 @@
+package dev.affinity.session;
+
+/** What ending a session gives back; called once per ended or expired session, outside any registry lock. */
+@FunctionalInterface
+public interface SessionRelease {
+  void release(String sessionId);
+}
