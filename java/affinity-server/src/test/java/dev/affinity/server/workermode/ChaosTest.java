@@ -193,7 +193,6 @@ class ChaosTest {
     }
     clients.shutdown();
 
-    System.out.println("chaos: " + ends);
     int violations = ends.get(End.VIOLATION).get();
     assertEquals(0, violations, "every request ends complete or with a clear error: " + ends + " " + this.violations);
     assertTrue(ends.get(End.COMPLETE).get() > ends.get(End.CLEAR_ERROR).get(), "most requests complete: " + ends);
