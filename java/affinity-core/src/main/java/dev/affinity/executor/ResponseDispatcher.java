@@ -130,8 +130,8 @@ public final class ResponseDispatcher implements AutoCloseable {
         try {
           batch = executor.awaitResponses(batchSize, pollTimeout);
         } catch (IllegalStateException closed) {
-          if (!stopped && executor.isClosed()) {
-            return;  // the executor was closed under us
+          if (stopped || executor.isClosed()) {
+            return;  // closing, or the executor was closed under us: not a failure
           }
           throw closed;
         }
