@@ -41,12 +41,7 @@ public interface StreamTransformer {
    * @param errorJson the error body as JSON (OpenAI's {@code {"error": {...}}})
    */
   default byte[] error(byte[] errorJson) {
-    byte[] out = new byte[errorJson.length + 8];
-    System.arraycopy("data: ".getBytes(StandardCharsets.US_ASCII), 0, out, 0, 6);
-    System.arraycopy(errorJson, 0, out, 6, errorJson.length);
-    out[out.length - 2] = '\n';
-    out[out.length - 1] = '\n';
-    return out;
+    return EncodedChunk.dataEvent(errorJson, 0, errorJson.length);
   }
 
   /**

@@ -99,12 +99,14 @@ public final class EncodedChunk {
    * way (do not modify it), else a new one.
    */
   public byte[] sseEvent() {
-    if (sseFramed) {
-      return buffer;
-    }
+    return sseFramed ? buffer : dataEvent(buffer, offset, length);
+  }
+
+  /** {@code data: <json>\n\n} for the {@code length} bytes of JSON at {@code offset}: one SSE event, in a new array. */
+  public static byte[] dataEvent(byte[] json, int offset, int length) {
     byte[] event = new byte[DATA.length + length + 2];
     System.arraycopy(DATA, 0, event, 0, DATA.length);
-    System.arraycopy(buffer, offset, event, DATA.length, length);
+    System.arraycopy(json, offset, event, DATA.length, length);
     event[event.length - 2] = '\n';
     event[event.length - 1] = '\n';
     return event;

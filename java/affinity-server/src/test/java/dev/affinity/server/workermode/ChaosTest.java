@@ -209,12 +209,10 @@ class ChaosTest {
     await(() -> sent.get() >= n, n + " requests sent");
   }
 
+  /** A worker's used KV blocks; -1 while it does not answer (just restarted). */
   private double usedBlocks(WorkerProcess p) {
     try {
-      String text = http.send(HttpRequest.newBuilder(URI.create(p.url() + "/metrics")).GET().build(),
-          HttpResponse.BodyHandlers.ofString()).body();
-      return text.lines().filter(l -> l.startsWith("affinity_worker_kv_used_blocks{"))
-          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+      return p.metric(http, "affinity_worker_kv_used_blocks");
     } catch (IOException e) {
       return -1;
     } catch (InterruptedException e) {
@@ -225,10 +223,6 @@ class ChaosTest {
 
   /** Waits for a state the system reaches on its own (a bound for a broken build, not a timing assertion). */
   static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "timed out waiting: " + what);
-      Thread.sleep(25);
-    }
+    WorkerProcess.await(condition, what, Duration.ofSeconds(60));
   }
 }

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -147,6 +148,28 @@ final class WorkerProcess implements AutoCloseable {
   void kill() throws InterruptedException {
     process.destroyForcibly();
     process.waitFor(10, TimeUnit.SECONDS);
+  }
+
+  /** The sum of a per-rank gauge on this worker's {@code /metrics}. */
+  double metric(HttpClient http, String name) throws IOException, InterruptedException {
+    String text = http.send(HttpRequest.newBuilder(URI.create(url() + "/metrics")).GET().build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    return text.lines().filter(l -> l.startsWith(name + "{"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+  }
+
+  /**
+   * Waits for a state the system reaches on its own; {@code bound} only stops a broken build (not a timing
+   * assertion).
+   */
+  static void await(BooleanSupplier condition, String what, Duration bound) throws InterruptedException {
+    long deadline = System.nanoTime() + bound.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("timed out waiting: " + what);
+      }
+      Thread.sleep(25);
+    }
   }
 
   String output() {

@@ -28,7 +28,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
@@ -101,21 +100,9 @@ class WorkerProcessEndToEndTest {
     return null;
   }
 
-  /** The sum of a per-rank gauge on a worker's {@code /metrics}. */
-  private double metric(WorkerProcess p, String name) throws Exception {
-    String text = http.send(HttpRequest.newBuilder(URI.create(p.url() + "/metrics")).GET().build(),
-        HttpResponse.BodyHandlers.ofString()).body();
-    return text.lines().filter(l -> l.startsWith(name + "{"))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
-  }
-
   /** Waits for a state the system reaches on its own (a bound for a broken build, not a timing assertion). */
   static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (!condition.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "timed out waiting: " + what);
-      Thread.sleep(25);
-    }
+    WorkerProcess.await(condition, what, Duration.ofSeconds(20));
   }
 
   static long outstanding(Router r) {
@@ -206,7 +193,7 @@ class WorkerProcessEndToEndTest {
     JsonNode last = JSON.readTree(chat.data().get(chat.data().size() - 1));
     assertEquals("length", last.at("/choices/0/finish_reason").asText(), chat.data().toString());
     assertEquals(5, last.at("/usage/completion_tokens").asInt(), "every token, the context's first one included");
-    assertTrue(metric(ctx, "affinity_worker_kv_used_blocks") > 0,
+    assertTrue(ctx.metric(http, "affinity_worker_kv_used_blocks") > 0,
         "the context worker holds its contexts: the generation worker in another process cannot free them");
 
     // ---- a generation worker killed mid-stream ----
@@ -269,7 +256,7 @@ class WorkerProcessEndToEndTest {
             + outstanding(genRouter) + ")");
     await(() -> {
       try {
-        return metric(ctx, "affinity_worker_kv_used_blocks") == 0;
+        return ctx.metric(http, "affinity_worker_kv_used_blocks") == 0;
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }
