@@ -34,14 +34,25 @@ public final class DisaggService implements CompletionHandler {
   private final RequestIds ids;
   private final Scheduler scheduler;
   private final Schedule schedule;
+  private final TextTokenizer textTokenizer;
 
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler) {
+    this(settings, ctxRouter, genRouter, ids, scheduler, null);
+  }
+
+  /**
+   * @param textTokenizer tokenizes the text of a stream cut mid-way, to continue it on another worker (the
+   *     frontend's tokenizer with embedded workers); null when the frontend has none
+   */
+  public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler,
+      TextTokenizer textTokenizer) {
     this.settings = Objects.requireNonNull(settings, "settings");
     this.ctxRouter = Objects.requireNonNull(ctxRouter, "ctxRouter");
     this.genRouter = Objects.requireNonNull(genRouter, "genRouter");
     this.ids = Objects.requireNonNull(ids, "ids");
     this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
     this.schedule = Schedule.of(settings);
+    this.textTokenizer = textTokenizer;
   }
 
   public Router contextRouter() {
@@ -67,6 +78,10 @@ public final class DisaggService implements CompletionHandler {
 
   Scheduler scheduler() {
     return scheduler;
+  }
+
+  TextTokenizer textTokenizer() {
+    return textTokenizer;
   }
 
   Schedule schedule() {

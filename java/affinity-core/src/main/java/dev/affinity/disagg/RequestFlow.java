@@ -7,6 +7,8 @@ import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.RouteInfo.Placement;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ConversationParams;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
@@ -39,6 +41,12 @@ final class RequestFlow {
   private final AdmittedRequest admitted;
   private final OpenAiRequest client;
   private final ClientSink sink;
+  /** What the legs are built from: the client's request, or after a resume the stream's continuation. */
+  private OpenAiRequest request;
+  /** The prompt's token ids for routing and the legs (the continuation's after a resume), or null. */
+  private int[] promptTokens;
+  /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
+  private final StreamResume resume;
   private final Object lock = new Object();
   private final Leg context;
   private final Leg generation;
@@ -50,6 +58,8 @@ final class RequestFlow {
   private DisaggregatedParams heldContext;
   private Worker heldContextWorker;
   private boolean streamStarted;
+  /** The worker that served the latest context leg (tokenizes a cut stream's text when the frontend cannot). */
+  private Worker lastContextWorker;
   private boolean done;
   private Runnable cancelTimeout = () -> { };
 
@@ -58,6 +68,9 @@ final class RequestFlow {
     this.admitted = admitted;
     this.client = admitted.request();
     this.sink = sink;
+    this.request = client;
+    this.promptTokens = admitted.promptTokens();
+    this.resume = client.isStreaming() ? new StreamResume() : null;
     this.context = new Leg(this, Fleet.CONTEXT, service.contextRouter());
     this.generation = new Leg(this, Fleet.GENERATION, service.generationRouter());
   }
@@ -100,8 +113,9 @@ final class RequestFlow {
     return generation;
   }
 
+  /** The request the legs are built from: the client's, or the continuation of a resumed stream. */
   OpenAiRequest client() {
-    return client;
+    return request;
   }
 
   DisaggSettings settings() {
@@ -112,9 +126,9 @@ final class RequestFlow {
     return streamStarted;
   }
 
-  /** The prompt's token ids from admission, or null. */
+  /** The prompt's token ids from admission (a resumed stream's: the continuation's), or null. */
   int[] tokens() {
-    return admitted.promptTokens();
+    return promptTokens;
   }
 
   RoutingRequest routing(Fleet fleet) {
@@ -125,9 +139,9 @@ final class RequestFlow {
         .affinityId(r.affinityId())
         .tokens(tokens())
         .cacheSalt(cacheSalt())
-        .maxNewTokens(client.maxOutputTokens().orElse(1));
+        .maxNewTokens(request.maxOutputTokens().orElse(1));
     if (tokens() == null) {
-      b.text(client.routingText());
+      b.text(request.routingText());
     }
     return b.build();
   }
@@ -164,7 +178,7 @@ final class RequestFlow {
   OpenAiRequest legBody(OpenAiRequest body, DisaggregatedParams params) {
     OpenAiRequest b = body.withDisaggregatedParams(params)
         .withConversationParams(conversationId() == null ? null : new ConversationParams(conversationId()));
-    return tokens() != null && !client.hasPromptTokenIds() ? b.withPromptTokenIds(TokenIds.of(tokens())) : b;
+    return tokens() != null && !request.hasPromptTokenIds() ? b.withPromptTokenIds(TokenIds.of(tokens())) : b;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -176,7 +190,8 @@ final class RequestFlow {
    * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
    */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
-    context.send(sel, legBody(client.withoutStreaming(), params), (s, report) -> {
+    context.send(sel, legBody(request.withoutStreaming(), params), (s, report) -> {
+      lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
       onDone.onComplete(s, report);
@@ -189,12 +204,19 @@ final class RequestFlow {
       @Override
       public void onChunk(Selection s, OpenAiStreamChunk chunk) {
         beforeChunk(s);
-        sink.streamChunk(chunk);
+        relay(chunk);
       }
 
       @Override
       public void onEncodedChunk(Selection s, EncodedChunk chunk) {
         beforeChunk(s);
+        if (resume != null && resume.resumed()) {
+          relay(chunk.parsed());  // a continuation's chunks are rewritten into the client's stream
+          return;
+        }
+        if (resume != null) {
+          resume.recordEncoded(chunk);
+        }
         sink.streamEncoded(chunk);  // relayed as the worker's bytes
       }
 
@@ -214,6 +236,18 @@ final class RequestFlow {
         answer(s);
       }
     });
+  }
+
+  /** Sends one chunk to the client: as it is, or rewritten into the stream a resume continues; kept for a resume. */
+  private void relay(OpenAiStreamChunk chunk) {
+    OpenAiStreamChunk c = resume != null && resume.resumed() ? resume.rewrite(chunk) : chunk;
+    if (c == null) {
+      return;
+    }
+    if (resume != null) {
+      resume.record(c);
+    }
+    sink.streamChunk(c);
   }
 
   private void answer(Selection gen) {
@@ -269,13 +303,9 @@ final class RequestFlow {
       return;
     }
     if (afterBytes) {
-      finish();
-      if (leg.fleet() == Fleet.GENERATION) {
-        route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
+      if (!resumeStream(leg, sel, failure)) {
+        endCutStream(leg, sel, failure);
       }
-      // The client has the status line and some chunks: the error ends the stream as an event.
-      String message = fleet + " worker " + sel.worker().id() + " failed mid-stream: " + failure;
-      sink.fail(502, ErrorResponse.of(502, message, null), route);
       return;
     }
     int status = switch (failure.kind()) {
@@ -286,6 +316,119 @@ final class RequestFlow {
     };
     finishWithError(status, fleet + " worker " + sel.worker().id() + ": " + failure.message()
         + (retries > 0 ? " (after " + retries + (retries == 1 ? " retry)" : " retries)") : ""));
+  }
+
+  /**
+   * Continues a stream its worker cut on other workers (see {@link StreamResume}): a new attempt whose prompt is the
+   * original prompt followed by the tokens the client has, counted as a retry. False when the stream cannot be
+   * continued (the caller ends it with an error event); ends it cleanly when the client already has the whole answer.
+   */
+  private boolean resumeStream(Leg leg, Selection sel, WorkerFailure failure) {
+    if (resume == null || !failure.resumable() || retries >= settings().maxRetries()) {
+      return false;
+    }
+    StreamResume.Plan plan = resume.plan(client, originalPromptIds(), null);
+    if (plan.kind() == StreamResume.Kind.NEEDS_TOKENS) {
+      TextTokenizer tokenizer = service.textTokenizer();
+      Worker tokenizingWorker = tokenizer == null ? tokenizingWorker() : null;
+      if (tokenizingWorker != null) {
+        tokenizeThenResume(tokenizingWorker, plan.text(), leg, sel, failure);
+        return true;
+      }
+      plan = tokenizer != null ? resume.plan(client, null, tokenizer.encode(plan.text()))
+          : StreamResume.Plan.impossible("the workers streamed text and neither the frontend nor a context worker"
+              + " can tokenize it");
+    }
+    return follow(plan, leg, sel, failure);
+  }
+
+  /**
+   * The streamed text goes to a context worker's tokenizer first (the frontend has none); the stream continues when
+   * the ids come back, unless the request ended meanwhile (timeout, client gone).
+   */
+  private void tokenizeThenResume(Worker worker, String text, Leg leg, Selection sel, WorkerFailure failure) {
+    long attempt = requestId;
+    worker.tokenize(text).whenComplete((ids, error) -> {
+      synchronized (lock) {
+        if (!isCurrent(attempt)) {
+          return;
+        }
+        StreamResume.Plan plan = error == null && ids != null ? resume.plan(client, null, ids)
+            : StreamResume.Plan.impossible("worker " + worker.id() + " could not tokenize the streamed text: " + error);
+        if (!follow(plan, leg, sel, failure)) {
+          endCutStream(leg, sel, failure);
+        }
+      }
+    });
+  }
+
+  /** Who tokenizes a cut stream's text: the worker that served the context leg, else any live context worker. */
+  private Worker tokenizingWorker() {
+    if (lastContextWorker != null && lastContextWorker.isAlive()) {
+      return lastContextWorker;
+    }
+    return service.contextRouter().workers().stream().filter(Worker::isAlive).findFirst().orElse(null);
+  }
+
+  /** The stream cannot go on: the error ends it as its last event (the client has the status line and chunks). */
+  private void endCutStream(Leg leg, Selection sel, WorkerFailure failure) {
+    finish();
+    if (leg.fleet() == Fleet.GENERATION) {
+      route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
+    }
+    String message = leg.fleet().name().toLowerCase() + " worker " + sel.worker().id() + " failed mid-stream: "
+        + failure;
+    sink.fail(502, ErrorResponse.of(502, message, null), route);
+  }
+
+  /** Carries out a resume plan; false when it cannot continue the stream. */
+  private boolean follow(StreamResume.Plan plan, Leg leg, Selection sel, WorkerFailure failure) {
+    switch (plan.kind()) {
+      case FINISHED -> {
+        log.info("request {}: {} worker {} failed after the whole answer was streamed; ending the stream", requestId,
+            leg.fleet().name().toLowerCase(), sel.worker().id());
+        finish();
+        releaseHeldContext();
+        sink.streamEnd(route);
+        return true;
+      }
+      case CONTINUE -> {
+        log.info("request {}: {} worker {} failed mid-stream ({}); resuming after {} streamed tokens", requestId,
+            leg.fleet().name().toLowerCase(), sel.worker().id(), failure, plan.generated());
+        retries++;
+        leg.exclude(sel.worker().id());
+        requestId = service.ids().next();
+        releaseHeldContext();
+        cancelCalls();
+        generation.releaseReserved();
+        request = plan.body();
+        promptTokens = plan.prompt();
+        resume.start(plan);
+        route = firstRoute();
+        service.schedule().start(this);
+        return true;
+      }
+      default -> {
+        log.info("request {}: stream not resumed after {} worker {} failed: {}", requestId,
+            leg.fleet().name().toLowerCase(), sel.worker().id(), plan.reason());
+        return false;
+      }
+    }
+  }
+
+  /** The client's prompt ids: admission's, the client's own, or those the context worker reported. */
+  private int[] originalPromptIds() {
+    if (admitted.promptTokens() != null) {
+      return admitted.promptTokens();
+    }
+    if (client instanceof CompletionRequest c && c.promptTokenIds().isPresent()) {
+      return c.promptTokenIds().get().toArray();
+    }
+    if (client instanceof ChatCompletionRequest c && c.promptTokenIds() != null) {
+      return c.promptTokenIds().toArray();
+    }
+    OpenAiResponse ctx = context.response();
+    return ctx != null && ctx.promptTokenIds() != null ? ctx.promptTokenIds().toArray() : null;
   }
 
   private RouteInfo firstRoute() {
@@ -304,9 +447,12 @@ final class RequestFlow {
   void deliverWhole(OpenAiResponse response) {
     finish();
     if (client.isStreaming()) {
-      sink.streamStart(route);
+      if (!streamStarted) {
+        streamStarted = true;
+        sink.streamStart(route);
+      }
       for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response)) {
-        sink.streamChunk(chunk);
+        relay(chunk);  // a resumed stream's context finished it: its chunks continue the stream
       }
       sink.streamEnd(route);
     } else {

@@ -170,6 +170,17 @@ public record ChatCompletionRequest(
     return toBuilder().promptTokenIds(ids).build();
   }
 
+  /** The rendered prompt as {@code ids} (no base64 form); the limit replaces whichever of the two the client sent. */
+  @Override
+  public ChatCompletionRequest continuation(TokenIds ids, Integer maxOutputTokens) {
+    Builder b = toBuilder().promptTokenIds(ids).promptTokenIdsB64(null);
+    if (maxOutputTokens != null) {
+      b = maxTokens != null || maxCompletionTokens == null ? b.maxTokens(maxOutputTokens)
+          : b.maxCompletionTokens(maxOutputTokens);
+    }
+    return b.build();
+  }
+
   /** A copy carrying the context leg's base64 int32 prompt ids, relayed verbatim. */
   public ChatCompletionRequest withPromptTokenIdsB64(String b64) {
     return toBuilder().promptTokenIdsB64(b64).build();

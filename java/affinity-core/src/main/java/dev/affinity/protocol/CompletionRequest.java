@@ -136,6 +136,12 @@ public record CompletionRequest(
     return toBuilder().prompt(Prompt.tokens(ids)).build();
   }
 
+  @Override
+  public CompletionRequest continuation(TokenIds ids, Integer maxOutputTokens) {
+    Builder b = toBuilder().prompt(Prompt.tokens(ids));
+    return (maxOutputTokens == null ? b : b.maxTokens(maxOutputTokens)).build();
+  }
+
   public CompletionRequest withMaxTokens(Integer newMaxTokens) {
     return toBuilder().maxTokens(newMaxTokens).build();
   }

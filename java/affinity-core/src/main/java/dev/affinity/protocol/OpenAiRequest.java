@@ -32,6 +32,12 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
   /** Completions: replaces the prompt; chat: sets {@code prompt_token_ids}. */
   OpenAiRequest withPromptTokenIds(TokenIds ids);
 
+  /**
+   * The request that continues a cut stream: the prompt replaced by {@code ids} (the original prompt's ids and the
+   * tokens already streamed), the output limit, when the client set one, lowered to {@code maxOutputTokens}.
+   */
+  OpenAiRequest continuation(TokenIds ids, Integer maxOutputTokens);
+
   /** A chat request's own {@code chat_template}; null for completions, which have none. */
   default String chatTemplate() {
     return null;

@@ -2,6 +2,7 @@ package dev.affinity.worker;
 
 import dev.affinity.executor.KvEvent;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
 /**
@@ -34,6 +35,15 @@ public interface Worker extends AutoCloseable {
    */
   default dev.affinity.executor.KvCacheStats kvCacheStats(int rank) {
     return null;
+  }
+
+  /**
+   * Text as this worker's model tokenizes it (no special tokens): how a stream cut mid-way is continued when the
+   * frontend has no tokenizer. Remote workers ask upstream's {@code POST /_internal/tokenize}
+   * (TensorRT-LLM {@code tensorrt_llm/serve/openai_protocol.py}, {@code TokenizeRequest}); the default cannot.
+   */
+  default CompletableFuture<int[]> tokenize(String text) {
+    return CompletableFuture.failedFuture(new UnsupportedOperationException("worker " + id() + " cannot tokenize"));
   }
 
   /** Where the worker delivers its KV-cache events (its own stream or a poller); default: it has none. */

@@ -43,6 +43,15 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
         && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.TIMEOUT);
   }
 
+  /**
+   * Whether a streamed answer this failure cut may continue on another worker: the failures {@link #retryable()}
+   * accepts, whenever they came (a worker that reset, died or stalled mid-stream); never 4xx, never an error the
+   * executor reported for the request, never a cancellation.
+   */
+  public boolean resumable() {
+    return kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.TIMEOUT;
+  }
+
   @Override
   public String toString() {
     return kind + (status > 0 ? " " + status : "") + ": " + message + (afterFirstByte ? " (after the first byte)" : "");

@@ -26,6 +26,7 @@ import dev.affinity.worker.WorkerRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BiConsumer;
 
@@ -41,6 +42,8 @@ final class DisaggFakes {
     final List<WorkerRequest> cancelled = new CopyOnWriteArrayList<>();
     volatile BiConsumer<WorkerRequest, WorkerListener> script;
     volatile boolean alive = true;
+    /** Answers {@link #tokenize} when set (a worker with upstream's {@code /_internal/tokenize}). */
+    volatile java.util.function.Function<String, CompletableFuture<int[]>> tokenizer;
 
     ScriptedWorker(String id, BiConsumer<WorkerRequest, WorkerListener> script) {
       this.id = id;
@@ -98,6 +101,11 @@ final class DisaggFakes {
         cancelled.add(request);
         once.onError(new WorkerFailure(WorkerFailure.Kind.CANCELLED, 0, "cancelled", false));
       };
+    }
+
+    @Override
+    public CompletableFuture<int[]> tokenize(String text) {
+      return tokenizer != null ? tokenizer.apply(text) : Worker.super.tokenize(text);
     }
 
     @Override

@@ -198,6 +198,16 @@ public final class NativeWorker implements Worker {
   // Requests
 
   /** Prompt token ids of a request: its own ids, or its text / messages tokenized. */
+  /** Text as this worker's tokenizer encodes it (no special tokens): how a cut stream's text is continued. */
+  public int[] encodeText(String text) {
+    return codec.encode(text);
+  }
+
+  @Override
+  public java.util.concurrent.CompletableFuture<int[]> tokenize(String text) {
+    return java.util.concurrent.CompletableFuture.completedFuture(encodeText(text));
+  }
+
   public int[] promptTokens(OpenAiRequest body) {
     if (body instanceof CompletionRequest c) {
       if (c.promptTokenIds().isPresent()) {

@@ -5,6 +5,7 @@ import dev.affinity.config.ServerSection;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.DisaggSettings;
 import dev.affinity.disagg.RequestIds;
+import dev.affinity.disagg.TextTokenizer;
 import dev.affinity.kv.PrefixIndex;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
@@ -38,10 +39,19 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
    */
   public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
       BiFunction<Fleet, Router, Router> wrap) {
+    return build(config, scheduler, nanoClock, ids, wrap, null);
+  }
+
+  /**
+   * As {@link #build(DisaggConfig, Scheduler, LongSupplier, RequestIds, BiFunction)}, with the frontend's tokenizer
+   * for continuing streams cut mid-way (null when it has none).
+   */
+  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
+      BiFunction<Fleet, Router, Router> wrap, TextTokenizer textTokenizer) {
     RouterFactory factory = new RouterFactory();
     Router ctx = wrap.apply(Fleet.CONTEXT, router(factory, config, config.context(), Fleet.CONTEXT, nanoClock));
     Router gen = wrap.apply(Fleet.GENERATION, router(factory, config, config.generation(), Fleet.GENERATION, nanoClock));
-    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler);
+    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler, textTokenizer);
     return new Orchestration(ctx, gen, service);
   }
 

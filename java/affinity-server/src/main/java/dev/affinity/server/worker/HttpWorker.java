@@ -385,6 +385,33 @@ public final class HttpWorker implements Worker {
   }
 
 
+  /**
+   * {@code POST /_internal/tokenize} (TensorRT-LLM {@code tensorrt_llm/serve/openai_protocol.py},
+   * {@code TokenizeRequest}): the worker's ids for {@code text}, with the control timeout. Fails when the worker
+   * does not serve it (older releases answer 404) or answers something else than {@code {"tokens": [...]}}.
+   */
+  @Override
+  public CompletableFuture<int[]> tokenize(String text) {
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
+    }
+    byte[] body = codec.toJsonBytes(java.util.Map.of("prompt", text));
+    RequestTemplate r = new RequestTemplate(HttpMethod.POST, settings.basePath() + "/_internal/tokenize", host,
+        List.of(new RequestTemplate.Header("content-type", JSON)), body);
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).thenApply(a -> {
+      JsonNode tokens = a.status() == 200 ? codec.readTree(a.body()).get("tokens") : null;
+      if (tokens == null || !tokens.isArray()) {
+        throw new IllegalStateException("worker " + id + " answered /_internal/tokenize with status " + a.status()
+            + (a.status() == 200 ? " and no tokens" : ""));
+      }
+      int[] ids = new int[tokens.size()];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = tokens.get(i).asInt();
+      }
+      return ids;
+    });
+  }
+
   /** A control request with the control timeout; completes with the whole answer. POSTs are signed. */
   private CompletableFuture<ControlExchange.Answer> control(HttpMethod method, String path) {
     if (closed.get()) {

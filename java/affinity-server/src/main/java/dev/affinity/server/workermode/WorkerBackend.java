@@ -147,7 +147,34 @@ final class WorkerBackend implements FrontendBackend {
     return Map.of(
         "/server_info", ExtraEndpoint.get(body -> serverInfo()),
         "/kv_cache_events", ExtraEndpoint.post(body -> drainKvEvents()),
+        "/_internal/tokenize", ExtraEndpoint.post(this::tokenize),
         "/steady_clock_offset", new ExtraEndpoint("GET, POST", false, this::steadyClockOffset));
+  }
+
+  /**
+   * {@code POST /_internal/tokenize} as upstream's worker serves it (TensorRT-LLM
+   * {@code tensorrt_llm/serve/openai_protocol.py}, {@code TokenizeRequest} / {@code TokenizeResponse}): the text of
+   * {@code prompt} encoded with this worker's tokenizer, no special tokens; {@code model} is accepted and ignored.
+   * A frontend asks it for the ids of a stream's text when it continues that stream on another worker.
+   */
+  Object tokenize(byte[] body) {
+    JsonNode request;
+    try {
+      request = JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
+    }
+    JsonNode prompt = request == null ? null : request.get("prompt");
+    if (prompt == null || !prompt.isTextual()) {
+      throw dev.affinity.protocol.ProtocolException.invalidField("prompt", "must be a string");
+    }
+    int[] ids = worker.encodeText(prompt.asText());
+    ObjectNode answer = JsonNodeFactory.instance.objectNode().put("count", ids.length);
+    ArrayNode tokens = answer.putArray("tokens");
+    for (int id : ids) {
+      tokens.add(id);
+    }
+    return answer;
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.affinity.server.workermode;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -205,6 +206,23 @@ class WorkerServerTest {
 
     w.worker().close(); // the executor is gone: unhealthy, and requests get 503
     assertFalse(h.checkHealth());
+  }
+
+  // ---- /_internal/tokenize ----
+
+  @Test
+  void theWorkerTokenizesTextForAFrontendAndNamesABadPrompt() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    int[] ids = h.tokenize("Once upon a time").get(15, TimeUnit.SECONDS);
+    assertArrayEquals(w.worker().encodeText("Once upon a time"), ids, "the worker's own tokenizer, no special tokens");
+    assertTrue(ids.length > 0);
+    HttpResponse<String> answer = post(w, "/_internal/tokenize", "{\"model\": \"m\", \"prompt\": \"hello\"}");
+    assertEquals(200, answer.statusCode(), answer.body());
+    assertTrue(answer.body().contains("\"count\":" + w.worker().encodeText("hello").length), answer.body());
+    HttpResponse<String> bad = post(w, "/_internal/tokenize", "{\"prompt\": [1, 2]}");
+    assertEquals(400, bad.statusCode(), bad.body());
+    assertTrue(bad.body().contains("prompt"), bad.body());
   }
 
   // ---- rank hint ----
