@@ -965,6 +965,39 @@ TEST(per_conversation_max_num_turns_keeps_older_turns) {
   CHECK_EQ(kvStats(*e).cachedNumBlocks, 10);
 }
 
+TEST(per_conversation_end_drops_the_conversations_turns_and_keeps_shared_blocks) {
+  auto e = make(cfg(R"("block_reuse":{"policy":"per_conversation","max_num_turns":2})"));
+  events(*e);
+  const auto shared = seqTokens(1, 16);  // 2 blocks both conversations retain
+  for (const char* conv : {"a", "b"}) {
+    RequestSpec s = spec(concat(shared, seqTokens(conv[0] == 'a' ? 5000 : 9000, 25)), 1);
+    setConv(s, conv);
+    e->enqueue(s);
+    runAll(*e);
+  }
+  const auto stored = hashesOf(events(*e), KvEventType::kStored);
+  CHECK_EQ(stored.size(), 8u);  // a: 5, b: 3 (its first 2 reused)
+  CHECK_EQ(kvStats(*e).cachedNumBlocks, 8);
+
+  e->endConversation("a");
+  const auto removed = hashesOf(events(*e), KvEventType::kRemoved);
+  CHECK_EQ(removed.size(), 3u);  // a's own blocks, deepest first; the shared prefix stays for b
+  CHECK((removed == std::vector<uint64_t>{stored[4], stored[3], stored[2]}));
+  CHECK_EQ(kvStats(*e).cachedNumBlocks, 5);
+  e->endConversation("a");        // twice: nothing left
+  e->endConversation("unknown");  // never seen: a no-op
+  CHECK(events(*e).empty());
+
+  // A turn running when its conversation ends keeps nothing when it finishes.
+  RequestSpec s = spec(seqTokens(20000, 41), 4);
+  setConv(s, "c");
+  const int64_t live = e->enqueue(s);
+  step(*e);
+  e->endConversation("c");
+  finalOf(runAll(*e), live);
+  CHECK_EQ(kvStats(*e).cachedNumBlocks, 5);  // b's turn only
+}
+
 TEST(per_conversation_records_survive_eviction_of_older_turns) {
   // Memory pressure evicts conversation X's retained turn-1 blocks and Y's turn reuses their ids.
   // When X's turn 2 completes, releasing X's turn-1 record must not touch Y's (or X2's own)

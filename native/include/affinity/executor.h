@@ -41,6 +41,13 @@ class Executor {
   /// request whose KV is held for a generation pull releases that hold. Unknown ids are a no-op.
   virtual void cancel(int64_t requestId) = 0;
 
+  /// A client ended a conversation (its session is final): what the executor keeps for it becomes
+  /// evictable first. The CPU executor with block_reuse.policy per_conversation drops the turns it
+  /// retains for the conversation at once (blocks other conversations retain or running requests use
+  /// stay), and a turn of it still running records nothing when it ends. Other backends and policies
+  /// keep nothing per conversation: a no-op (the default). Unknown ids are a no-op.
+  virtual void endConversation(const std::string& conversationId);
+
   /// Moves up to maxEvents buffered KV-cache events into out (out is cleared first).
   virtual int32_t drainKvEvents(KvEventBatch& out, int32_t maxEvents) = 0;
 

@@ -20,6 +20,8 @@ int64_t liveObjectCount() { return gLive.load(); }
 
 Executor::Executor() { ++gLive; }
 Executor::~Executor() { --gLive; }
+void Executor::endConversation(const std::string&) {}
+
 int32_t Executor::tokenize(const std::string&, int32_t, int32_t*, int32_t) {
   throw std::logic_error("this backend has no model tokenizer (only backends that run a model, such as pytorch, do)");
 }

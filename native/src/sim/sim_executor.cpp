@@ -741,6 +741,20 @@ void SimExecutor::cancel(int64_t requestId) {
   finalizeLocked(it->second, FinishReason::kCancelled, "cancelled", nowLocked(), false);
 }
 
+void SimExecutor::endConversation(const std::string& conversationId) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (conversationId.empty()) return;
+  // A turn of it still running records nothing when it ends: the conversation is over.
+  if (auto live = liveTurn_.find(conversationId); live != liveTurn_.end()) {
+    if (auto r = reqs_.find(live->second); r != reqs_.end()) r->second.conversationTurn = false;
+    liveTurn_.erase(live);
+  }
+  auto it = records_.find(conversationId);
+  if (it == records_.end()) return;
+  for (const TurnRecord& turn : it->second) caches_[static_cast<size_t>(turn.rank)]->unretain(turn.blocks);
+  records_.erase(it);
+}
+
 void SimExecutor::shutdown() {
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -36,6 +36,7 @@ class SimExecutor final : public Executor, public detail::ContextHolder {
   void enqueueBatch(const RequestBatch& batch, int64_t* idsOut) override;
   int32_t awaitResponses(ResponseBatch& out, int32_t maxResponses, int64_t timeoutUs) override;
   void cancel(int64_t requestId) override;
+  void endConversation(const std::string& conversationId) override;
   int32_t drainKvEvents(KvEventBatch& out, int32_t maxEvents) override;
   void getIterationStats(IterationStats& out) override;
   void getKvCacheStats(int32_t rank, KvCacheStats& out) override;

@@ -53,6 +53,13 @@ public interface Executor extends AutoCloseable {
     return false;
   }
 
+  /**
+   * A client ended the conversation: the turns the executor retains for it (per-conversation reuse policy) are
+   * dropped at once, except blocks other conversations or running requests hold. Default and other policies: nothing
+   * to drop.
+   */
+  default void endConversation(String conversationId) {}
+
   /** Text to token ids with the model's tokenizer (special tokens added as the model does). */
   default int[] tokenize(String text) {
     throw new UnsupportedOperationException("the " + backend() + " backend has no model tokenizer");

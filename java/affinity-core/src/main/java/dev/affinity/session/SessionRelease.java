@@ -4,4 +4,13 @@ package dev.affinity.session;
 @FunctionalInterface
 public interface SessionRelease {
   void release(String sessionId);
+
+  /** This release, then {@code next}. */
+  default SessionRelease andThen(SessionRelease next) {
+    java.util.Objects.requireNonNull(next, "next");
+    return id -> {
+      release(id);
+      next.release(id);
+    };
+  }
 }

@@ -46,6 +46,14 @@ public interface Worker extends AutoCloseable {
     return CompletableFuture.failedFuture(new UnsupportedOperationException("worker " + id() + " cannot tokenize"));
   }
 
+  /**
+   * The client ended the session {@code conversationId} (or it expired): what the worker keeps for that
+   * conversation becomes evictable first. In-process CPU executors with the per-conversation reuse policy drop the
+   * turns they retain for it; the default keeps nothing per conversation (stock workers over HTTP evict on their
+   * own).
+   */
+  default void endSession(String conversationId) {}
+
   /** Where the worker delivers its KV-cache events (its own stream or a poller); default: it has none. */
   default void onKvEvents(Consumer<List<KvEvent>> sink) {}
 

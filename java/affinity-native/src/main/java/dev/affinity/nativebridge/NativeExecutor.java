@@ -127,6 +127,16 @@ public final class NativeExecutor extends NativeResource implements Executor {
   }
 
   @Override
+  public void endConversation(String conversationId) {
+    Objects.requireNonNull(conversationId, "conversationId");
+    run(() -> {
+      try (BytePointer id = new BytePointer(conversationId, StandardCharsets.UTF_8)) {
+        peer.endConversation(id);
+      }
+    });
+  }
+
+  @Override
   public List<ExecutorResponse> awaitResponses(int max, Duration timeout) {
     if (max <= 0) {
       throw new IllegalArgumentException("max must be > 0, got " + max);

@@ -30,6 +30,9 @@ public class ExecutorPeer extends Pointer {
 
   public native void cancel(@Cast("int64_t") long requestId);
 
+  /** executor.h: the conversation's retained turns become evictable first (a no-op for unknown ids). */
+  public native void endConversation(@StdString BytePointer conversationId);
+
   public native int drainKvEvents(@ByRef KvEventBatchPeer out, int maxEvents);
 
   public native void getIterationStats(@ByRef IterationStatsPeer out);

@@ -203,6 +203,14 @@ public final class NativeWorker implements Worker {
     return codec.encode(text);
   }
 
+  /** The executor drops the turns it retains for the conversation (per-conversation reuse policy). */
+  @Override
+  public void endSession(String conversationId) {
+    if (!closed.get()) {
+      executor.endConversation(conversationId);
+    }
+  }
+
   @Override
   public java.util.concurrent.CompletableFuture<int[]> tokenize(String text) {
     return java.util.concurrent.CompletableFuture.completedFuture(encodeText(text));

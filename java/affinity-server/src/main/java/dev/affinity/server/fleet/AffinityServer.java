@@ -200,6 +200,25 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   /**
+   * An ended or expired session's KV on the workers that keep some per conversation (embedded CPU executors with
+   * {@code block_reuse.policy: per_conversation}: {@link Worker#endSession}); remote workers keep theirs until
+   * their own eviction.
+   */
+  private void endOnWorkers(String sessionId) {
+    List<Worker> snapshot;
+    synchronized (workers) {
+      snapshot = List.copyOf(workers);
+    }
+    for (Worker w : snapshot) {
+      try {
+        w.endSession(sessionId);
+      } catch (RuntimeException e) {
+        log.debug("worker {}: ending session {} failed: {}", w.id(), sessionId, e.toString());
+      }
+    }
+  }
+
+  /**
    * Session lifecycle: the sessions of the requests served, ended by the session-final header or expired when
    * idle, releasing the pins of the pin-keeping routers and the parent links; their metrics.
    */
@@ -212,7 +231,7 @@ public final class AffinityServer implements AutoCloseable {
     }
     long ttlNanos = (long) (config.affinity().sessionIdleTtlSeconds() * 1e9);
     sessions = new SessionRegistry(ttlNanos, SessionRegistry.DEFAULT_MAX_SESSIONS, System::nanoTime,
-        new PinAndLinkRelease(keeping, parentLinks));
+        new PinAndLinkRelease(keeping, parentLinks).andThen(this::endOnWorkers));
     handler = new SessionLifecycleHandler(service, sessions, config.affinity().sessionFinalHeader());
     long periodMillis = Math.max(1000, Math.min(60_000, ttlNanos / 4_000_000));
     sessionWork.scheduleWithFixedDelay(() -> {
