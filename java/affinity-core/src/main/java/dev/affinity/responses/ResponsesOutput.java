@@ -156,7 +156,8 @@ public final class ResponsesOutput {
 
   /**
    * OpenAI's usage: {@code input_tokens} (all prompt tokens, cached ones included), {@code input_tokens_details}
-   * ({@code cached_tokens}), {@code output_tokens}, {@code output_tokens_details} ({@code reasoning_tokens}, 0: the
+   * ({@code cached_tokens}; {@code cache_write_tokens} 0: the workers cache every prompt without an explicit write,
+   * and the SDKs require the field), {@code output_tokens}, {@code output_tokens_details} ({@code reasoning_tokens}, 0: the
    * chat path does not count them apart), {@code total_tokens}.
    */
   public static ObjectNode usage(UsageInfo u) {
@@ -179,7 +180,7 @@ public final class ResponsesOutput {
   static ObjectNode usage(int prompt, int cached, int output) {
     ObjectNode n = F.objectNode();
     n.put("input_tokens", prompt);
-    n.putObject("input_tokens_details").put("cached_tokens", Math.max(0, cached));
+    n.putObject("input_tokens_details").put("cached_tokens", Math.max(0, cached)).put("cache_write_tokens", 0);
     n.put("output_tokens", output);
     n.putObject("output_tokens_details").put("reasoning_tokens", 0);
     n.put("total_tokens", prompt + output);

@@ -94,7 +94,7 @@ class ResponsesStreamTest {
     assertEquals("served", done.get("model").asText());
     assertEquals("Hello", done.at("/output/0/content/0/text").asText());
     assertEquals("output_text", done.at("/output/0/content/0/type").asText());
-    assertEquals("{\"input_tokens\":20,\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":2,"
+    assertEquals("{\"input_tokens\":20,\"input_tokens_details\":{\"cached_tokens\":16,\"cache_write_tokens\":0},\"output_tokens\":2,"
         + "\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":22}", done.get("usage").toString());
     assertEquals("f", done.at("/tools/0/name").asText());
     assertEquals(false, done.get("store").asBoolean());
