@@ -13,6 +13,7 @@ import com.openai.core.JsonValue;
 import com.openai.core.http.HttpResponseFor;
 import com.openai.core.http.StreamResponse;
 import com.openai.errors.BadRequestException;
+import com.openai.errors.UnauthorizedException;
 import com.openai.models.responses.FunctionTool;
 import com.openai.models.responses.Response;
 import com.openai.models.responses.ResponseCreateParams;
@@ -221,6 +222,24 @@ class ResponsesEndToEndTest {
     List<String> hc = child.headers().allValues("x-affinity-route");
     assertEquals("responses-session-1", AnthropicEndToEndTest.route(hc, "affinity"), hc.toString());
     assertEquals(AnthropicEndToEndTest.route(h1, "ctx"), AnthropicEndToEndTest.route(hc, "ctx"));
+  }
+
+  @Test
+  void apiKeysGuardTheEndpointAsTheChatEndpoint() throws Exception {
+    DisaggConfig cfg = AnthropicEndToEndTest.defaultFleet();
+    try (AffinityServer keyed = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, AffinityServer.VERSION)
+        .withPort(0).withAccessLog(AccessLog.none()).withApiKeys(List.of("sk-right")))) {
+      String keyedBase = "http://127.0.0.1:" + keyed.port() + "/v1";
+      OpenAIClient right = OpenAIOkHttpClient.builder().baseUrl(keyedBase).apiKey("sk-right").maxRetries(0).build();
+      OpenAIClient wrong = OpenAIOkHttpClient.builder().baseUrl(keyedBase).apiKey("sk-wrong").maxRetries(0).build();
+      try {
+        assertEquals(2, right.responses().create(params("with a key", 2)).usage().orElseThrow().outputTokens());
+        assertThrows(UnauthorizedException.class, () -> wrong.responses().create(params("with a bad key", 2)));
+      } finally {
+        right.close();
+        wrong.close();
+      }
+    }
   }
 
   @Test
