@@ -157,8 +157,8 @@ public final class ResponsesOutput {
   /**
    * OpenAI's usage: {@code input_tokens} (all prompt tokens, cached ones included), {@code input_tokens_details}
    * ({@code cached_tokens}; {@code cache_write_tokens} 0: the workers cache every prompt without an explicit write,
-   * and the SDKs require the field), {@code output_tokens}, {@code output_tokens_details} ({@code reasoning_tokens}, 0: the
-   * chat path does not count them apart), {@code total_tokens}.
+   * and the SDKs require the field), {@code output_tokens}, {@code output_tokens_details} ({@code reasoning_tokens},
+   * 0: the chat path does not count them apart), {@code total_tokens}.
    */
   public static ObjectNode usage(UsageInfo u) {
     int prompt = u == null || u.promptTokens() == null ? 0 : u.promptTokens();

@@ -61,6 +61,22 @@ public final class ResponsesRequests {
     return new Converted(codec.parseChatCompletionRequest(codec.toJsonBytes(json.chat())), json.echo());
   }
 
+  /**
+   * An error about the converted chat request (admission's prompt bound, its checks of the knobs) named in the
+   * Responses body's terms: {@code messages} is {@code input}, {@code max_completion_tokens} is
+   * {@code max_output_tokens}; other fields keep their name (they are the same in both APIs).
+   */
+  public static ProtocolException inResponsesTerms(ProtocolException e) {
+    String field = e.field();
+    if (e.status() != ProtocolException.BAD_REQUEST || field == null) {
+      return e;
+    }
+    String renamed = field.equals("messages") || field.startsWith("messages[") || field.startsWith("messages.")
+        ? "input" : field.equals("max_completion_tokens") ? "max_output_tokens" : null;
+    return renamed == null ? e : ProtocolException.invalidField(renamed,
+        e.detail().replace("max_completion_tokens", "max_output_tokens"), e);
+  }
+
   static ChatJson toChatJson(ObjectNode req) {
     refuseStateful(req);
     ObjectNode chat = F.objectNode();
@@ -111,7 +127,8 @@ public final class ResponsesRequests {
     if (format != null) {
       chat.set("response_format", format);
     }
-    echo.set("text", present(text) ? text.deepCopy() : F.objectNode().set("format", F.objectNode().put("type", "text")));
+    echo.set("text", present(text) ? text.deepCopy()
+        : F.objectNode().set("format", F.objectNode().put("type", "text")));
     JsonNode reasoning = req.get("reasoning");
     String effort = reasoningEffort(reasoning);
     if (effort != null) {

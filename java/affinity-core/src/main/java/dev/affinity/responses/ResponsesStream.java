@@ -19,7 +19,8 @@ import java.util.Set;
 
 /**
  * Reframes the generation worker's OpenAI chat chunks as the Responses API's stream (OpenAI API reference,
- * "Streaming events"; upstream: the streaming generator of TensorRT-LLM's {@code tensorrt_llm/serve/responses_utils.py}):
+ * "Streaming events"; upstream: the streaming generator of TensorRT-LLM's
+ * {@code tensorrt_llm/serve/responses_utils.py}):
  * {@code response.created}, {@code response.in_progress}, then per output item {@code response.output_item.added},
  * its content events and {@code response.output_item.done}, then {@code response.completed} (or
  * {@code response.incomplete} when the answer stopped at {@code max_output_tokens}), each framed

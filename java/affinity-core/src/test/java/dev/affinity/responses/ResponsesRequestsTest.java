@@ -200,6 +200,19 @@ class ResponsesRequestsTest {
   }
 
   @Test
+  void errorsAboutTheConvertedChatRequestNameTheResponsesField() {
+    ProtocolException prompt = ResponsesRequests.inResponsesTerms(
+        ProtocolException.invalidField("messages", "the prompt has 9 tokens; at most 8 fit"));
+    assertEquals("input", prompt.field());
+    assertEquals("input: the prompt has 9 tokens; at most 8 fit", prompt.getMessage());
+    ProtocolException max = ResponsesRequests.inResponsesTerms(
+        ProtocolException.invalidField("max_completion_tokens", "max_completion_tokens must be at least 1, got 0"));
+    assertEquals("max_output_tokens: max_output_tokens must be at least 1, got 0", max.getMessage());
+    ProtocolException same = ProtocolException.invalidField("temperature", "bad");
+    assertEquals(same, ResponsesRequests.inResponsesTerms(same));
+  }
+
+  @Test
   void modelAndInputAreRequired() {
     assertEquals("model", refused("{'input': 'hi'}").field());
     assertEquals("input", refused("{'model': 'm'}").field());

@@ -28,8 +28,10 @@ import org.slf4j.LoggerFactory;
  * converted to a chat request, {@link AnthropicRequests}, {@link ResponsesRequests}), then admission (the client
  * rules, the model, the routing headers and the prompt's tokens; a 4xx naming the field or header), then the handoff
  * of the admitted request to the handler. A Messages request is answered as Anthropic's message or event stream
- * ({@link AnthropicStream}), a Responses request as a response object or {@code response.*} event stream ({@link ResponsesOutput}, {@link ResponsesStream}). {@code POST
- * /v1/messages/count_tokens} counts the converted prompt's tokens ({@link FrontendBackend#countTokens}).
+ * ({@link AnthropicStream}), a Responses request as a response object or {@code response.*} event stream
+ * ({@link ResponsesOutput}, {@link ResponsesStream}); an error about a converted Responses request names the
+ * Responses field ({@link ResponsesRequests#inResponsesTerms}). {@code POST /v1/messages/count_tokens} counts the
+ * converted prompt's tokens ({@link FrontendBackend#countTokens}).
  */
 final class CompletionEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionEndpoint.class);
@@ -68,7 +70,8 @@ final class CompletionEndpoint {
       }
       admitted = fc.admission.admit(request, headers);
     } catch (ProtocolException e) {
-      exchange.sendError(e.status(), e.toErrorResponse());
+      ProtocolException named = endpoint == Endpoint.RESPONSES ? ResponsesRequests.inResponsesTerms(e) : e;
+      exchange.sendError(named.status(), named.toErrorResponse());
       return;
     } catch (RequestRejectedException e) {
       exchange.sendError(e.status(), e.error());
