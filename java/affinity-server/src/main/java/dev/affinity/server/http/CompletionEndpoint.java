@@ -1,5 +1,6 @@
 package dev.affinity.server.http;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.admission.RequestRejectedException;
 import dev.affinity.anthropic.AnthropicRequests;
 import dev.affinity.anthropic.AnthropicResponses;
@@ -8,9 +9,13 @@ import dev.affinity.conversation.HeaderSource;
 import dev.affinity.conversation.InvalidHeaderException;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.responses.ResponsesOutput;
+import dev.affinity.responses.ResponsesRequests;
+import dev.affinity.responses.ResponsesStream;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.concurrent.CompletionException;
@@ -18,12 +23,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code POST /v1/completions}, {@code /v1/chat/completions} and Anthropic's {@code /v1/messages}: readiness (503),
- * the body (400 naming the field; a Messages body is first converted to a chat request,
- * {@link AnthropicRequests}), then admission (the client rules, the model, the routing headers and the prompt's
- * tokens; a 4xx naming the field or header), then the handoff of the admitted request to the handler. A Messages
- * request is answered as Anthropic's message or event stream ({@link AnthropicStream}). {@code POST
- * /v1/messages/count_tokens} counts the converted prompt's tokens ({@link FrontendBackend#countTokens}).
+ * {@code POST /v1/completions}, {@code /v1/chat/completions}, Anthropic's {@code /v1/messages} and OpenAI's
+ * {@code /v1/responses}: readiness (503), the body (400 naming the field; a Messages or Responses body is first
+ * converted to a chat request, {@link AnthropicRequests}, {@link ResponsesRequests}), then admission (the client
+ * rules, the model, the routing headers and the prompt's tokens; a 4xx naming the field or header), then the handoff
+ * of the admitted request to the handler. A Messages request is answered as Anthropic's message or event stream
+ * ({@link AnthropicStream}), a Responses request as a response object or {@code response.*} event stream
+ * ({@link ResponsesOutput}, {@link ResponsesStream}); an error about a converted Responses request names the
+ * Responses field ({@link ResponsesRequests#inResponsesTerms}). {@code POST /v1/messages/count_tokens} counts the
+ * converted prompt's tokens ({@link FrontendBackend#countTokens}).
  */
 final class CompletionEndpoint {
   private static final Logger LOG = LoggerFactory.getLogger(CompletionEndpoint.class);
@@ -43,6 +51,7 @@ final class CompletionEndpoint {
     Endpoint endpoint = exchange.meta().endpoint();
     boolean chat = endpoint == Endpoint.CHAT_COMPLETIONS;
     AdmittedRequest admitted;
+    ObjectNode echo = null;
     try {
       HeaderSource headers = headerSource(exchange.meta().headers());
       byte[] json = fc.backend.requestBody(body, headers);
@@ -52,12 +61,17 @@ final class CompletionEndpoint {
         return;
       } else if (endpoint == Endpoint.MESSAGES) {
         request = AnthropicRequests.toChat(json, fc.codec, false);
+      } else if (endpoint == Endpoint.RESPONSES) {
+        ResponsesRequests.Converted converted = ResponsesRequests.toChat(json, fc.codec);
+        request = converted.chat();
+        echo = converted.echo();
       } else {
         request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
       }
       admitted = fc.admission.admit(request, headers);
     } catch (ProtocolException e) {
-      exchange.sendError(e.status(), e.toErrorResponse());
+      ProtocolException named = endpoint == Endpoint.RESPONSES ? ResponsesRequests.inResponsesTerms(e) : e;
+      exchange.sendError(named.status(), named.toErrorResponse());
       return;
     } catch (RequestRejectedException e) {
       exchange.sendError(e.status(), e.error());
@@ -67,6 +81,10 @@ final class CompletionEndpoint {
     if (endpoint == Endpoint.MESSAGES) {
       String model = admitted.request().model();
       exchange.streamFormat(() -> new AnthropicStream(model));
+    } else if (endpoint == Endpoint.RESPONSES) {
+      ObjectNode responseEcho = echo;
+      exchange.streamFormat(() -> new ResponsesStream(responseEcho));
+      exchange.answerFormat(r -> ResponsesOutput.toResponse((ChatCompletionResponse) r, responseEcho));
     }
     try {
       fc.backend.handler().handle(admitted, exchange);

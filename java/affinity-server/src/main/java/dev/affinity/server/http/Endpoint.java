@@ -16,6 +16,8 @@ enum Endpoint {
   /** Anthropic's Messages API, converted to the chat path (docs/anthropic.md). */
   MESSAGES("/v1/messages", HttpMethod.POST, true),
   MESSAGES_COUNT_TOKENS("/v1/messages/count_tokens", HttpMethod.POST, true),
+  /** OpenAI's Responses API, stateless form, converted to the chat path (docs/responses.md). */
+  RESPONSES("/v1/responses", HttpMethod.POST, true),
   MODELS("/v1/models", HttpMethod.GET, true),
   HEALTH("/health", HttpMethod.GET, false),
   CLUSTER_INFO("/cluster_info", HttpMethod.GET, true),
@@ -52,7 +54,7 @@ enum Endpoint {
   }
 
   boolean isCompletion() {
-    return this == COMPLETIONS || this == CHAT_COMPLETIONS || this == MESSAGES;
+    return this == COMPLETIONS || this == CHAT_COMPLETIONS || this == MESSAGES || this == RESPONSES;
   }
 
   /**

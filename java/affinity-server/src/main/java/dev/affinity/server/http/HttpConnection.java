@@ -218,7 +218,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
         return;
       }
       switch (work.meta().endpoint()) {
-        case COMPLETIONS, CHAT_COMPLETIONS, MESSAGES, MESSAGES_COUNT_TOKENS -> {
+        case COMPLETIONS, CHAT_COMPLETIONS, MESSAGES, MESSAGES_COUNT_TOKENS, RESPONSES -> {
           long charge = PromptBudget.chargeOf(work.body() == null ? 0 : work.body().length);
           if (!fc.promptBudget.tryReserve(charge)) {
             exchange.sendError(503, ErrorResponse.of(503, "the frontend holds as many prompts in flight as its heap "

@@ -29,6 +29,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,6 +64,11 @@ final class HttpExchange implements ClientSink {
   private volatile StreamTransformer.Factory streamFormat;
   /** Anthropic's endpoints: their whole answers are Anthropic messages and their errors Anthropic's envelope. */
   private final boolean anthropic;
+  /**
+   * Turns a whole answer into what this exchange's clients read: the answer itself (OpenAI), an Anthropic message,
+   * or the one its endpoint set for the request ({@link #answerFormat}, the Responses API's response object).
+   */
+  private volatile Function<OpenAiResponse, Object> answerFormat;
 
   // event-loop confined
   private State state = State.NEW;
@@ -82,6 +88,12 @@ final class HttpExchange implements ClientSink {
     this.log = new ExchangeLog(fc, meta, readNanos);
     this.streamFormat = meta.endpoint() == null ? StreamTransformer::openAi : meta.endpoint().streamFormat;
     this.anthropic = meta.endpoint() != null && meta.endpoint().anthropic();
+    this.answerFormat = anthropic ? r -> AnthropicResponses.toMessage((ChatCompletionResponse) r) : r -> r;
+  }
+
+  /** Answers a whole response with {@code format} applied (set before the handler runs). */
+  void answerFormat(Function<OpenAiResponse, Object> format) {
+    this.answerFormat = Objects.requireNonNull(format, "format");
   }
 
   /** Frames this request's stream with {@code format} (set before the handler runs). */
@@ -120,8 +132,7 @@ final class HttpExchange implements ClientSink {
     Objects.requireNonNull(response, "response");
     byte[] body;
     try {
-      body = anthropic ? fc.codec.toJsonBytes(AnthropicResponses.toMessage((ChatCompletionResponse) response))
-          : fc.codec.toJsonBytes(response);
+      body = fc.codec.toJsonBytes(answerFormat.apply(response));
     } catch (RuntimeException e) {
       LOG.error("request {}: cannot serialize the response", meta.localId(), e);
       fail(500, internalError(), routeInfo);
