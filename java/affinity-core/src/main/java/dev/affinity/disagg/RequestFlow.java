@@ -18,6 +18,8 @@ import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
+import dev.affinity.tracing.RequestTrace;
+import dev.affinity.tracing.TracedSink;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
@@ -39,6 +41,8 @@ final class RequestFlow {
   private final AdmittedRequest admitted;
   private final OpenAiRequest client;
   private final ClientSink sink;
+  /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
+  private final RequestTrace trace;
   private final Object lock = new Object();
   private final Leg context;
   private final Leg generation;
@@ -57,7 +61,8 @@ final class RequestFlow {
     this.service = service;
     this.admitted = admitted;
     this.client = admitted.request();
-    this.sink = sink;
+    this.trace = service.tracer().start(admitted);
+    this.sink = TracedSink.of(sink, trace);
     this.context = new Leg(this, Fleet.CONTEXT, service.contextRouter());
     this.generation = new Leg(this, Fleet.GENERATION, service.generationRouter());
   }
@@ -81,6 +86,10 @@ final class RequestFlow {
 
   Object lock() {
     return lock;
+  }
+
+  RequestTrace trace() {
+    return trace;
   }
 
   long requestId() {
@@ -259,6 +268,7 @@ final class RequestFlow {
     boolean afterBytes = failure.afterFirstByte() || streamStarted;
     if (failure.retryable() && !afterBytes && retries < settings().maxRetries()) {
       retries++;
+      trace.retried(retries, leg.fleet(), sel.worker().id(), failure);
       leg.exclude(sel.worker().id());
       requestId = service.ids().next();  // re-issued so that a worker never sees the id twice
       releaseHeldContext();

@@ -39,6 +39,7 @@ import dev.affinity.session.SessionLifecycleHandler;
 import dev.affinity.session.SessionRegistry;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.server.tracing.Tracing;
 import dev.affinity.timer.RealScheduler;
 import dev.affinity.worker.Worker;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -101,19 +102,41 @@ public final class AffinityServer implements AutoCloseable {
   private SessionRegistry sessions;
   private CompletionHandler handler;
 
-  private AffinityServer(DisaggConfig config) {
+  /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
+  private final Tracing tracing;
+
+  private AffinityServer(DisaggConfig config, Tracing tracing) {
     this.config = config;
+    this.tracing = tracing;
   }
 
-  /** Builds everything and starts listening; on failure, what was built is closed again. */
+  /**
+   * Builds everything and starts listening; on failure, what was built is closed again. Requests are traced as
+   * {@code otlp_config} and the {@code OTEL_EXPORTER_OTLP_*} variables say (docs/tracing.md).
+   */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options) throws IOException {
-    AffinityServer s = new AffinityServer(config);
+    return start(config, options, tracingOf(config));
+  }
+
+  /** As {@link #start(DisaggConfig, FrontendOptions)} with this tracing, which the server now owns and closes. */
+  public static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing) throws IOException {
+    AffinityServer s = new AffinityServer(config, java.util.Objects.requireNonNull(tracing, "tracing"));
     try {
       s.build(options);
       return s;
     } catch (IOException | RuntimeException e) {
       s.close();
       throw e;
+    }
+  }
+
+  /** As upstream, a tracing set-up that fails is logged and the server runs without exporting. */
+  private static Tracing tracingOf(DisaggConfig config) {
+    try {
+      return Tracing.fromConfig(config, System.getenv());
+    } catch (IllegalArgumentException e) {
+      log.error("tracing is off: {}", e.getMessage());
+      return Tracing.off();
     }
   }
 
@@ -139,7 +162,7 @@ public final class AffinityServer implements AutoCloseable {
     }
     parentLinks = createParentLinks();
     Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
-        this::sharePins);
+        this::sharePins, tracing.tracer());
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -499,5 +522,11 @@ public final class AffinityServer implements AutoCloseable {
       io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
     }
     registry.close();
+    tracing.close();
+  }
+
+  /** The server's tracing (tests flush it). */
+  public Tracing tracing() {
+    return tracing;
   }
 }

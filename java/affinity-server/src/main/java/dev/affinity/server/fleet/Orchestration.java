@@ -11,6 +11,7 @@ import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.timer.Scheduler;
+import dev.affinity.tracing.RequestTracer;
 import dev.affinity.worker.Worker;
 import java.time.Duration;
 import java.util.function.BiFunction;
@@ -38,10 +39,16 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
    */
   public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
       BiFunction<Fleet, Router, Router> wrap) {
+    return build(config, scheduler, nanoClock, ids, wrap, RequestTracer.NONE);
+  }
+
+  /** As {@link #build(DisaggConfig, Scheduler, LongSupplier, RequestIds, BiFunction)}, requests traced by {@code tracer}. */
+  public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
+      BiFunction<Fleet, Router, Router> wrap, RequestTracer tracer) {
     RouterFactory factory = new RouterFactory();
     Router ctx = wrap.apply(Fleet.CONTEXT, router(factory, config, config.context(), Fleet.CONTEXT, nanoClock));
     Router gen = wrap.apply(Fleet.GENERATION, router(factory, config, config.generation(), Fleet.GENERATION, nanoClock));
-    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler);
+    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler, tracer);
     return new Orchestration(ctx, gen, service);
   }
 
