@@ -298,11 +298,27 @@ public final class ConfigLoader {
       for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
         if (e.getKey().equals("otlp_traces_endpoint")) {
           endpoint = r.string(e.getValue(), "otlp_config.otlp_traces_endpoint");
+          if (endpoint.isPresent() && !endpoint.get().isBlank() && !isHttpUrl(endpoint.get())) {
+            r.error(e.getValue().getValueNode(), "otlp_config.otlp_traces_endpoint",
+                "expected an http:// or https:// URL (OTLP/HTTP, e.g. http://collector:4318/v1/traces), found \""
+                    + endpoint.get() + "\"");
+            endpoint = Optional.empty();
+          }
         } else {
           r.error(e.getValue().getKeyNode(), "otlp_config." + e.getKey(), "unknown key (known: otlp_traces_endpoint)");
         }
       }
       return endpoint;
+    }
+
+    private static boolean isHttpUrl(String value) {
+      try {
+        java.net.URI uri = new java.net.URI(value.strip());
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+        return (scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null;
+      } catch (java.net.URISyntaxException e) {
+        return false;
+      }
     }
 
     private Optional<DisaggConfig.ConditionalDisaggConfig> conditional(NodeTuple t) {

@@ -5,6 +5,7 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.routing.Router;
 import dev.affinity.timer.Scheduler;
+import dev.affinity.tracing.RequestTracer;
 import java.util.Objects;
 
 /**
@@ -34,18 +35,22 @@ public final class DisaggService implements CompletionHandler {
   private final RequestIds ids;
   private final Scheduler scheduler;
   private final Schedule schedule;
+  private final RequestTracer tracer;
   private final TextTokenizer textTokenizer;
 
+  /** Without tracing: a client's own trace context still goes on to its workers ({@link RequestTracer#NONE}). */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler) {
-    this(settings, ctxRouter, genRouter, ids, scheduler, null);
+    this(settings, ctxRouter, genRouter, ids, scheduler, RequestTracer.NONE, null);
   }
 
   /**
+   * @param tracer told of every request's routing, legs, retries and ending (docs/tracing.md)
    * @param textTokenizer tokenizes the text of a stream cut mid-way, to continue it on another worker (the
    *     frontend's tokenizer with embedded workers); null when the frontend has none
    */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler,
-      TextTokenizer textTokenizer) {
+      RequestTracer tracer, TextTokenizer textTokenizer) {
+    this.tracer = Objects.requireNonNull(tracer, "tracer");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.ctxRouter = Objects.requireNonNull(ctxRouter, "ctxRouter");
     this.genRouter = Objects.requireNonNull(genRouter, "genRouter");
@@ -70,6 +75,10 @@ public final class DisaggService implements CompletionHandler {
   @Override
   public void handle(AdmittedRequest request, ClientSink sink) {
     new RequestFlow(this, Objects.requireNonNull(request, "request"), Objects.requireNonNull(sink, "sink")).start();
+  }
+
+  RequestTracer tracer() {
+    return tracer;
   }
 
   RequestIds ids() {

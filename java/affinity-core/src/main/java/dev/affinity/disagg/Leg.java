@@ -8,6 +8,7 @@ import dev.affinity.routing.NoWorkerAvailableException;
 import dev.affinity.routing.Outcome;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.Selection;
+import dev.affinity.tracing.RequestTrace;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
@@ -61,9 +62,13 @@ final class Leg {
 
   /** The router's choice for the current attempt, or null after failing the request with 503 (no worker). */
   Selection select() {
+    RequestTrace.Routing traced = flow.trace().routing(fleet);
     try {
-      return router.select(flow.routing(fleet), excluded);
+      Selection sel = router.select(flow.routing(fleet), excluded);
+      traced.selected(sel);
+      return sel;
     } catch (NoWorkerAvailableException e) {
+      traced.noWorker(e.getMessage());
       flow.finishWithError(503, e.getMessage());
       return null;
     }
@@ -73,9 +78,10 @@ final class Leg {
   void send(Selection sel, OpenAiRequest body, Events events) {
     long attempt = flow.requestId();
     response = null;
+    RequestTrace.LegTrace traced = flow.trace().legSent(fleet, attempt, sel);
     WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout(),
-        flow.cacheSalt());
-    Listener listener = new Listener(sel, attempt, events);
+        flow.cacheSalt(), traced.context());
+    Listener listener = new Listener(sel, attempt, events, traced);
     WorkerCall sent = sel.worker().send(request, listener);
     if (!listener.ended && flow.isCurrent(attempt)) {
       call = sent;  // a call that already ended (a worker answering on this thread) has nothing left to cancel
@@ -129,12 +135,14 @@ final class Leg {
     private final Selection sel;
     private final long attempt;
     private final Events events;
+    private final RequestTrace.LegTrace traced;
     private boolean ended;
 
-    Listener(Selection sel, long attempt, Events events) {
+    Listener(Selection sel, long attempt, Events events, RequestTrace.LegTrace traced) {
       this.sel = sel;
       this.attempt = attempt;
       this.events = events;
+      this.traced = traced;
     }
 
     @Override
@@ -169,6 +177,7 @@ final class Leg {
       synchronized (flow.lock()) {
         ended = true;
         sel.release(Outcome.SUCCESS);
+        traced.completed(report);
         if (flow.isCurrent(attempt)) {
           call = null;
           events.onComplete(sel, report);
@@ -181,6 +190,7 @@ final class Leg {
       synchronized (flow.lock()) {
         ended = true;
         sel.release(failure.kind() == WorkerFailure.Kind.CANCELLED ? Outcome.CANCELLED : Outcome.FAILURE);
+        traced.failed(failure);
         if (flow.isCurrent(attempt)) {
           call = null;
           flow.legFailed(Leg.this, sel, failure);

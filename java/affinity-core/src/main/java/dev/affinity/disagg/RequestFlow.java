@@ -20,6 +20,8 @@ import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
+import dev.affinity.tracing.RequestTrace;
+import dev.affinity.tracing.TracedSink;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
@@ -47,6 +49,8 @@ final class RequestFlow {
   private int[] promptTokens;
   /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
   private final StreamResume resume;
+  /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
+  private final RequestTrace trace;
   private final Object lock = new Object();
   private final Leg context;
   private final Leg generation;
@@ -67,7 +71,8 @@ final class RequestFlow {
     this.service = service;
     this.admitted = admitted;
     this.client = admitted.request();
-    this.sink = sink;
+    this.trace = service.tracer().start(admitted);
+    this.sink = TracedSink.of(sink, trace);
     this.request = client;
     this.promptTokens = admitted.promptTokens();
     this.resume = client.isStreaming() ? new StreamResume() : null;
@@ -94,6 +99,10 @@ final class RequestFlow {
 
   Object lock() {
     return lock;
+  }
+
+  RequestTrace trace() {
+    return trace;
   }
 
   long requestId() {
@@ -293,6 +302,7 @@ final class RequestFlow {
     boolean afterBytes = failure.afterFirstByte() || streamStarted;
     if (failure.retryable() && !afterBytes && retries < settings().maxRetries()) {
       retries++;
+      trace.retried(retries, leg.fleet(), sel.worker().id(), failure);
       leg.exclude(sel.worker().id());
       requestId = service.ids().next();  // re-issued so that a worker never sees the id twice
       releaseHeldContext();
@@ -396,6 +406,7 @@ final class RequestFlow {
         log.info("request {}: {} worker {} failed mid-stream ({}); resuming after {} streamed tokens", requestId,
             leg.fleet().name().toLowerCase(), sel.worker().id(), failure, plan.generated());
         retries++;
+        trace.retried(retries, leg.fleet(), sel.worker().id(), failure);  // a resume is a retry
         leg.exclude(sel.worker().id());
         requestId = service.ids().next();
         releaseHeldContext();

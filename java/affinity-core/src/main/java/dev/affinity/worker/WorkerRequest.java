@@ -2,6 +2,7 @@ package dev.affinity.worker;
 
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.tracing.TraceContext;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -18,13 +19,21 @@ import java.util.Objects;
  * @param timeout the leg's budget; the worker fails the call with {@link WorkerFailure.Kind#TIMEOUT}
  * @param cacheSalt the KV cache salt admission decided (under tenant isolation the tenant's), or null for the
  *     body's own; in-process workers hand it to the executor
+ * @param trace the W3C trace context the worker hears ({@code traceparent}/{@code tracestate} on HTTP legs), or null
+ *     for none (docs/tracing.md)
  */
 public record WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
-    String cacheSalt) {
+    String cacheSalt, TraceContext trace) {
+
+  /** A leg without trace context. */
+  public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
+      String cacheSalt) {
+    this(requestId, body, affinityId, rankHint, timeout, cacheSalt, null);
+  }
 
   /** A leg whose salt is its body's. */
   public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout) {
-    this(requestId, body, affinityId, rankHint, timeout, null);
+    this(requestId, body, affinityId, rankHint, timeout, null, null);
   }
 
   public WorkerRequest {

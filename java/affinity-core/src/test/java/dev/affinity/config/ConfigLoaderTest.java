@@ -178,6 +178,9 @@ class ConfigLoaderTest {
         Arguments.of("disagg_cluster:\n  cluster_name: x\n" + MINIMAL, "disagg_cluster.cluster_uri: is required"),
         Arguments.of("disagg_cluster:\n  cluster_uri: http://x\n  bogus: 1\n" + MINIMAL, "disagg_cluster.bogus: unknown key"),
         Arguments.of("otlp_config:\n  endpoint: x\n" + MINIMAL, "otlp_config.endpoint: unknown key (known: otlp_traces_endpoint)"),
+        Arguments.of("otlp_config:\n  otlp_traces_endpoint: collector:4317\n" + MINIMAL,
+            "test.yaml:2:25: otlp_config.otlp_traces_endpoint: expected an http:// or https:// URL (OTLP/HTTP, e.g. "
+                + "http://collector:4318/v1/traces), found \"collector:4317\""),
         Arguments.of("conversation_affinity_header_for_subagents: \"X Parent\"\n" + MINIMAL,
             "conversation_affinity_header_for_subagents: expected an HTTP header name"),
         Arguments.of("conversation_affinity_header_for_subagents: [X-Parent, \"X Grand\"]\n" + MINIMAL,

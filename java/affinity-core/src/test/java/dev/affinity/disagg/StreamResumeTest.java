@@ -76,7 +76,7 @@ class StreamResumeTest {
     }
     Scheduler never = (task, delay) -> () -> { };
     service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, maxRetries,
-        Duration.ofSeconds(30), -1), ctxRouter, genRouter, new RequestIds(1, 0, () -> 1_000), never, tokenizer);
+        Duration.ofSeconds(30), -1), ctxRouter, genRouter, new RequestIds(1, 0, () -> 1_000), never, dev.affinity.tracing.RequestTracer.NONE, tokenizer);
     ConversationResolver resolver = new ConversationResolver(new ConversationSettings(
         AffinitySettings.DEFAULT_SESSION_HEADERS, Optional.empty(), SubagentScope.CONTEXT));
     admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, resolver, promptTokenizer);

@@ -35,6 +35,7 @@ import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
 import dev.affinity.session.PinAndLinkRelease;
@@ -102,19 +103,41 @@ public final class AffinityServer implements AutoCloseable {
   private SessionRegistry sessions;
   private CompletionHandler handler;
 
-  private AffinityServer(DisaggConfig config) {
+  /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
+  private final Tracing tracing;
+
+  private AffinityServer(DisaggConfig config, Tracing tracing) {
     this.config = config;
+    this.tracing = tracing;
   }
 
-  /** Builds everything and starts listening; on failure, what was built is closed again. */
+  /**
+   * Builds everything and starts listening; on failure, what was built is closed again. Requests are traced as
+   * {@code otlp_config} and the {@code OTEL_EXPORTER_OTLP_*} variables say (docs/tracing.md).
+   */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options) throws IOException {
-    AffinityServer s = new AffinityServer(config);
+    return start(config, options, tracingOf(config));
+  }
+
+  /** As {@link #start(DisaggConfig, FrontendOptions)} with this tracing, which the server now owns and closes. */
+  public static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing) throws IOException {
+    AffinityServer s = new AffinityServer(config, java.util.Objects.requireNonNull(tracing, "tracing"));
     try {
       s.build(options);
       return s;
     } catch (IOException | RuntimeException e) {
       s.close();
       throw e;
+    }
+  }
+
+  /** As upstream, a tracing set-up that fails is logged and the server runs without exporting. */
+  private static Tracing tracingOf(DisaggConfig config) {
+    try {
+      return Tracing.fromConfig(config, System.getenv());
+    } catch (IllegalArgumentException e) {
+      log.error("tracing is off: {}", e.getMessage());
+      return Tracing.off();
     }
   }
 
@@ -142,7 +165,7 @@ public final class AffinityServer implements AutoCloseable {
     TextTokenizer textTokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<TextTokenizer>map(w -> w::encodeText).orElse(null);
     Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
-        this::sharePins, textTokenizer);
+        this::sharePins, tracing.tracer(), textTokenizer);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -521,5 +544,11 @@ public final class AffinityServer implements AutoCloseable {
       io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
     }
     registry.close();
+    tracing.close();
+  }
+
+  /** The server's tracing (tests flush it). */
+  public Tracing tracing() {
+    return tracing;
   }
 }

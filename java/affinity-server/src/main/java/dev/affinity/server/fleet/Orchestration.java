@@ -12,6 +12,7 @@ import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.timer.Scheduler;
+import dev.affinity.tracing.RequestTracer;
 import dev.affinity.worker.Worker;
 import java.time.Duration;
 import java.util.function.BiFunction;
@@ -39,19 +40,20 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
    */
   public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
       BiFunction<Fleet, Router, Router> wrap) {
-    return build(config, scheduler, nanoClock, ids, wrap, null);
+    return build(config, scheduler, nanoClock, ids, wrap, RequestTracer.NONE, null);
   }
 
   /**
-   * As {@link #build(DisaggConfig, Scheduler, LongSupplier, RequestIds, BiFunction)}, with the frontend's tokenizer
-   * for continuing streams cut mid-way (null when it has none).
+   * As {@link #build(DisaggConfig, Scheduler, LongSupplier, RequestIds, BiFunction)}, requests traced by
+   * {@code tracer}, with the frontend's tokenizer for continuing streams cut mid-way (null when it has none).
    */
   public static Orchestration build(DisaggConfig config, Scheduler scheduler, LongSupplier nanoClock, RequestIds ids,
-      BiFunction<Fleet, Router, Router> wrap, TextTokenizer textTokenizer) {
+      BiFunction<Fleet, Router, Router> wrap, RequestTracer tracer, TextTokenizer textTokenizer) {
     RouterFactory factory = new RouterFactory();
     Router ctx = wrap.apply(Fleet.CONTEXT, router(factory, config, config.context(), Fleet.CONTEXT, nanoClock));
     Router gen = wrap.apply(Fleet.GENERATION, router(factory, config, config.generation(), Fleet.GENERATION, nanoClock));
-    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler, textTokenizer);
+    DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler, tracer,
+        textTokenizer);
     return new Orchestration(ctx, gen, service);
   }
 

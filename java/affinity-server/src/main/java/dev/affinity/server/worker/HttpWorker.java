@@ -7,6 +7,7 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.UsageInfo;
+import dev.affinity.tracing.TraceContext;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
@@ -279,6 +280,13 @@ public final class HttpWorker implements Worker {
       String hint = rankHint(request);
       if (hint != null) {
         headers.add(new RequestTemplate.Header(WorkerExtensions.RANK_HINT_HEADER, hint));
+      }
+      TraceContext trace = request.trace();
+      if (trace != null) { // W3C trace context: the worker's spans join the request's trace (docs/tracing.md)
+        headers.add(new RequestTemplate.Header(TraceContext.TRACEPARENT, trace.traceparent()));
+        if (trace.tracestate() != null) {
+          headers.add(new RequestTemplate.Header(TraceContext.TRACESTATE, trace.tracestate()));
+        }
       }
       byte[] json = codec.toJsonBytes(body);
       http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers, json,

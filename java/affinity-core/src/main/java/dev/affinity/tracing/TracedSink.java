@@ -1,0 +1,77 @@
+package dev.affinity.tracing;
+
+import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.RouteInfo;
+import dev.affinity.protocol.ErrorResponse;
+import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.EncodedChunk;
+import java.util.Objects;
+
+/** A client sink that tells a request's trace how the request ended, then passes everything on unchanged. */
+public final class TracedSink implements ClientSink {
+  private final ClientSink sink;
+  private final RequestTrace trace;
+
+  private TracedSink(ClientSink sink, RequestTrace trace) {
+    this.sink = sink;
+    this.trace = trace;
+  }
+
+  /** {@code sink} itself when there is nothing to trace. */
+  public static ClientSink of(ClientSink sink, RequestTrace trace) {
+    Objects.requireNonNull(sink, "sink");
+    return trace == null || trace == RequestTrace.NONE ? sink : new TracedSink(sink, trace);
+  }
+
+  @Override
+  public void respond(OpenAiResponse response, RouteInfo route) {
+    trace.ended(200, null, route);
+    sink.respond(response, route);
+  }
+
+  @Override
+  public void streamStart(RouteInfo route) {
+    trace.streamStarted(route);
+    sink.streamStart(route);
+  }
+
+  @Override
+  public void streamChunk(OpenAiStreamChunk chunk) {
+    sink.streamChunk(chunk);
+  }
+
+  @Override
+  public void streamEncoded(EncodedChunk chunk) {
+    sink.streamEncoded(chunk);
+  }
+
+  @Override
+  public void streamEnd(RouteInfo route) {
+    trace.ended(200, null, route);
+    sink.streamEnd(route);
+  }
+
+  @Override
+  public void fail(int status, ErrorResponse error, RouteInfo route) {
+    trace.ended(status, error == null || error.error() == null ? "error " + status : error.error().message(), route);
+    sink.fail(status, error, route);
+  }
+
+  @Override
+  public void abort(String reason, RouteInfo route) {
+    trace.ended(499, reason == null ? "aborted" : reason, route);
+    sink.abort(reason, route);
+  }
+
+  @Override
+  public void onDisconnect(Runnable callback) {
+    sink.onDisconnect(() -> {
+      try {
+        callback.run();
+      } finally {
+        trace.ended(499, "client disconnected", null);
+      }
+    });
+  }
+}
