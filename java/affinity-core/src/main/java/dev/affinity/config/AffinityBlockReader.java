@@ -8,7 +8,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.Tag;
 
 /**
  * Reads Affinity's own {@code affinity:} block of a disaggregated YAML: the served model, session headers,
@@ -21,7 +24,7 @@ final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
-      "session_idle_ttl_seconds", "workers");
+      "session_idle_ttl_seconds", "soft_placement_margin", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -39,6 +42,23 @@ final class AffinityBlockReader {
   }
 
   /** Whether {@code h} is an HTTP header name; an error at {@code v} when not. */
+  /** A margin >= 0, or {@code false} for off (-1). */
+  private OptionalDouble softPlacementMargin(NodeTuple v, String k) {
+    if (v.getValueNode() instanceof ScalarNode s && Tag.BOOL.equals(s.getTag())) {
+      if (r.bool(v, k).orElse(true)) {
+        r.error(v.getValueNode(), k, "expected a number >= 0, or false (off), found true");
+        return OptionalDouble.empty();
+      }
+      return OptionalDouble.of(-1);
+    }
+    Optional<Double> x = r.number(v, k, Double.NEGATIVE_INFINITY);
+    if (x.isPresent() && x.get() < 0) {
+      r.error(v.getValueNode(), k, "expected a number >= 0, or false (off), found " + x.get());
+      return OptionalDouble.empty();
+    }
+    return x.map(OptionalDouble::of).orElse(OptionalDouble.empty());
+  }
+
   private boolean headerName(String h, NodeTuple v, String path) {
     if (h.matches("[!#$%&'*+.^_`|~0-9A-Za-z-]+")) {
       return true;
@@ -68,6 +88,7 @@ final class AffinityBlockReader {
     int maxConnections = d.workerMaxConnections();
     String finalHeader = d.sessionFinalHeader();
     double idleTtl = d.sessionIdleTtlSeconds();
+    OptionalDouble softMargin = d.softPlacementMargin();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -100,6 +121,7 @@ final class AffinityBlockReader {
         case "session_final_header" -> finalHeader = r.string(v, k).map(String::strip)
             .filter(h -> headerName(h, v, k)).map(h -> h.toLowerCase(Locale.ROOT)).orElse(finalHeader);
         case "session_idle_ttl_seconds" -> idleTtl = r.number(v, k, 0).orElse(idleTtl);
+        case "soft_placement_margin" -> softMargin = softPlacementMargin(v, k);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -135,7 +157,7 @@ final class AffinityBlockReader {
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
-        maxConnections, finalHeader, idleTtl), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        maxConnections, finalHeader, idleTtl, softMargin), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

@@ -2,6 +2,7 @@ package dev.affinity.config;
 
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 
 /**
  * Affinity's own settings: the {@code affinity:} block of the YAML.
@@ -30,6 +31,8 @@ import java.util.Optional;
  *     session once it is answered: its pins and parent link are released
  * @param sessionIdleTtlSeconds a session (conversation id) without a request for this long expires: its pins
  *     and parent link are released
+ * @param softPlacementMargin soft first placement of sub-agents in the conversation-aware routers: a margin
+ *     (>= 0), or -1 for off; empty: each router's default (on in {@code affinity}, off in {@code conversation})
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -47,7 +50,8 @@ public record AffinitySettings(
     boolean tenantIsolation,
     int workerMaxConnections,
     String sessionFinalHeader,
-    double sessionIdleTtlSeconds) {
+    double sessionIdleTtlSeconds,
+    OptionalDouble softPlacementMargin) {
 
   /** Dynamo's header that ends a session ({@code X-Dynamo-Session-Final: true}). */
   public static final String DEFAULT_SESSION_FINAL_HEADER = "x-dynamo-session-final";
@@ -80,7 +84,7 @@ public record AffinitySettings(
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
-        DEFAULT_SESSION_IDLE_TTL_SECONDS);
+        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty());
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -39,6 +39,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final boolean trackRoutedBlocks;
   private final double slotWeight;
   private final double kvWeight;
+  /** Soft first placement of sub-agents (context fleet): margin in request tokens per request token; negative: off. */
+  private final double softMargin;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
   private final Map<Long, Double> workBySelection = new HashMap<>();
@@ -49,7 +51,23 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       double loadEpsilon,
       double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks, double slotWeight,
       double kvWeight) {
+    this(context, pinMarginTokens, placementTolerance, genPinMargin, loadEpsilon, attentionFactor, maxKeys,
+        predictTtlSeconds, trackRoutedBlocks, slotWeight, kvWeight, DEFAULT_SOFT_PLACEMENT_MARGIN);
+  }
+
+  /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
+  public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0.5;
+
+  /**
+   * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its
+   *     root's pin while that costs at most {@code softMargin} x its prompt tokens more than the best candidate,
+   *     and its later turns follow its own pin; negative: off (every turn follows the root's pin)
+   */
+  public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
+      double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
+      double slotWeight, double kvWeight, double softMargin) {
     super(context);
+    this.softMargin = softMargin;
     this.pinMarginTokens = pinMarginTokens;
     this.placementTolerance = placementTolerance;
     this.genPinMargin = genPinMargin;
@@ -74,8 +92,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     boolean track = args.getBoolean("track_routed_blocks", true);
     double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
     double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
+    double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
     args.done(RouterArgs.ADOPTED);
-    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv);
+    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft);
   }
 
   @Override
@@ -200,9 +219,24 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
 
     String key = request.routingKey();
     boolean useKey = key != null && (!gen || context.scope() == SubagentScope.BOTH);
+    String own = gen ? null : softPlacementKey(request);
     int chosen;
     DecisionReason reason;
-    if (useKey) {
+    if (useKey && own != null && !pins.containsKey(own)) {
+      // Soft first placement: the root's (worker, rank) while it costs at most the margin more than the best; the
+      // root's own pin is never moved by a sub-agent.
+      Candidate root = pins.get(key);
+      int at = root == null ? -1 : cands.indexOf(root);
+      if (at >= 0 && eligible.contains(at) && cost[at] - minCost <= softMargin * n) {
+        chosen = at;
+        reason = DecisionReason.FOLLOWED_ROOT;
+      } else {
+        chosen = rendezvous(own, cands, eligible, cost, minCost + tolerance);
+        reason = DecisionReason.NEW_PIN;
+      }
+      pins.put(own, cands.get(chosen));
+    } else if (useKey) {
+      key = own != null ? own : key;  // a sub-agent's later turns follow its own pin
       Candidate pinned = pins.get(key);
       int at = pinned == null ? -1 : cands.indexOf(pinned);
       if (pinned == null) {
@@ -225,6 +259,18 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     Candidate c = cands.get(chosen);
     return new Choice(c, matched[chosen], matched[chosen] * c.worker().info().tokensPerBlock(), reason);
+  }
+
+  /**
+   * The sub-agent's own id when soft first placement applies to the request: on, a sub-agent (an affinity id) with
+   * an own conversation id other than the key it is routed by; else null.
+   */
+  private String softPlacementKey(RoutingRequest request) {
+    String own = request.conversationId();
+    if (softMargin < 0 || request.affinityId() == null || own == null || own.equals(request.routingKey())) {
+      return null;
+    }
+    return own;
   }
 
   private int cheapest(List<Integer> eligible, double[] cost) {

@@ -29,6 +29,8 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
   private final int tokensPerBlock;
   private final int hashSkipCount;
   private final long maxSessions;
+  /** Soft first placement of sub-agents (off, as upstream, unless configured): margin per request token. */
+  private final double softMargin;
   private final Map<String, Session> sessions = new LinkedHashMap<>(16, 0.75f, true);
   private final TrieNode root = new TrieNode();
   private final Map<String, Long> contentLoad = new HashMap<>();
@@ -52,7 +54,18 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
 
   public ConversationRouter(RouterContext context, double matchThreshold, int tokensPerBlock, int hashSkipCount,
       long maxSessions) {
+    this(context, matchThreshold, tokensPerBlock, hashSkipCount, maxSessions, -1);
+  }
+
+  /**
+   * @param softMargin soft first placement of sub-agents: a sub-agent's first turn goes to its root's worker while
+   *     that worker's content load is at most {@code softMargin} x the request's weight above the least loaded one,
+   *     and its later turns follow its own binding; negative: off (upstream: every turn follows the root)
+   */
+  public ConversationRouter(RouterContext context, double matchThreshold, int tokensPerBlock, int hashSkipCount,
+      long maxSessions, double softMargin) {
     super(context);
+    this.softMargin = softMargin;
     this.matchThreshold = matchThreshold;
     this.tokensPerBlock = tokensPerBlock;
     this.hashSkipCount = hashSkipCount;
@@ -65,9 +78,10 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
     args.getBoolean("use_token_ids", false);  // token ids are used whenever the request has them
     int skip = args.getInt("hash_skip_count", 0, 0, Integer.MAX_VALUE);
     long max = args.getLong("max_sessions", 100_000, 1, Long.MAX_VALUE);
+    double soft = context.softPlacementMargin(args, -1);
     args.accept("use_harmony");
     args.done(RouterArgs.ADOPTED);
-    return new ConversationRouter(context, threshold, tpb, skip, max);
+    return new ConversationRouter(context, threshold, tpb, skip, max, soft);
   }
 
   @Override
@@ -163,9 +177,34 @@ public final class ConversationRouter extends AbstractRouter implements PinKeepi
     return pickTied(tied);
   }
 
+  /** The sub-agent's own id when soft first placement applies (see {@link AffinityRouter}); else null. */
+  private String softPlacementKey(RoutingRequest request) {
+    String own = request.conversationId();
+    if (softMargin < 0 || request.affinityId() == null || own == null || own.equals(request.routingKey())
+        || context.fleet() != Fleet.CONTEXT) {
+      return null;
+    }
+    return own;
+  }
+
   @Override
   protected Choice choose(RoutingRequest request, List<Worker> candidates, Object prepared) {
     String key = request.routingKey();
+    String own = softPlacementKey(request);
+    if (own != null && !sessions.containsKey(own)) {
+      Session root = sessions.get(key);
+      Worker least = leastContentLoaded(candidates);
+      if (root != null && candidates.contains(root.candidate.worker())
+          && contentLoad.getOrDefault(root.candidate.workerId(), 0L) - contentLoad.getOrDefault(least.id(), 0L)
+              <= softMargin * weight(request)) {
+        bind(own, root.candidate, new long[0]);
+        return new Choice(root.candidate, 0, 0, DecisionReason.FOLLOWED_ROOT);
+      }
+      Candidate c = leastLoadedRank(least);
+      bind(own, c, new long[0]);
+      return new Choice(c, 0, 0, DecisionReason.NEW_PIN);
+    }
+    key = own != null ? own : key;  // a sub-agent's later turns follow its own binding
     if (key != null) {
       Session s = sessions.get(key);  // refreshes the LRU position
       if (s != null && candidates.contains(s.candidate.worker())) {

@@ -12,6 +12,8 @@ public enum DecisionReason {
   PREFIX,
   /** the affinity key's pinned worker */
   PINNED,
+  /** soft first placement: a sub-agent's first turn on its root's pinned worker (it cost at most the margin more) */
+  FOLLOWED_ROOT,
   /** a new affinity key placed */
   NEW_PIN,
   /** the pinned worker was removed, dead or excluded: a new pin */

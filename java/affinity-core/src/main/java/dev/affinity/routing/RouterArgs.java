@@ -89,6 +89,20 @@ public final class RouterArgs {
     return dflt;
   }
 
+  /** A margin (a number >= 0) or {@code false} (off, returned as -1); absent: -1 as well (callers check {@link #has}). */
+  public double getMarginOrOff(String name) {
+    read.add(name);
+    Object v = config.args().get(name);
+    if (v == null || Boolean.FALSE.equals(v)) {
+      return -1;
+    }
+    if (v instanceof Number n && n.doubleValue() >= 0 && Double.isFinite(n.doubleValue())) {
+      return n.doubleValue();
+    }
+    error(name, "expected a number >= 0, or false (off), found " + describe(v));
+    return -1;
+  }
+
   public boolean getBoolean(String name, boolean dflt) {
     read.add(name);
     Object v = config.args().get(name);

@@ -196,6 +196,10 @@ class ConfigLoaderTest {
             "test.yaml:2:25: affinity.session_final_header: expected an HTTP header name"),
         Arguments.of("affinity:\n  session_idle_ttl_seconds: 0\n" + MINIMAL,
             "test.yaml:2:29: affinity.session_idle_ttl_seconds: expected a number > 0.0, found 0"),
+        Arguments.of("affinity:\n  soft_placement_margin: -0.5\n" + MINIMAL,
+            "test.yaml:2:26: affinity.soft_placement_margin: expected a number >= 0, or false (off), found -0.5"),
+        Arguments.of("affinity:\n  soft_placement_margin: true\n" + MINIMAL,
+            "test.yaml:2:26: affinity.soft_placement_margin: expected a number >= 0, or false (off), found true"),
         Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
         Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
             "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
@@ -288,6 +292,11 @@ class ConfigLoaderTest {
         + MINIMAL).config().affinity();
     assertEquals("x-session-end", a.sessionFinalHeader());
     assertEquals(90, a.sessionIdleTtlSeconds());
+    assertTrue(d.softPlacementMargin().isEmpty(), "each router's default");
+    assertEquals(0.25, parse("affinity:\n  soft_placement_margin: 0.25\n" + MINIMAL).config().affinity()
+        .softPlacementMargin().getAsDouble());
+    assertEquals(-1, parse("affinity:\n  soft_placement_margin: false\n" + MINIMAL).config().affinity()
+        .softPlacementMargin().getAsDouble(), "off");
   }
 
   @Test

@@ -78,6 +78,67 @@ class AffinityRouterTest {
     busy.release(Outcome.SUCCESS);
   }
 
+  /** A sub-agent's context request: routed by its root's id, with its own id as the conversation. */
+  static RoutingRequest subagent(long id, String own, String root, int[] tokens) {
+    return RoutingRequest.builder(id, Fleet.CONTEXT).routingKey(root).conversationId(own).affinityId(root)
+        .tokens(tokens).build();
+  }
+
+  @Test
+  void softPlacementASubagentsFirstTurnFollowsItsRootWhileThatCostsNoMoreThanTheMargin() {
+    // margin 0.5: a 1000-token sub-agent turn follows its root while the root's worker has at most 500 tokens of
+    // prefill work more than the best
+    AffinityRouter r = router(Map.of("soft_placement_margin", 0.5, "load_epsilon", 100.0), "a", "b");
+    Selection root = r.select(req(1, "root", tokens(64, 0)), Set.of());
+    root.release(Outcome.SUCCESS);
+    String home = root.worker().id();
+    Selection small = r.select(req(2, null, tokens(400, 10_000)), Set.of(home.equals("a") ? "b" : "a"));
+    Selection first = r.select(subagent(3, "sub-1", "root", tokens(1000, 50_000)), Set.of());
+    assertEquals(DecisionReason.FOLLOWED_ROOT, first.reason());
+    assertEquals(home, first.worker().id());
+    assertEquals(first.candidate(), r.pinnedTo("sub-1"), "the sub-agent has its own pin from its first turn on");
+    first.release(Outcome.SUCCESS);
+    small.release(Outcome.SUCCESS);
+
+    // 2000 tokens queued on the root's worker: the next sub-agent's first turn goes elsewhere, the root's pin stays
+    Selection busy = r.select(req(4, null, tokens(2000, 20_000)), Set.of(home.equals("a") ? "b" : "a"));
+    Selection away = r.select(subagent(5, "sub-2", "root", tokens(1000, 60_000)), Set.of());
+    assertEquals(DecisionReason.NEW_PIN, away.reason());
+    assertNotEquals(home, away.worker().id());
+    assertEquals(root.candidate(), r.pinnedTo("root"), "a sub-agent never moves its root's pin");
+    assertEquals(away.candidate(), r.pinnedTo("sub-2"));
+    away.release(Outcome.SUCCESS);
+    busy.release(Outcome.SUCCESS);
+
+    // later turns follow the sub-agent's own pin, wherever the root is
+    Selection later = r.select(subagent(6, "sub-2", "root", tokens(1100, 60_000)), Set.of());
+    assertEquals(DecisionReason.PINNED, later.reason());
+    assertEquals(away.worker().id(), later.worker().id());
+  }
+
+  @Test
+  void softPlacementOffKeepsEveryTurnOnTheRootsPin() {
+    AffinityRouter r = router(Map.of("soft_placement_margin", false, "load_epsilon", 100.0), "a", "b");
+    Selection root = r.select(req(1, "root", tokens(64, 0)), Set.of());
+    root.release(Outcome.SUCCESS);
+    String home = root.worker().id();
+    Selection busy = r.select(req(2, null, tokens(2000, 20_000)), Set.of(home.equals("a") ? "b" : "a"));
+    Selection sub = r.select(subagent(3, "sub-1", "root", tokens(1000, 60_000)), Set.of());
+    assertEquals(DecisionReason.PINNED, sub.reason(), "2000 tokens is below the 4096-token pin margin");
+    assertEquals(home, sub.worker().id());
+    assertEquals(null, r.pinnedTo("sub-1"), "no own pin: the root's id is the key");
+    busy.release(Outcome.SUCCESS);
+  }
+
+  @Test
+  void softPlacementIsOnByDefaultInAffinitysPolicy() {
+    AffinityRouter r = router(Map.of("load_epsilon", 100.0), "a", "b");
+    r.select(req(1, "root", tokens(64, 0)), Set.of()).release(Outcome.SUCCESS);
+    Selection first = r.select(subagent(2, "sub-1", "root", tokens(1000, 50_000)), Set.of());
+    assertEquals(DecisionReason.FOLLOWED_ROOT, first.reason());
+    assertEquals(first.candidate(), r.pinnedTo("sub-1"));
+  }
+
   @Test
   void aDeadRemovedOrExcludedPinMoves() {
     AffinityRouter r = router(Map.of(), "a", "b", "c");

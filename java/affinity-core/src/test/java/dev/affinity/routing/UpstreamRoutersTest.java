@@ -185,6 +185,34 @@ class UpstreamRoutersTest {
   }
 
   @Test
+  void conversationSoftPlacementIsAnOptionOffByDefault() {
+    Map<String, Object> on = Map.of("soft_placement_margin", 0.5);
+    for (Map<String, Object> args : List.of(Map.<String, Object>of(), on)) {
+      ConversationRouter r = (ConversationRouter) create("conversation", args, context(Fleet.CONTEXT, clock));
+      r.addWorker(worker("a"));
+      r.addWorker(worker("b"));
+      Selection root = r.select(req(1, "root", tokens(64, 0)), Set.of());
+      String home = root.worker().id();
+      // 2000 tokens of content on the root's worker (still in flight)
+      Selection busy = r.select(req(2, "other", tokens(2000, 10_000)), Set.of(home.equals("a") ? "b" : "a"));
+      Selection sub = r.select(AffinityRouterTest.subagent(3, "sub-1", "root", tokens(1000, 50_000)), Set.of());
+      if (args.isEmpty()) {
+        assertEquals(DecisionReason.PINNED, sub.reason(), "upstream: the root's binding, whatever the load");
+        assertEquals(home, sub.worker().id());
+        assertNull(r.boundTo("sub-1"));
+      } else {
+        assertEquals(DecisionReason.NEW_PIN, sub.reason(), "the root's worker is 2000 > 0.5 x 1000 tokens busier");
+        assertEquals(false, sub.worker().id().equals(home));
+        assertEquals(sub.candidate(), r.boundTo("sub-1"));
+        Selection later = r.select(AffinityRouterTest.subagent(4, "sub-1", "root", tokens(1000, 50_000)), Set.of());
+        assertEquals(DecisionReason.PINNED, later.reason(), "later turns follow the own binding");
+        assertEquals(sub.worker().id(), later.worker().id());
+      }
+      busy.release(Outcome.SUCCESS);
+    }
+  }
+
+  @Test
   void conversationHandlesAPromptOfAMillionTokensWithoutDeepRecursion() {
     // 1.25M tokens in 4-token blocks: a 312,500-node path in the session trie. Replacing and
     // evicting it once recursed per block and overflowed the stack.

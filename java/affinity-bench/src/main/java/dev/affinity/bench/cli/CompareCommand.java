@@ -32,7 +32,7 @@ final class CompareCommand implements Callable<Integer> {
 
   @Option(names = "--policies", split = ",", description = "Policies (comma-separated; default: all of "
       + "round_robin, load_balancing, kv_cache_aware, conversation, conversation+header, conversation+header-both, affinity, "
-      + "dynamo_kv, sglang_cache_aware, llmd_scorer).")
+      + "affinity-root-pinned, dynamo_kv, sglang_cache_aware, llmd_scorer).")
   List<String> policies;
 
   @Option(names = "--context-instances", defaultValue = "0", description = "Override the number of context instances.")

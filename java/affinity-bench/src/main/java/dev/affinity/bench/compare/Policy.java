@@ -15,14 +15,22 @@ import java.util.Objects;
  * @param generationRouter {@code generation_servers.router.type}
  * @param subagentScope    {@code context} or {@code both} to configure the sub-agent header
  *                         ({@code X-Dynamo-Parent-Session-ID}) with that scope; null to leave it out
+ * @param affinity         keys set in the configuration's {@code affinity:} block (e.g. {@code soft_placement_margin})
  */
-public record Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope) {
+public record Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope,
+    Map<String, Object> affinity) {
   public static final String SUBAGENT_HEADER = "X-Dynamo-Parent-Session-ID";
 
   public Policy {
     Objects.requireNonNull(name, "name");
     Objects.requireNonNull(contextRouter, "contextRouter");
     Objects.requireNonNull(generationRouter, "generationRouter");
+    affinity = Map.copyOf(affinity);
+  }
+
+  /** A policy that sets nothing in the {@code affinity:} block. */
+  public Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope) {
+    this(name, description, contextRouter, generationRouter, subagentScope, Map.of());
   }
 
   /** The policies of the comparison in docs/benchmarks.md, in its order. */
@@ -40,6 +48,8 @@ public record Policy(String name, String description, String contextRouter, Stri
             + "context and generation instances (scope both)", "conversation", "conversation", "both"),
         new Policy("affinity", "Affinity's own policy on both fleets, sub-agent header with scope context", "affinity", "affinity",
             "context"),
+        new Policy("affinity-root-pinned", "Affinity's policy with soft first placement off: every turn of a sub-agent "
+            + "follows its root's pin", "affinity", "affinity", "context", Map.of("soft_placement_margin", false)),
         new Policy("dynamo_kv", "Dynamo's KV router (prefill cost from cached blocks, decode blocks) on both fleets, no "
             + "sub-agent header", "dynamo_kv", "dynamo_kv", null),
         new Policy("sglang_cache_aware", "SGLang's cache-aware gateway policy (approximate radix tree, balance gates) on both "
@@ -70,6 +80,14 @@ public record Policy(String name, String description, String contextRouter, Stri
     } else {
       out.put("conversation_affinity_header_for_subagents", SUBAGENT_HEADER);
       out.put("subagent_affinity_scope", subagentScope);
+    }
+    if (!affinity.isEmpty()) {
+      Map<String, Object> block = new LinkedHashMap<>();
+      if (out.get("affinity") instanceof Map<?, ?> m) {
+        m.forEach((k, v) -> block.put(String.valueOf(k), v));
+      }
+      block.putAll(affinity);
+      out.put("affinity", block);
     }
     return out;
   }

@@ -33,10 +33,14 @@ class FleetConfigsTest {
   }
 
   @Test
-  void theDefaultPoliciesAreTheTenOfTheComparisonPeersUnderTheirRouterTypes() {
+  void theDefaultPoliciesAreTheElevenOfTheComparisonPeersUnderTheirRouterTypes() {
     assertEquals(List.of("round_robin", "load_balancing", "kv_cache_aware", "conversation", "conversation+header",
-        "conversation+header-both", "affinity", "dynamo_kv", "sglang_cache_aware", "llmd_scorer"),
+        "conversation+header-both", "affinity", "affinity-root-pinned", "dynamo_kv", "sglang_cache_aware", "llmd_scorer"),
         Policy.builtIn().stream().map(Policy::name).toList());
+    assertEquals(-1, FleetConfigs.builtIn().under(Policy.named("affinity-root-pinned")).affinity().softPlacementMargin()
+        .getAsDouble(), "soft first placement off");
+    assertTrue(FleetConfigs.builtIn().under(Policy.named("affinity")).affinity().softPlacementMargin().isEmpty(),
+        "the router's default");
     for (String peer : List.of("dynamo_kv", "sglang_cache_aware", "llmd_scorer")) {
       Policy p = Policy.named(peer);
       assertEquals(peer, p.contextRouter());

@@ -60,7 +60,8 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
   private static Router router(RouterFactory factory, DisaggConfig config, ServerSection section, Fleet fleet,
       LongSupplier nanoClock) {
     RouterContext ctx = new RouterContext(fleet, config.subagentScope(), nanoClock, new PrefixIndex(1 << 20),
-        Duration.ofMillis(Math.round(config.affinity().selectionTtlSeconds() * 1000)), config.nodeId());
+        Duration.ofMillis(Math.round(config.affinity().selectionTtlSeconds() * 1000)), config.nodeId(),
+        config.affinity().softPlacementMargin());
     return factory.create(section.router(), section.name(), ctx);
   }
 
