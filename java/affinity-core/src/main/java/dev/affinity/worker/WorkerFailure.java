@@ -44,12 +44,13 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
   }
 
   /**
-   * Whether a streamed answer this failure cut may continue on another worker: the failures {@link #retryable()}
-   * accepts, whenever they came (a worker that reset, died or stalled mid-stream); never 4xx, never an error the
-   * executor reported for the request, never a cancellation.
+   * Whether a streamed answer this failure cut may continue on another worker: a worker that died, reset its
+   * connection or answered 5xx, whenever it happened; never 4xx, never an error the executor reported for the request,
+   * never a cancellation, and never the leg's timeout (its budget is the request's: a continuation would only run
+   * into the request timeout).
    */
   public boolean resumable() {
-    return kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.TIMEOUT;
+    return kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR;
   }
 
   @Override
