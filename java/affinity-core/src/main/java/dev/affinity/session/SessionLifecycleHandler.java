@@ -3,11 +3,10 @@ package dev.affinity.session;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
+import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
-import dev.affinity.worker.EncodedChunk;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -49,13 +48,12 @@ public final class SessionLifecycleHandler implements CompletionHandler {
    * A sink that runs {@code end} once, with the answer's last call and just before it is delivered: the request
    * has been routed and served by then, and a client that has its answer finds the session released.
    */
-  private static final class EndingSink implements ClientSink {
-    private final ClientSink sink;
+  private static final class EndingSink extends ForwardingClientSink {
     private final Runnable end;
     private final AtomicBoolean done = new AtomicBoolean();
 
     EndingSink(ClientSink sink, Runnable end) {
-      this.sink = sink;
+      super(sink);
       this.end = end;
     }
 
@@ -70,23 +68,8 @@ public final class SessionLifecycleHandler implements CompletionHandler {
       try {
         ended();
       } finally {
-        sink.respond(response, route);
+        delegate.respond(response, route);
       }
-    }
-
-    @Override
-    public void streamStart(RouteInfo route) {
-      sink.streamStart(route);
-    }
-
-    @Override
-    public void streamChunk(OpenAiStreamChunk chunk) {
-      sink.streamChunk(chunk);
-    }
-
-    @Override
-    public void streamEncoded(EncodedChunk chunk) {
-      sink.streamEncoded(chunk);
     }
 
     @Override
@@ -94,7 +77,7 @@ public final class SessionLifecycleHandler implements CompletionHandler {
       try {
         ended();
       } finally {
-        sink.streamEnd(route);
+        delegate.streamEnd(route);
       }
     }
 
@@ -103,7 +86,7 @@ public final class SessionLifecycleHandler implements CompletionHandler {
       try {
         ended();
       } finally {
-        sink.fail(status, error, route);
+        delegate.fail(status, error, route);
       }
     }
 
@@ -112,13 +95,8 @@ public final class SessionLifecycleHandler implements CompletionHandler {
       try {
         ended();
       } finally {
-        sink.abort(reason, route);
+        delegate.abort(reason, route);
       }
-    }
-
-    @Override
-    public void onDisconnect(Runnable callback) {
-      sink.onDisconnect(callback);
     }
   }
 }

@@ -1,20 +1,18 @@
 package dev.affinity.tracing;
 
 import dev.affinity.frontend.ClientSink;
+import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
-import dev.affinity.worker.EncodedChunk;
 import java.util.Objects;
 
 /** A client sink that tells a request's trace how the request ended, then passes everything on unchanged. */
-public final class TracedSink implements ClientSink {
-  private final ClientSink sink;
+public final class TracedSink extends ForwardingClientSink {
   private final RequestTrace trace;
 
   private TracedSink(ClientSink sink, RequestTrace trace) {
-    this.sink = sink;
+    super(sink);
     this.trace = trace;
   }
 
@@ -27,46 +25,36 @@ public final class TracedSink implements ClientSink {
   @Override
   public void respond(OpenAiResponse response, RouteInfo route) {
     trace.ended(200, null, route);
-    sink.respond(response, route);
+    delegate.respond(response, route);
   }
 
   @Override
   public void streamStart(RouteInfo route) {
     trace.streamStarted(route);
-    sink.streamStart(route);
-  }
-
-  @Override
-  public void streamChunk(OpenAiStreamChunk chunk) {
-    sink.streamChunk(chunk);
-  }
-
-  @Override
-  public void streamEncoded(EncodedChunk chunk) {
-    sink.streamEncoded(chunk);
+    delegate.streamStart(route);
   }
 
   @Override
   public void streamEnd(RouteInfo route) {
     trace.ended(200, null, route);
-    sink.streamEnd(route);
+    delegate.streamEnd(route);
   }
 
   @Override
   public void fail(int status, ErrorResponse error, RouteInfo route) {
     trace.ended(status, error == null || error.error() == null ? "error " + status : error.error().message(), route);
-    sink.fail(status, error, route);
+    delegate.fail(status, error, route);
   }
 
   @Override
   public void abort(String reason, RouteInfo route) {
     trace.ended(499, reason == null ? "aborted" : reason, route);
-    sink.abort(reason, route);
+    delegate.abort(reason, route);
   }
 
   @Override
   public void onDisconnect(Runnable callback) {
-    sink.onDisconnect(() -> {
+    delegate.onDisconnect(() -> {
       try {
         callback.run();
       } finally {

@@ -61,15 +61,7 @@ class ChaosTest {
 
   @AfterEach
   void stop() throws Exception {
-    try {
-      if (server != null) {
-        server.close();
-      }
-    } finally {
-      for (WorkerProcess p : processes) {
-        p.close();
-      }
-    }
+    WorkerProcess.closeAll(server, processes);
   }
 
   private WorkerProcess launch(String name, String config) throws IOException {

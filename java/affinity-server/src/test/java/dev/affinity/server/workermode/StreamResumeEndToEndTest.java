@@ -54,15 +54,7 @@ class StreamResumeEndToEndTest {
 
   @AfterEach
   void stop() throws Exception {
-    try {
-      if (server != null) {
-        server.close();
-      }
-    } finally {
-      for (WorkerProcess p : processes) {
-        p.close();
-      }
-    }
+    WorkerProcess.closeAll(server, processes);
   }
 
   private WorkerProcess launch(String name, String config) throws Exception {

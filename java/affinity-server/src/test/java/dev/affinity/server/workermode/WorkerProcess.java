@@ -184,4 +184,17 @@ final class WorkerProcess implements AutoCloseable {
       kill();
     }
   }
+
+  /** Stops a test's frontend (if it started) and then every worker process it launched, whatever fails. */
+  static void closeAll(AutoCloseable frontend, List<WorkerProcess> processes) throws Exception {
+    try {
+      if (frontend != null) {
+        frontend.close();
+      }
+    } finally {
+      for (WorkerProcess p : processes) {
+        p.close();
+      }
+    }
+  }
 }

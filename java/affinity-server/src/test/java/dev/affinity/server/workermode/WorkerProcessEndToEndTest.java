@@ -60,15 +60,7 @@ class WorkerProcessEndToEndTest {
 
   @AfterEach
   void stop() throws Exception {
-    try {
-      if (server != null) {
-        server.close();
-      }
-    } finally {
-      for (WorkerProcess p : processes) {
-        p.close();
-      }
-    }
+    WorkerProcess.closeAll(server, processes);
   }
 
   private WorkerProcess launch(String name, String config) throws IOException {
