@@ -1,18 +1,11 @@
 package dev.affinity.anthropic;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.frontend.ChatStreamReframer;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.StreamTransformer;
-import dev.affinity.worker.EncodedChunk;
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
-import java.util.Map;
 
 /**
  * Reframes the generation worker's OpenAI chat chunks as Anthropic's stream: {@code message_start},
@@ -33,33 +26,16 @@ import java.util.Map;
  * on every chunk, otherwise zeros); {@code message_delta} carries the last usage seen. One instance per stream,
  * called on one thread.
  */
-public final class AnthropicStream implements StreamTransformer {
-  private static final ObjectMapper MAPPER = new ObjectMapper();
-  private static final JsonNodeFactory F = JsonNodeFactory.instance;
-
-  private enum Block { NONE, TEXT, THINKING, TOOL }
-
-  /** A tool call whose fragments arrived while another block was open. */
-  private static final class PendingCall {
-    String id;
-    String name;
-    final StringBuilder arguments = new StringBuilder();
-  }
+public final class AnthropicStream extends ChatStreamReframer {
+  /** The message of the error event of a broken stream. */
+  static final String INCOMPLETE = "the stream ended before the response was complete";
 
   private final String requestModel;
   private final String messageId = AnthropicResponses.messageId();
   private boolean started;
-  private Block open = Block.NONE;
   private int index = -1;
-  /** The chat tool-call index of the open tool_use block, or -1. */
-  private int openTool = -1;
   private boolean toolUse;
-  private final Map<Integer, PendingCall> pending = new LinkedHashMap<>();
-  /** Tool-call indices that already had their own block. */
-  private final java.util.Set<Integer> done = new java.util.HashSet<>();
-  private String finish;
   private JsonNode stopReason;
-  private JsonNode lastUsage;
 
   /** @param requestModel the model the client asked for; used when the worker's chunks name none */
   public AnthropicStream(String requestModel) {
@@ -67,128 +43,56 @@ public final class AnthropicStream implements StreamTransformer {
   }
 
   @Override
-  public byte[] chunk(EncodedChunk chunk) {
-    JsonNode c;
-    try {
-      c = MAPPER.readTree(chunk.json());
-    } catch (IOException e) {
-      throw new UncheckedIOException("a generation worker's chunk is not JSON", e);
-    }
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    if (c.hasNonNull("usage")) {
-      lastUsage = c.get("usage");
-    }
+  protected void onChunk(ByteArrayOutputStream out, JsonNode chunk) {
     if (!started) {
       started = true;
-      String model = c.path("model").asText("");
+      String model = chunk.path("model").asText("");
       messageStart(out, model.isEmpty() ? requestModel : model, lastUsage);
     }
-    JsonNode choice = c.path("choices").path(0);
-    if (choice.isObject()) {
-      JsonNode delta = choice.path("delta");
-      String reasoning = text(delta, "reasoning_content");
-      if (reasoning == null) {
-        reasoning = text(delta, "reasoning");
-      }
-      if (reasoning != null && !reasoning.isEmpty()) {
-        ensure(out, Block.THINKING, null);
-        delta(out, F.objectNode().put("type", "thinking_delta").put("thinking", reasoning));
-      }
-      String content = text(delta, "content");
-      if (content != null && !content.isEmpty()) {
-        ensure(out, Block.TEXT, null);
-        delta(out, F.objectNode().put("type", "text_delta").put("text", content));
-      }
-      JsonNode calls = delta.path("tool_calls");
-      for (int i = 0; i < calls.size(); i++) {
-        toolFragment(out, calls.get(i), i);
-      }
-      if (choice.hasNonNull("finish_reason")) {
-        finish = choice.get("finish_reason").asText();
-        stopReason = choice.get("stop_reason");
-      }
-    }
-    return out.toByteArray();
   }
 
-  private static String text(JsonNode node, String field) {
-    JsonNode v = node.get(field);
-    return v == null || !v.isTextual() ? null : v.asText();
+  @Override
+  protected void onFinish(JsonNode choice) {
+    stopReason = choice.get("stop_reason");
   }
 
-  private void toolFragment(ByteArrayOutputStream out, JsonNode call, int position) {
-    int idx = call.path("index").asInt(position);
-    JsonNode fn = call.path("function");
-    String args = text(fn, "arguments");
-    if (open == Block.TOOL && openTool == idx) {
-      if (args != null && !args.isEmpty()) {
-        delta(out, F.objectNode().put("type", "input_json_delta").put("partial_json", args));
-      }
-      return;
-    }
-    if (open != Block.TOOL && !pending.containsKey(idx) && !done.contains(idx)) {
-      String id = text(call, "id");
-      ObjectNode block = F.objectNode().put("type", "tool_use")
-          .put("id", id == null || id.isEmpty() ? AnthropicResponses.toolUseId() : id)
-          .put("name", text(fn, "name") == null ? "" : text(fn, "name"));
-      block.putObject("input");
-      ensure(out, Block.TOOL, block);
-      openTool = idx;
-      if (args != null && !args.isEmpty()) {
-        delta(out, F.objectNode().put("type", "input_json_delta").put("partial_json", args));
-      }
-      return;
-    }
-    PendingCall p = pending.computeIfAbsent(idx, k -> new PendingCall());
-    if (p.id == null && text(call, "id") != null) {
-      p.id = text(call, "id");
-    }
-    if (p.name == null && text(fn, "name") != null) {
-      p.name = text(fn, "name");
-    }
-    if (args != null) {
-      p.arguments.append(args);
-    }
-  }
-
-  /** Opens a block of {@code kind} unless one is open already ({@code toolBlock}: the tool_use block to open). */
-  private void ensure(ByteArrayOutputStream out, Block kind, ObjectNode toolBlock) {
-    if (open == kind && kind != Block.TOOL) {
-      return;
-    }
-    closeBlock(out);
+  @Override
+  protected void openPart(ByteArrayOutputStream out, Part part, String toolId, String toolName) {
     index++;
-    open = kind;
-    ObjectNode block = switch (kind) {
+    ObjectNode block = switch (part) {
       case TEXT -> F.objectNode().put("type", "text").put("text", "");
-      case THINKING -> F.objectNode().put("type", "thinking").put("thinking", "").put("signature", "");
-      case TOOL -> toolBlock;
+      case REASONING -> F.objectNode().put("type", "thinking").put("thinking", "").put("signature", "");
+      case TOOL -> {
+        toolUse = true;
+        ObjectNode b = F.objectNode().put("type", "tool_use")
+            .put("id", toolId == null || toolId.isEmpty() ? AnthropicResponses.toolUseId() : toolId)
+            .put("name", toolName == null ? "" : toolName);
+        b.putObject("input");
+        yield b;
+      }
       case NONE -> throw new IllegalArgumentException("no block");
     };
-    if (kind == Block.TOOL) {
-      toolUse = true;
-    }
     ObjectNode e = F.objectNode().put("type", "content_block_start").put("index", index);
     e.set("content_block", block);
     event(out, "content_block_start", e);
   }
 
-  private void closeBlock(ByteArrayOutputStream out) {
-    if (open == Block.NONE) {
-      return;
-    }
-    if (open == Block.TOOL) {
-      done.add(openTool);
-      openTool = -1;
-    }
-    event(out, "content_block_stop", F.objectNode().put("type", "content_block_stop").put("index", index));
-    open = Block.NONE;
-  }
-
-  private void delta(ByteArrayOutputStream out, ObjectNode delta) {
+  @Override
+  protected void partDelta(ByteArrayOutputStream out, Part part, String text) {
+    ObjectNode delta = switch (part) {
+      case TEXT -> F.objectNode().put("type", "text_delta").put("text", text);
+      case REASONING -> F.objectNode().put("type", "thinking_delta").put("thinking", text);
+      case TOOL -> F.objectNode().put("type", "input_json_delta").put("partial_json", text);
+      case NONE -> throw new IllegalArgumentException("no block");
+    };
     ObjectNode e = F.objectNode().put("type", "content_block_delta").put("index", index);
     e.set("delta", delta);
     event(out, "content_block_delta", e);
+  }
+
+  @Override
+  protected void closePart(ByteArrayOutputStream out, Part part) {
+    event(out, "content_block_stop", F.objectNode().put("type", "content_block_stop").put("index", index));
   }
 
   private void messageStart(ByteArrayOutputStream out, String model, JsonNode usage) {
@@ -223,23 +127,8 @@ public final class AnthropicStream implements StreamTransformer {
       started = true;
       messageStart(out, requestModel, null);
     }
-    closeBlock(out);
-    for (Map.Entry<Integer, PendingCall> p : pending.entrySet()) {
-      if (done.contains(p.getKey())) {
-        continue;
-      }
-      PendingCall call = p.getValue();
-      ObjectNode block = F.objectNode().put("type", "tool_use")
-          .put("id", call.id == null || call.id.isEmpty() ? AnthropicResponses.toolUseId() : call.id)
-          .put("name", call.name == null ? "" : call.name);
-      block.putObject("input");
-      ensure(out, Block.TOOL, block);
-      openTool = p.getKey();
-      if (call.arguments.length() > 0) {
-        delta(out, F.objectNode().put("type", "input_json_delta").put("partial_json", call.arguments.toString()));
-      }
-      closeBlock(out);
-    }
+    closeOpenPart(out);
+    replayPendingCalls(out);
     AnthropicResponses.StopReason stop = AnthropicResponses.StopReason.of(finish, stopReason, toolUse);
     ObjectNode e = F.objectNode().put("type", "message_delta");
     ObjectNode d = e.putObject("delta");
@@ -257,14 +146,12 @@ public final class AnthropicStream implements StreamTransformer {
    */
   @Override
   public byte[] broken() {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
     if (!started) {
       return StreamTransformer.NOTHING;
     }
-    closeBlock(out);
-    ObjectNode e = F.objectNode().put("type", "error");
-    e.putObject("error").put("type", "api_error").put("message", INCOMPLETE);
-    event(out, "error", e);
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    closeOpenPart(out);
+    errorEvent(out, INCOMPLETE);
     return out.toByteArray();
   }
 
@@ -277,34 +164,15 @@ public final class AnthropicStream implements StreamTransformer {
   public byte[] error(byte[] errorJson) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     if (started) {
-      closeBlock(out);
+      closeOpenPart(out);
     }
-    String message = INCOMPLETE;
-    try {
-      JsonNode m = MAPPER.readTree(errorJson).at("/error/message");
-      if (m.isTextual()) {
-        message = m.asText();
-      }
-    } catch (IOException e) {
-      // keep the generic message
-    }
-    ObjectNode e = F.objectNode().put("type", "error");
-    e.putObject("error").put("type", "api_error").put("message", message);
-    event(out, "error", e);
+    errorEvent(out, errorMessage(errorJson, INCOMPLETE));
     return out.toByteArray();
   }
 
-  /** The message of the error event of a broken stream. */
-  static final String INCOMPLETE = "the stream ended before the response was complete";
-
-  private static void event(ByteArrayOutputStream out, String type, ObjectNode data) {
-    byte[] head = ("event: " + type + "\ndata: ").getBytes(StandardCharsets.US_ASCII);
-    out.writeBytes(head);
-    try {
-      out.writeBytes(MAPPER.writeValueAsBytes(data));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    out.writeBytes(new byte[] {'\n', '\n'});
+  private static void errorEvent(ByteArrayOutputStream out, String message) {
+    ObjectNode e = F.objectNode().put("type", "error");
+    e.putObject("error").put("type", "api_error").put("message", message);
+    event(out, "error", e);
   }
 }
