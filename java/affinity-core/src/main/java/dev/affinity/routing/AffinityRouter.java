@@ -18,9 +18,10 @@ import java.util.Map;
  * prefix is the longer of what the KV events say and what was routed there in the last
  * {@code predict_ttl_seconds} (predict-on-route: siblings of a burst land together before any event
  * arrives). The routing key (sub-agent affinity id, else conversation id) is a soft pin: a key stays
- * on its (worker, rank) unless staying costs more than {@code pin_break_margin_tokens} over the best,
- * or breaks the load bound; a dead, removed or excluded pin moves. No candidate takes a request that
- * would put it above {@code (1 + load_epsilon)} times the mean load. A new key goes, among the
+ * on its (worker, rank) unless staying costs more than {@code pin_break_margin_tokens} over the best (default 0:
+ * the cheapest wins, the pin breaks ties), or breaks the load bound; a dead, removed or excluded pin moves. With a
+ * finite {@code load_epsilon} (default: none) no candidate takes a request that would put it above
+ * {@code (1 + load_epsilon)} times the mean load. A new key goes, among the
  * candidates whose cost is within {@code placement_tolerance} (a fraction of the request's tokens) of
  * the best, to the highest rendezvous (HRW) score of key and candidate — so independent frontends
  * that see the same workers place it alike.
@@ -55,6 +56,20 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         predictTtlSeconds, trackRoutedBlocks, slotWeight, kvWeight, DEFAULT_SOFT_PLACEMENT_MARGIN);
   }
 
+  /**
+   * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
+   * with predict-on-route prefixes) already keeps a key where its prefix is, so the pin only places new keys and
+   * breaks ties (docs/benchmarks.md: a 4,096-token margin lost on every agentic workload).
+   */
+  public static final long DEFAULT_PIN_BREAK_MARGIN_TOKENS = 0;
+
+  /**
+   * No request-count bound by default ({@code load_epsilon: inf}): the cost counts the queued prefill work, and a
+   * bound on request counts relative to the mean sent sessions away from their cached prefixes at low concurrency
+   * (docs/benchmarks.md). A finite value bounds every candidate to (1 + epsilon) x the mean in-flight requests.
+   */
+  public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
+
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0.5;
 
@@ -82,10 +97,10 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   }
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
-    long margin = args.getLong("pin_break_margin_tokens", 4096, 0, Long.MAX_VALUE);
+    long margin = args.getLong("pin_break_margin_tokens", DEFAULT_PIN_BREAK_MARGIN_TOKENS, 0, Long.MAX_VALUE);
     double tolerance = args.getDouble("placement_tolerance", 0.1, 0, 100);
     double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
-    double eps = args.getDouble("load_epsilon", 0.25, 0, 1000);
+    double eps = args.getDouble("load_epsilon", DEFAULT_LOAD_EPSILON, 0, Double.MAX_VALUE);
     double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
     long maxKeys = args.getLong("max_keys", 200_000, 1, Long.MAX_VALUE);
     double ttl = args.getDouble("predict_ttl_seconds", 30, 0, 86400);

@@ -40,7 +40,7 @@ class AffinityRouterTest {
 
   @Test
   void aPinHoldsUnderNormalLoad() {
-    AffinityRouter r = router(Map.of(), "a", "b", "c", "d");
+    AffinityRouter r = router(Map.of("pin_break_margin_tokens", 4096, "load_epsilon", 0.25), "a", "b", "c", "d");
     Selection first = r.select(req(1, "parent"), Set.of());
     assertEquals(DecisionReason.NEW_PIN, first.reason());
     // background traffic keeps every worker a little busy
@@ -118,7 +118,8 @@ class AffinityRouterTest {
 
   @Test
   void softPlacementOffKeepsEveryTurnOnTheRootsPin() {
-    AffinityRouter r = router(Map.of("soft_placement_margin", false, "load_epsilon", 100.0), "a", "b");
+    AffinityRouter r = router(Map.of("soft_placement_margin", false, "load_epsilon", 100.0, "pin_break_margin_tokens",
+        4096), "a", "b");
     Selection root = r.select(req(1, "root", tokens(64, 0)), Set.of());
     root.release(Outcome.SUCCESS);
     String home = root.worker().id();

@@ -48,8 +48,8 @@ public record Policy(String name, String description, String contextRouter, Stri
             + "context and generation instances (scope both)", "conversation", "conversation", "both"),
         new Policy("affinity", "Affinity's own policy on both fleets, sub-agent header with scope context", "affinity", "affinity",
             "context"),
-        new Policy("affinity-root-pinned", "Affinity's policy with soft first placement off: every turn of a sub-agent "
-            + "follows its root's pin", "affinity", "affinity", "context", Map.of("soft_placement_margin", false)),
+        new Policy("affinity-root-pinned", "Affinity's policy with soft first placement off: every turn of a sub-agent is routed by "
+            + "its root's key", "affinity", "affinity", "context", Map.of("soft_placement_margin", false)),
         new Policy("dynamo_kv", "Dynamo's KV router (prefill cost from cached blocks, decode blocks) on both fleets, no "
             + "sub-agent header", "dynamo_kv", "dynamo_kv", null),
         new Policy("sglang_cache_aware", "SGLang's cache-aware gateway policy (approximate radix tree, balance gates) on both "
