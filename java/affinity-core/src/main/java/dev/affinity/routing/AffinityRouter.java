@@ -71,7 +71,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
-  public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0.5;
+  public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
 
   /**
    * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its
