@@ -1,54 +1,27 @@
 package dev.affinity.anthropic;
 
+import static dev.affinity.frontend.SseEvents.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.affinity.frontend.SseEvents.Event;
+import dev.affinity.frontend.SseEvents;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.worker.EncodedChunk;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The reframing of OpenAI chunks into Anthropic's events, the whole-message conversion and the error envelope. */
 class AnthropicStreamTest {
-  static final ObjectMapper JSON = new ObjectMapper();
   static final ProtocolCodec CODEC = new ProtocolCodec();
 
-  record Event(String type, JsonNode data) {}
-
-  static List<Event> events(byte[] bytes) throws Exception {
-    List<Event> out = new ArrayList<>();
-    String text = new String(bytes, StandardCharsets.UTF_8);
-    if (text.isEmpty()) {
-      return out;
-    }
-    assertTrue(text.endsWith("\n\n"), text);
-    for (String e : text.split("\n\n")) {
-      String[] lines = e.split("\n");
-      assertEquals(2, lines.length, e);
-      assertTrue(lines[0].startsWith("event: ") && lines[1].startsWith("data: "), e);
-      JsonNode data = JSON.readTree(lines[1].substring(6));
-      assertEquals(lines[0].substring(7), data.get("type").asText());
-      out.add(new Event(lines[0].substring(7), data));
-    }
-    return out;
-  }
-
   static List<Event> run(AnthropicStream s, String... chunks) throws Exception {
-    List<Event> out = new ArrayList<>();
-    for (String c : chunks) {
-      String json = c.replace('\'', '"');
-      out.addAll(events(s.chunk(EncodedChunk.of(CODEC.parseChatCompletionStreamChunk(json.getBytes(StandardCharsets.UTF_8)),
-          json.getBytes(StandardCharsets.UTF_8)))));
-    }
-    out.addAll(events(s.close(null)));
-    return out;
+    return SseEvents.run(s, chunks);
   }
 
   static String chunk(String delta, String finish, String usage) {

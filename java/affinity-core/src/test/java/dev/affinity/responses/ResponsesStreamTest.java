@@ -1,11 +1,13 @@
 package dev.affinity.responses;
 
+import static dev.affinity.frontend.SseEvents.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.frontend.SseEvents.Event;
+import dev.affinity.frontend.SseEvents;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.worker.EncodedChunk;
@@ -16,10 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /** The reframing of OpenAI chat chunks into the Responses API's events, and the whole response object. */
 class ResponsesStreamTest {
-  static final ObjectMapper JSON = new ObjectMapper();
   static final ProtocolCodec CODEC = new ProtocolCodec();
-
-  record Event(String type, JsonNode data) {}
 
   static ObjectNode echo() throws Exception {
     return ResponsesRequestsTest.convert("{'model': 'asked', 'instructions': 'Be brief.', 'input': 'hi',"
@@ -27,31 +26,8 @@ class ResponsesStreamTest {
         .echo();
   }
 
-  static List<Event> events(byte[] bytes) throws Exception {
-    List<Event> out = new ArrayList<>();
-    String text = new String(bytes, StandardCharsets.UTF_8);
-    if (text.isEmpty()) {
-      return out;
-    }
-    assertTrue(text.endsWith("\n\n"), text);
-    for (String e : text.split("\n\n")) {
-      String[] lines = e.split("\n");
-      assertEquals(2, lines.length, e);
-      assertTrue(lines[0].startsWith("event: ") && lines[1].startsWith("data: "), e);
-      JsonNode data = JSON.readTree(lines[1].substring(6));
-      assertEquals(lines[0].substring(7), data.get("type").asText());
-      out.add(new Event(lines[0].substring(7), data));
-    }
-    return out;
-  }
-
   static List<Event> run(ResponsesStream s, String... chunks) throws Exception {
-    List<Event> out = new ArrayList<>(events(s.open(null)));
-    for (String c : chunks) {
-      byte[] json = c.replace('\'', '"').getBytes(StandardCharsets.UTF_8);
-      out.addAll(events(s.chunk(EncodedChunk.of(CODEC.parseChatCompletionStreamChunk(json), json))));
-    }
-    out.addAll(events(s.close(null)));
+    List<Event> out = SseEvents.run(s, chunks);
     for (int i = 0; i < out.size(); i++) {
       assertEquals(i, out.get(i).data().get("sequence_number").asInt(), "sequence numbers count from 0");
     }
