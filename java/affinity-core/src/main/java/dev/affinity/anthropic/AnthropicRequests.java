@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatTools;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import java.util.ArrayList;
@@ -227,18 +228,7 @@ public final class AnthropicRequests {
             : "required: a JSON schema object";
         throw ProtocolException.invalidField(field + ".input_schema", why);
       }
-      ObjectNode fn = F.objectNode();
-      fn.put("name", t.get("name").asText());
-      if (t.path("description").isTextual()) {
-        fn.put("description", t.get("description").asText());
-      }
-      fn.set("parameters", schema.deepCopy());
-      if (t.path("strict").isBoolean()) {
-        fn.put("strict", t.get("strict").asBoolean());
-      }
-      ObjectNode tool = out.addObject();
-      tool.put("type", "function");
-      tool.set("function", fn);
+      ChatTools.addFunction(out, t, schema);
     }
     return out;
   }

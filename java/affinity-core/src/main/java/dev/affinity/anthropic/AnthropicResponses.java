@@ -127,8 +127,7 @@ public final class AnthropicResponses {
    */
   public static ObjectNode usage(UsageInfo u) {
     int prompt = u == null || u.promptTokens() == null ? 0 : u.promptTokens();
-    int cached = u == null || u.promptTokensDetails() == null || u.promptTokensDetails().cachedTokens() == null ? 0
-        : u.promptTokensDetails().cachedTokens();
+    int cached = u == null ? 0 : u.cachedTokensOrZero();
     int output = u == null || u.completionTokens() == null ? 0 : u.completionTokens();
     return usage(prompt, cached, output);
   }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatTools;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import java.util.Iterator;
@@ -273,18 +274,7 @@ public final class ResponsesRequests {
       if (present(params) && !params.isObject()) {
         throw ProtocolException.invalidField(field + ".parameters", "must be a JSON schema object");
       }
-      ObjectNode fn = F.objectNode();
-      fn.put("name", t.get("name").asText());
-      if (t.path("description").isTextual()) {
-        fn.put("description", t.get("description").asText());
-      }
-      fn.set("parameters", present(params) ? params.deepCopy() : F.objectNode().put("type", "object"));
-      if (t.path("strict").isBoolean()) {
-        fn.put("strict", t.get("strict").asBoolean());
-      }
-      ObjectNode tool = out.addObject();
-      tool.put("type", "function");
-      tool.set("function", fn);
+      ChatTools.addFunction(out, t, present(params) ? params : F.objectNode().put("type", "object"));
     }
     return out;
   }
