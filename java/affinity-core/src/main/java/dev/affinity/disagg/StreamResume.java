@@ -1,6 +1,5 @@
 package dev.affinity.disagg;
 
-import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.ChatDelta;
 import dev.affinity.protocol.ChatStreamChoice;
@@ -102,7 +101,7 @@ final class StreamResume {
     }
     Streamed s;
     try {
-      s = streamed(client instanceof ChatCompletionRequest);
+      s = streamed();
     } catch (ProtocolException e) {
       return Plan.impossible("a streamed chunk could not be read: " + e.getMessage());
     }
@@ -184,7 +183,7 @@ final class StreamResume {
     String impossible;
   }
 
-  private Streamed streamed(boolean chat) {
+  private Streamed streamed() {
     Streamed s = new Streamed();
     for (Object o : relayed) {
       OpenAiStreamChunk chunk = o instanceof EncodedChunk e ? e.parsed() : (OpenAiStreamChunk) o;
@@ -222,7 +221,7 @@ final class StreamResume {
           }
           s.finished |= choice.finishReason() != null;
         }
-        if (chat && s.text.length() > 0) {
+        if (s.text.length() > 0) {
           s.ids = null;  // chat chunks carry no ids
         }
       }
