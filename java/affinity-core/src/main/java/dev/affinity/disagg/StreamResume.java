@@ -13,6 +13,7 @@ import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.EncodedChunk;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -111,7 +112,7 @@ final class StreamResume {
     if (s.finished) {
       return new Plan(Kind.FINISHED, null, null, 0, null, null);
     }
-    int[] ids = s.ids != null ? s.ids : streamedIds;
+    int[] ids = s.ids != null ? s.ids.stream().flatMapToInt(Arrays::stream).toArray() : streamedIds;
     if (ids == null) {
       return new Plan(Kind.NEEDS_TOKENS, null, null, 0, s.text.toString(), null);
     }
@@ -178,7 +179,8 @@ final class StreamResume {
   /** What the relayed chunks add up to. */
   private static final class Streamed {
     final StringBuilder text = new StringBuilder();
-    int[] ids = new int[0];
+    /** The chunks' own token ids, in order; null once a chunk carried text without them. */
+    List<int[]> ids = new ArrayList<>();
     boolean finished;
     String impossible;
   }
@@ -200,7 +202,7 @@ final class StreamResume {
           String text = Objects.requireNonNullElse(choice.text(), "");
           s.text.append(text);
           if (choice.tokenIds() != null && s.ids != null) {
-            s.ids = concat(s.ids, choice.tokenIds().toArray());
+            s.ids.add(choice.tokenIds().toArray());
           } else if (!text.isEmpty()) {
             s.ids = null;  // text without ids: they must come from a tokenizer
           }
@@ -235,12 +237,5 @@ final class StreamResume {
       return false;
     }
     return true;
-  }
-
-  private static int[] concat(int[] a, int[] b) {
-    int[] r = new int[a.length + b.length];
-    System.arraycopy(a, 0, r, 0, a.length);
-    System.arraycopy(b, 0, r, a.length, b.length);
-    return r;
   }
 }
