@@ -14,7 +14,9 @@ import java.util.Map;
  *
  * <p>Context fleet: the cost of a candidate is the prefill work the request would cause there — its
  * uncached tokens {@code n} after the cached prefix {@code p}, {@code n + f((p+n)^2 - p^2)} with the
- * attention factor {@code f} — plus the prefill work already routed there and not finished. The cached
+ * attention factor {@code f} — plus the prefill work already routed there and not finished, and never less than
+ * the lockstep bound: the attention-DP ranks of an instance iterate together, so work queued on a sibling rank
+ * delays this one too (up to {@code max_num_tokens} per iteration this request needs). The cached
  * prefix is the longer of what the KV events say and what was routed there in the last
  * {@code predict_ttl_seconds} (predict-on-route: siblings of a burst land together before any event
  * arrives). The routing key (sub-agent affinity id, else conversation id) is a soft pin: a key stays
@@ -24,7 +26,8 @@ import java.util.Map;
  * {@code (1 + load_epsilon)} times the mean load. A new key goes, among the
  * candidates whose cost is within {@code placement_tolerance} (a fraction of the request's tokens) of
  * the best, to the highest rendezvous (HRW) score of key and candidate — so independent frontends
- * that see the same workers place it alike.
+ * that see the same workers place it alike. A request without a key goes, among the candidates within that
+ * tolerance, to the one with the fewest blocks cached (the most room for what it adds).
  *
  * <p>Generation fleet: the cost balances decode slots ({@code active / max_batch_size}) and KV use
  * (in-flight tokens against the fleet mean); the key pins only with {@code subagent_affinity_scope:
@@ -42,19 +45,13 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final double kvWeight;
   /** Soft first placement of sub-agents (context fleet): margin in request tokens per request token; negative: off. */
   private final double softMargin;
+  /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk. */
+  private final int maxNumTokens;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
   private final Map<Long, Double> workBySelection = new HashMap<>();
 
   private record Prepared(PrefixMatches events, int[] routed) {}
-
-  public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
-      double loadEpsilon,
-      double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks, double slotWeight,
-      double kvWeight) {
-    this(context, pinMarginTokens, placementTolerance, genPinMargin, loadEpsilon, attentionFactor, maxKeys,
-        predictTtlSeconds, trackRoutedBlocks, slotWeight, kvWeight, DEFAULT_SOFT_PLACEMENT_MARGIN);
-  }
 
   /**
    * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
@@ -70,6 +67,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    */
   public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
 
+  /** TensorRT-LLM's default {@code max_num_tokens}: the tokens one rank computes per iteration. */
+  public static final int DEFAULT_MAX_NUM_TOKENS = 8192;
+
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
 
@@ -77,11 +77,13 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its
    *     root's pin while that costs at most {@code softMargin} x its prompt tokens more than the best candidate,
    *     and its later turns follow its own pin; negative: off (every turn follows the root's pin)
+   * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk)
    */
   public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
       double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
-      double slotWeight, double kvWeight, double softMargin) {
+      double slotWeight, double kvWeight, double softMargin, int maxNumTokens) {
     super(context);
+    this.maxNumTokens = maxNumTokens;
     this.softMargin = softMargin;
     this.pinMarginTokens = pinMarginTokens;
     this.placementTolerance = placementTolerance;
@@ -108,8 +110,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
     double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
     double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
+    int chunk = args.getInt("max_num_tokens", DEFAULT_MAX_NUM_TOKENS, 1, Integer.MAX_VALUE);
     args.done(RouterArgs.ADOPTED);
-    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft);
+    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk);
   }
 
   @Override
@@ -195,6 +198,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
+    double[] siblingWork = gen ? null : siblingWork(cands);
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
       Load l = load(c);
@@ -207,7 +211,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         int loc = locationOf(c);
         matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
-        cost[i] = work(prefix, n - prefix) + l.work;
+        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i]);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -268,8 +272,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         reason = DecisionReason.PINNED;
       }
       pins.put(key, cands.get(chosen));
-    } else {
+    } else if (gen) {
       chosen = cheapest(eligible, cost);
+      reason = DecisionReason.LOAD;
+    } else {
+      chosen = roomiest(cands, eligible, cost, minCost + tolerance);
       reason = matched[chosen] > 0 ? DecisionReason.PREFIX : DecisionReason.LOAD;
     }
     Candidate c = cands.get(chosen);
@@ -286,6 +293,71 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       return null;
     }
     return own;
+  }
+
+  /**
+   * Per candidate, the most prefill work queued on another attention-DP rank of its worker (0 without visible
+   * ranks): the ranks of an instance advance in lockstep, so that work sets the length of their shared iterations.
+   */
+  private double[] siblingWork(List<Candidate> cands) {
+    Map<String, double[]> topTwo = new HashMap<>();
+    for (Candidate c : cands) {
+      double w = load(c).work;
+      double[] t = topTwo.computeIfAbsent(c.workerId(), k -> new double[2]);
+      if (w > t[0]) {
+        t[1] = t[0];
+        t[0] = w;
+      } else if (w > t[1]) {
+        t[1] = w;
+      }
+    }
+    double[] out = new double[cands.size()];
+    for (int i = 0; i < cands.size(); i++) {
+      double[] t = topTwo.get(cands.get(i).workerId());
+      double own = load(cands.get(i)).work;
+      out[i] = own == t[0] ? t[1] : t[0];
+    }
+    return out;
+  }
+
+  /**
+   * The lockstep bound on when a rank finishes {@code finish} token-equivalents of prefill (its queue and this
+   * request) while a sibling rank has {@code sibling} queued: each iteration lasts as long as its slowest rank
+   * (TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md), and this rank needs
+   * {@code ceil(finish / max_num_tokens)} iterations, in each of which the sibling computes up to
+   * {@code max_num_tokens}. So it finishes no sooner than {@code max(finish, min(sibling, iterations x
+   * max_num_tokens))}.
+   */
+  private double lockstep(double finish, double sibling) {
+    if (sibling <= finish) {
+      return finish;
+    }
+    double iterations = Math.ceil(finish / maxNumTokens);
+    return Math.max(finish, Math.min(sibling, iterations * maxNumTokens));
+  }
+
+  /**
+   * A request without a routing key: among the eligible candidates costing at most {@code limit}, the one with
+   * the fewest blocks cached (the most room for the blocks it adds: near-equal costs should not starve a rank
+   * whose cache never got the shared first blocks), ties to the cheaper, then in turn.
+   */
+  private int roomiest(List<Candidate> cands, List<Integer> eligible, double[] cost, double limit) {
+    long fewest = Long.MAX_VALUE;
+    List<Integer> tied = new ArrayList<>();
+    for (int i : eligible) {
+      if (cost[i] > limit) {
+        continue;
+      }
+      long cached = index.size(locationOf(cands.get(i)));
+      if (cached < fewest) {
+        fewest = cached;
+        tied.clear();
+      }
+      if (cached == fewest) {
+        tied.add(i);
+      }
+    }
+    return cheapest(tied, cost);
   }
 
   private int cheapest(List<Integer> eligible, double[] cost) {

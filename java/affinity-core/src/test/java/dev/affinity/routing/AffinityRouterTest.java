@@ -234,6 +234,79 @@ class AffinityRouterTest {
     assertEquals(256, s.matchedBlocks());
   }
 
+  private static void stored(AffinityRouter r, String worker, int rank, int[] prompt) {
+    long[] keys = new BlockHasher(HashAlgorithm.V1_BLOCK_KEY, 4).keys(prompt, null);
+    r.onKvEvents(worker, List.of(new dev.affinity.executor.KvEvent(1, dev.affinity.executor.KvEventType.STORED, rank,
+        0, false, 0, keys, null, 0, 0)));
+  }
+
+  @Test
+  void aRankWhoseSiblingIsBusyCostsWhatTheLockstepIterationsTake() {
+    // two instances of two ranks; 20,000 tokens of prefill queued on a/0: a/1 is idle but iterates in lockstep
+    // with a/0, so a 1,000-token request there takes one iteration of up to max_num_tokens (8,192) of a/0's work
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0),
+        context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    Selection busy = r.select(req(1, null, tokens(20_000, 0)), Set.of("b"));
+    Candidate hot = busy.candidate();
+    for (int i = 0; i < 4; i++) {
+      Selection s = r.select(req(10 + i, null, tokens(1000, 100_000 * (i + 1))), Set.of());
+      assertEquals("b", s.worker().id(), "an idle instance beats the busy one's idle rank");
+      s.release(Outcome.FAILURE);
+    }
+    // 6,000 of 7,000 tokens cached on a's idle rank: 1,000 new tokens there still finish after an iteration of
+    // 8,192 of a/0's tokens, and all 7,000 on b finish sooner
+    int[] prompt = tokens(7000, 500_000);
+    stored(r, "a", 1 - hot.rank(), java.util.Arrays.copyOf(prompt, 6000));
+    assertEquals("b", r.select(req(20, null, prompt), Set.of()).worker().id());
+    // with 6,000 of 9,000 cached tokens: 3,000 new tokens there (lockstep: 8,192) beat 9,000 on b
+    int[] longer = tokens(9000, 700_000);
+    stored(r, "a", 1 - hot.rank(), java.util.Arrays.copyOf(longer, 6000));
+    Selection s = r.select(req(21, null, longer), Set.of());
+    assertEquals("a", s.worker().id());
+    assertEquals(1 - hot.rank(), s.candidate().rank());
+    busy.release(Outcome.SUCCESS);
+  }
+
+  @Test
+  void lockstepUsesTheSectionsMaxNumTokens() {
+    // with max_num_tokens 2,048 the idle rank of the busy instance waits for one 2,048-token iteration only
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0, "max_num_tokens", 2048),
+        context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    Selection busy = r.select(req(1, null, tokens(20_000, 0)), Set.of("b"));
+    int[] prompt = tokens(4000, 300_000);
+    stored(r, "a", 1 - busy.candidate().rank(), java.util.Arrays.copyOf(prompt, 3000));
+    // there: max(1,000, min(20,000, 1 x 2,048)) = 2,048 < 4,000 on b
+    assertEquals("a", r.select(req(2, null, prompt), Set.of()).worker().id());
+    busy.release(Outcome.SUCCESS);
+  }
+
+  @Test
+  void aRequestWithoutAKeyGoesWhereTheCacheHasRoomAmongNearEqualCosts() {
+    // every prompt starts with the same 32 tokens, cached on a only; b's cache is empty. Within the placement
+    // tolerance (10% of the prompt) the emptier cache wins, so b is not starved by a shared first block.
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
+    int[] shared = tokens(32, 0);
+    int[] other = tokens(2000, 900_000);
+    stored(r, "a", 0, other);
+    int[] prompt = tokens(1000, 50_000);
+    System.arraycopy(shared, 0, prompt, 0, 32);
+    stored(r, "a", 0, shared);
+    Selection s = r.select(req(1, null, prompt), Set.of());
+    assertEquals("b", s.worker().id(), "32 cached tokens of 1,000 are within the tolerance");
+    assertEquals(DecisionReason.LOAD, s.reason());
+    s.release(Outcome.FAILURE);
+    // a prefix beyond the tolerance still wins
+    int[] longer = tokens(1000, 70_000);
+    stored(r, "a", 0, java.util.Arrays.copyOf(longer, 400));
+    Selection t = r.select(req(2, null, longer), Set.of());
+    assertEquals("a", t.worker().id());
+    assertEquals(DecisionReason.PREFIX, t.reason());
+  }
+
   @Test
   void twoIndependentRoutersAgreeOnNewKeys() {
     AffinityRouter one = router(Map.of(), "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7");
