@@ -47,6 +47,25 @@ public final class RoutedPrefixes {
     expiries.add(new Entry(nowNanos + ttlNanos, location, Arrays.copyOf(kept, k)));
   }
 
+  /**
+   * Forgets the predictions that the location holds these blocks: its KV events said they were removed, and
+   * events are the truth once they arrive (a prediction only bridges the time until they do).
+   */
+  public void forget(int location, long[] keys) {
+    for (long key : keys) {
+      holders.clear(key, location);
+    }
+  }
+
+  /** Forgets every prediction for the location (its cache was recreated). */
+  public void forgetAll(int location) {
+    for (Entry e : expiries) {
+      if (e.location() == location) {
+        forget(location, e.keys());
+      }
+    }
+  }
+
   /** Drops expired entries. */
   public void expire(long nowNanos) {
     for (Entry e = expiries.peek(); e != null && nowNanos - e.expiresNanos() > 0; e = expiries.peek()) {

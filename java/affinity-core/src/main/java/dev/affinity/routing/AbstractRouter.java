@@ -1,6 +1,7 @@
 package dev.affinity.routing;
 
 import dev.affinity.executor.KvEvent;
+import dev.affinity.executor.KvEventType;
 import dev.affinity.kv.KvEventApplier;
 import dev.affinity.kv.PrefixIndex;
 import dev.affinity.worker.Worker;
@@ -218,9 +219,23 @@ public abstract class AbstractRouter implements Router {
       w = workers.get(workerId);
     }
     if (w != null) {
-      applier.apply(workerId, w.info().ranksVisible(), events);
+      boolean ranksVisible = w.info().ranksVisible();
+      applier.apply(workerId, ranksVisible, events);
+      for (KvEvent e : events) {
+        if (e.type() == KvEventType.REMOVED) {
+          onBlocksRemoved(index.location(workerId, ranksVisible ? e.rank() : -1), e.blockHashes());
+        } else if (e.type() == KvEventType.CREATED && ranksVisible) {
+          onCacheCreated(index.location(workerId, e.rank()));
+        }
+      }
     }
   }
+
+  /** A location's KV events said these blocks were removed (after the index applied them). */
+  protected void onBlocksRemoved(int location, long[] keys) {}
+
+  /** A location's KV cache was (re)created empty (after the index applied it). */
+  protected void onCacheCreated(int location) {}
 
   @Override
   public final RouterStats stats() {

@@ -435,6 +435,17 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
   }
 
+  /** Removed blocks end their predictions at that location: KV events are the truth once they arrive. */
+  @Override
+  protected void onBlocksRemoved(int location, long[] keys) {
+    routed.forget(location, keys);
+  }
+
+  @Override
+  protected void onCacheCreated(int location) {
+    routed.forgetAll(location);
+  }
+
   @Override
   protected void onWorkerRemoved(String workerId) {
     pins.values().removeIf(c -> c.workerId().equals(workerId));

@@ -223,6 +223,25 @@ class AffinityRouterTest {
   }
 
   @Test
+  void aRemovalEventEndsThePredictionAtThatLocation() {
+    // predicted from routing, then the worker evicts the blocks: the events are the truth from then on
+    AffinityRouter r = router(Map.of("track_routed_blocks", false), "a", "b");
+    int[] prompt = tokens(512, 0);
+    Selection first = r.select(req(1, null, prompt), Set.of());
+    first.release(Outcome.SUCCESS);
+    assertEquals(127, r.select(req(2, null, prompt), Set.of()).matchedBlocks(), "predicted");
+    long[] keys = new BlockHasher(HashAlgorithm.V1_BLOCK_KEY, 4).keys(prompt, null);
+    r.onKvEvents(first.worker().id(), List.of(new dev.affinity.executor.KvEvent(2,
+        dev.affinity.executor.KvEventType.REMOVED, 0, 0, false, 0, java.util.Arrays.copyOfRange(keys, 64, 128), null,
+        0, 0)));
+    assertEquals(64, r.select(req(3, null, prompt), Set.of()).matchedBlocks(),
+        "the 64 blocks before the removed ones are still predicted");
+    r.onKvEvents(first.worker().id(), List.of(new dev.affinity.executor.KvEvent(3,
+        dev.affinity.executor.KvEventType.REMOVED, 0, 0, false, 0, keys, null, 0, 0)));
+    assertEquals(0, r.select(req(4, null, prompt), Set.of()).matchedBlocks());
+  }
+
+  @Test
   void kvEventsDriveTheCost() {
     AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
     int[] prompt = tokens(1025, 0);
