@@ -300,22 +300,24 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * ranks): the ranks of an instance advance in lockstep, so that work sets the length of their shared iterations.
    */
   private double[] siblingWork(List<Candidate> cands) {
-    Map<String, double[]> topTwo = new HashMap<>();
-    for (Candidate c : cands) {
-      double w = load(c).work;
-      double[] t = topTwo.computeIfAbsent(c.workerId(), k -> new double[2]);
-      if (w > t[0]) {
-        t[1] = t[0];
-        t[0] = w;
-      } else if (w > t[1]) {
-        t[1] = w;
-      }
-    }
     double[] out = new double[cands.size()];
-    for (int i = 0; i < cands.size(); i++) {
-      double[] t = topTwo.get(cands.get(i).workerId());
-      double own = load(cands.get(i)).work;
-      out[i] = own == t[0] ? t[1] : t[0];
+    for (int from = 0, to; from < cands.size(); from = to) {
+      // a worker's candidates are adjacent (candidatesOf adds them together)
+      String worker = cands.get(from).workerId();
+      double first = 0;
+      double second = 0;
+      for (to = from; to < cands.size() && cands.get(to).workerId().equals(worker); to++) {
+        double w = load(cands.get(to)).work;
+        if (w > first) {
+          second = first;
+          first = w;
+        } else if (w > second) {
+          second = w;
+        }
+      }
+      for (int k = from; k < to; k++) {
+        out[k] = load(cands.get(k)).work == first ? second : first;
+      }
     }
     return out;
   }
