@@ -22,6 +22,7 @@ import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.type.LogicalType;
+import com.fasterxml.jackson.module.blackbird.BlackbirdModule;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -67,6 +68,8 @@ public final class ProtocolCodec {
         .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
         .disable(SerializationFeature.INDENT_OUTPUT)
         .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
+        // generated accessors and constructors instead of reflective calls (per-request (de)serialization cost)
+        .addModule(new BlackbirdModule())
         .build();
     m.coercionConfigFor(LogicalType.Textual)
         .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
