@@ -170,7 +170,16 @@ final class RequestFlow {
    * is still time to retry elsewhere.
    */
   Duration legTimeout() {
-    return settings().requestTimeout().dividedBy(settings().maxRetries() + 1L);
+    return share(settings().requestTimeout(), settings().maxRetries() + 1L);
+  }
+
+  /**
+   * {@code total.dividedBy(parts)} (rounded toward zero to the nanosecond) without its {@code BigDecimal} arithmetic
+   * (once per leg) while the total fits a {@code long} of nanoseconds.
+   */
+  static Duration share(Duration total, long parts) {
+    long seconds = total.getSeconds();
+    return seconds > -(1L << 32) && seconds < 1L << 32 ? Duration.ofNanos(total.toNanos() / parts) : total.dividedBy(parts);
   }
 
   /** The schedule style the legs announce in their {@code disaggregated_params}. */
