@@ -51,6 +51,13 @@ public final class ProtocolCodec {
   private final ObjectMapper mapper;
   private final ObjectWriter writer;
   private final ObjectReader treeReader;
+  /** A reader per type, so that a parse does not resolve the type and its root deserializer again. */
+  private final ClassValue<ObjectReader> readers = new ClassValue<>() {
+    @Override
+    protected ObjectReader computeValue(Class<?> type) {
+      return mapper.readerFor(type);
+    }
+  };
 
   public ProtocolCodec() {
     mapper = newMapper();
@@ -151,7 +158,7 @@ public final class ProtocolCodec {
     JsonParser parser = null;
     try {
       parser = mapper.createParser(body);
-      T value = mapper.readValue(parser, type);
+      T value = readers.get(type).readValue(parser);
       if (value == null) {
         throw ProtocolException.of(status, "body must be a JSON object but is null", null);
       }
