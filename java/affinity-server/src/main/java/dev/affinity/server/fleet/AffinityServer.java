@@ -164,7 +164,7 @@ public final class AffinityServer implements AutoCloseable {
     parentLinks = createParentLinks();
     TextTokenizer textTokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<TextTokenizer>map(w -> w::encodeText).orElse(null);
-    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
+    Orchestration orchestration = Orchestration.build(config, new LoopScheduler(scheduler), System::nanoTime, new RequestIds(config.nodeId()),
         this::sharePins, tracing.tracer(), textTokenizer);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
