@@ -18,6 +18,7 @@ import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
@@ -302,8 +303,9 @@ final class HttpExchange implements ClientSink {
       return;
     }
     log.route(routeInfo);
-    FullHttpResponse response = new DefaultFullHttpResponse(meta.version(), status, Unpooled.wrappedBuffer(body));
-    HttpHeaders h = response.headers();
+    HttpHeaders h = ResponseHeaders.newHeaders();
+    FullHttpResponse response = new DefaultFullHttpResponse(meta.version(), status, Unpooled.wrappedBuffer(body), h,
+        EmptyHttpHeaders.INSTANCE);
     if (contentType != null) {
       h.set(HttpHeaderNames.CONTENT_TYPE, contentType);
     }
@@ -322,8 +324,8 @@ final class HttpExchange implements ClientSink {
     log.route(routeInfo);
     transformer = streamFormat.newStream();
     state = State.STREAMING;
-    HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK);
-    HttpHeaders h = response.headers();
+    HttpHeaders h = ResponseHeaders.newHeaders();
+    HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK, h);
     Sse.headers(h);
     commonHeaders(h, routeInfo);
     if (chunked()) {

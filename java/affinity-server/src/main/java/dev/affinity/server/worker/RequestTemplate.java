@@ -2,9 +2,12 @@ package dev.affinity.server.worker;
 
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
 import java.util.ArrayList;
@@ -19,6 +22,12 @@ import java.util.function.Supplier;
  * replay.
  */
 final class RequestTemplate {
+  /**
+   * The headers of a request: the names are this package's constants, so Netty does not check each name's
+   * characters again at every write; values are checked as Netty's default does.
+   */
+  private static final HttpHeadersFactory HEADERS = DefaultHttpHeadersFactory.headersFactory().withNameValidation(false);
+
   /** One header. */
   record Header(String name, String value) {}
 
@@ -51,10 +60,9 @@ final class RequestTemplate {
 
   /** A new Netty request for one write (the encoder releases it). */
   FullHttpRequest toRequest() {
-    FullHttpRequest r = body == null
-        ? new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.EMPTY_BUFFER)
-        : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.wrappedBuffer(body));
-    HttpHeaders h = r.headers();
+    HttpHeaders h = HEADERS.newHeaders();
+    FullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri,
+        body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body), h, EmptyHttpHeaders.INSTANCE);
     h.set(HttpHeaderNames.HOST, host);
     for (Header header : headers) {
       h.set(header.name(), header.value());
