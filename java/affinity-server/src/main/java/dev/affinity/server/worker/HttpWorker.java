@@ -7,6 +7,7 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.UsageInfo;
+import dev.affinity.server.http.Transports;
 import dev.affinity.tracing.TraceContext;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
@@ -23,7 +24,6 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.ssl.SslContext;
@@ -120,7 +120,7 @@ public final class HttpWorker implements Worker {
     int port = settings.port();
     Bootstrap bootstrap = new Bootstrap()
         .group(loops)
-        .channel(NioSocketChannel.class)
+        .channel(Transports.socketChannel(loops))
         .resolver(NoopAddressResolverGroup.INSTANCE) // resolved here, never on an event loop
         .remoteAddress(new InetSocketAddress(hostName, port))
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, settings.connectTimeout().toMillis()))
