@@ -443,7 +443,15 @@ public final class AffinityServer implements AutoCloseable {
     }
 
     private boolean fleetReady(Router r, ServerSection section) {
-      return section.numInstances() == 0 || r.workers().stream().anyMatch(Worker::isAlive);
+      if (section.numInstances() == 0) {
+        return true;
+      }
+      for (Worker w : r.workers()) { // asked once per request: a loop, not a stream
+        if (w.isAlive()) {
+          return true;
+        }
+      }
+      return false;
     }
 
     /**
