@@ -24,8 +24,8 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseDecoder;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.resolver.NoopAddressResolverGroup;
@@ -133,7 +133,8 @@ public final class HttpWorker implements Worker {
         if (tls != null) {
           ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), hostName, port));
         }
-        ch.pipeline().addLast("http", new HttpClientCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
+        // answers are decoded by Netty; requests are written as bytes (RequestTemplate#encode), so no encoder
+        ch.pipeline().addLast("http", new HttpResponseDecoder(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
         ch.pipeline().addLast("exchange", new ExchangeHandler(pool));
       }
     });
