@@ -53,8 +53,7 @@ final class ContextFirst implements Schedule {
     DisaggregatedParams params = handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
         .scheduleStyle(flow.style()).conversationId(flow.conversationId()).ctxUsage(ctx.usage())
         .disaggRequestId(flow.requestId()).build();
-    OpenAiRequest body = flow.legBody(flow.client(), params);
-    return ctx.promptTokenIds() != null ? body.withPromptTokenIds(ctx.promptTokenIds()) : body;
+    return flow.legBody(flow.client(), false, params, ctx.promptTokenIds());
   }
 
   /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */

@@ -170,7 +170,16 @@ final class RequestFlow {
    * is still time to retry elsewhere.
    */
   Duration legTimeout() {
-    return settings().requestTimeout().dividedBy(settings().maxRetries() + 1L);
+    return share(settings().requestTimeout(), settings().maxRetries() + 1L);
+  }
+
+  /**
+   * {@code total.dividedBy(parts)} (rounded toward zero to the nanosecond) without its {@code BigDecimal} arithmetic
+   * (once per leg) while the total fits a {@code long} of nanoseconds.
+   */
+  static Duration share(Duration total, long parts) {
+    long seconds = total.getSeconds();
+    return seconds > -(1L << 32) && seconds < 1L << 32 ? Duration.ofNanos(total.toNanos() / parts) : total.dividedBy(parts);
   }
 
   /** The schedule style the legs announce in their {@code disaggregated_params}. */
@@ -185,9 +194,18 @@ final class RequestFlow {
 
   /** The client's request with these params, its own conversation id, and the prompt ids when known. */
   OpenAiRequest legBody(OpenAiRequest body, DisaggregatedParams params) {
-    OpenAiRequest b = body.withDisaggregatedParams(params)
-        .withConversationParams(conversationId() == null ? null : new ConversationParams(conversationId()));
-    return tokens() != null && !request.hasPromptTokenIds() ? b.withPromptTokenIds(TokenIds.of(tokens())) : b;
+    return legBody(body, false, params, null);
+  }
+
+  /**
+   * {@link #legBody(OpenAiRequest, DisaggregatedParams)} in one copy of the request, streaming off when
+   * {@code noStreaming}, and the prompt as {@code promptIds} when given (the ids a context leg saw).
+   */
+  OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds) {
+    TokenIds ids = promptIds != null ? promptIds
+        : tokens() != null && !request.hasPromptTokenIds() ? TokenIds.of(tokens()) : null;
+    return body.forLeg(noStreaming, params,
+        conversationId() == null ? null : new ConversationParams(conversationId()), ids);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -199,7 +217,7 @@ final class RequestFlow {
    * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
    */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
-    context.send(sel, legBody(request.withoutStreaming(), params), (s, report) -> {
+    context.send(sel, legBody(request, true, params, null), (s, report) -> {
       lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));

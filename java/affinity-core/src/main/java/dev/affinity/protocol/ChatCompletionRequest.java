@@ -146,6 +146,19 @@ public record ChatCompletionRequest(
     return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
   }
 
+  @Override
+  public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
+      TokenIds ids) {
+    Builder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
+    if (noStreaming) {
+      b.stream(false).streamOptions(null);
+    }
+    if (ids != null) {
+      b.promptTokenIds(ids);
+    }
+    return b.build();
+  }
+
   /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
   public ChatCompletionRequest withoutStreaming() {
     return toBuilder().stream(false).streamOptions(null).build();

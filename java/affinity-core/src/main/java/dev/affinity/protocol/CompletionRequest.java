@@ -112,6 +112,19 @@ public record CompletionRequest(
     return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
   }
 
+  @Override
+  public CompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
+      TokenIds ids) {
+    Builder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
+    if (noStreaming) {
+      b.stream(false).streamOptions(null);
+    }
+    if (ids != null) {
+      b.prompt(Prompt.tokens(ids));
+    }
+    return b.build();
+  }
+
   /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
   public CompletionRequest withoutStreaming() {
     return toBuilder().stream(false).streamOptions(null).build();

@@ -33,6 +33,18 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
   OpenAiRequest withPromptTokenIds(TokenIds ids);
 
   /**
+   * A leg's body in one copy: {@link #withoutStreaming()} when {@code noStreaming}, these disaggregated and
+   * conversation params (null removes them), and {@link #withPromptTokenIds} when {@code ids} is not null. Equal
+   * to those calls one after the other, which each copy and check the whole request.
+   */
+  default OpenAiRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
+      TokenIds ids) {
+    OpenAiRequest b = (noStreaming ? withoutStreaming() : this).withDisaggregatedParams(params)
+        .withConversationParams(conversation);
+    return ids == null ? b : b.withPromptTokenIds(ids);
+  }
+
+  /**
    * The request that continues a cut stream: the prompt replaced by {@code ids} (the original prompt's ids and the
    * tokens already streamed), the output limit, when the client set one, lowered to {@code maxOutputTokens}.
    */

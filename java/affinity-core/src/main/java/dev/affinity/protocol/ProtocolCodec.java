@@ -22,6 +22,7 @@ import com.fasterxml.jackson.databind.cfg.JsonNodeFeature;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.type.LogicalType;
+import com.fasterxml.jackson.module.blackbird.BlackbirdModule;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -50,6 +51,13 @@ public final class ProtocolCodec {
   private final ObjectMapper mapper;
   private final ObjectWriter writer;
   private final ObjectReader treeReader;
+  /** A reader per type, so that a parse does not resolve the type and its root deserializer again. */
+  private final ClassValue<ObjectReader> readers = new ClassValue<>() {
+    @Override
+    protected ObjectReader computeValue(Class<?> type) {
+      return mapper.readerFor(type);
+    }
+  };
 
   public ProtocolCodec() {
     mapper = newMapper();
@@ -67,6 +75,8 @@ public final class ProtocolCodec {
         .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
         .disable(SerializationFeature.INDENT_OUTPUT)
         .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
+        // generated accessors and constructors instead of reflective calls (per-request (de)serialization cost)
+        .addModule(new BlackbirdModule())
         .build();
     m.coercionConfigFor(LogicalType.Textual)
         .setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
@@ -148,7 +158,7 @@ public final class ProtocolCodec {
     JsonParser parser = null;
     try {
       parser = mapper.createParser(body);
-      T value = mapper.readValue(parser, type);
+      T value = readers.get(type).readValue(parser);
       if (value == null) {
         throw ProtocolException.of(status, "body must be a JSON object but is null", null);
       }

@@ -164,7 +164,7 @@ public final class AffinityServer implements AutoCloseable {
     parentLinks = createParentLinks();
     TextTokenizer textTokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
         .<TextTokenizer>map(w -> w::encodeText).orElse(null);
-    Orchestration orchestration = Orchestration.build(config, scheduler, System::nanoTime, new RequestIds(config.nodeId()),
+    Orchestration orchestration = Orchestration.build(config, new LoopScheduler(scheduler), System::nanoTime, new RequestIds(config.nodeId()),
         this::sharePins, tracing.tracer(), textTokenizer);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
@@ -443,7 +443,15 @@ public final class AffinityServer implements AutoCloseable {
     }
 
     private boolean fleetReady(Router r, ServerSection section) {
-      return section.numInstances() == 0 || r.workers().stream().anyMatch(Worker::isAlive);
+      if (section.numInstances() == 0) {
+        return true;
+      }
+      for (Worker w : r.workers()) { // asked once per request: a loop, not a stream
+        if (w.isAlive()) {
+          return true;
+        }
+      }
+      return false;
     }
 
     /**

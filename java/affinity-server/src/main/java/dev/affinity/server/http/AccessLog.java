@@ -22,21 +22,45 @@ public interface AccessLog extends AutoCloseable {
 
   void log(AccessRecord record);
 
+  /**
+   * Whether {@link #log} would keep a record now; when false the frontend does not build one (a record and its
+   * JSON cost more than the rest of a request's bookkeeping). The default says true.
+   */
+  default boolean enabled() {
+    return true;
+  }
+
   /** Flushes and releases what the log holds; the default does nothing. */
   @Override
   default void close() {}
 
   /** Drops every record. */
   static AccessLog none() {
-    return record -> { };
+    return new AccessLog() {
+      @Override
+      public void log(AccessRecord record) {}
+
+      @Override
+      public boolean enabled() {
+        return false;
+      }
+    };
   }
 
   /** One INFO line per request, the record's JSON, on the logger {@value #LOGGER_NAME}. */
   static AccessLog slf4j() {
     Logger log = LoggerFactory.getLogger(LOGGER_NAME);
-    return record -> {
-      if (log.isInfoEnabled()) {
-        log.info(record.toJson());
+    return new AccessLog() {
+      @Override
+      public void log(AccessRecord record) {
+        if (log.isInfoEnabled()) {
+          log.info(record.toJson());
+        }
+      }
+
+      @Override
+      public boolean enabled() {
+        return log.isInfoEnabled();
       }
     };
   }

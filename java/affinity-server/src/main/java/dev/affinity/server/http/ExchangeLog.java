@@ -83,8 +83,12 @@ final class ExchangeLog {
   void complete(int status, String outcome, String error, long nowNanos) {
     long total = nowNanos - readNanos;
     fc.metrics.finished(meta.endpointTag(), status, outcome, total, bytes);
+    AccessLog accessLog = fc.options.accessLog();
+    if (!accessLog.enabled()) {
+      return;
+    }
     try {
-      fc.options.accessLog().log(record(status, outcome, error, total));
+      accessLog.log(record(status, outcome, error, total));
     } catch (RuntimeException e) {
       LOG.warn("the access log failed", e);
     }

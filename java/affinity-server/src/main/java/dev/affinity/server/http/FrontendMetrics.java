@@ -6,8 +6,10 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The frontend's Micrometer meters. Prometheus names (after Micrometer's renaming) are in the
@@ -35,6 +37,7 @@ final class FrontendMetrics {
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Counter streamPauses;
   private final DistributionSummary streamBuffered;
+  private final ConcurrentHashMap<String, EndpointMeters> byEndpoint = new ConcurrentHashMap<>();
 
   FrontendMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -64,50 +67,129 @@ final class FrontendMetrics {
 
   void finished(String endpoint, int status, String outcome, long durationNanos, long bytes) {
     inFlight.decrementAndGet();
-    Counter.builder(REQUESTS)
-        .description("Requests answered, by endpoint, HTTP status and outcome")
-        .tag("endpoint", endpoint)
-        .tag("status", Integer.toString(status))
-        .tag("outcome", outcome)
-        .register(registry)
-        .increment();
-    Timer.builder(DURATION)
-        .description("Time from a request being read to the end of its response")
-        .tag("endpoint", endpoint)
-        .publishPercentileHistogram()
-        .minimumExpectedValue(Duration.ofMillis(1))
-        .maximumExpectedValue(Duration.ofMinutes(10))
-        .register(registry)
-        .record(durationNanos, TimeUnit.NANOSECONDS);
-    DistributionSummary.builder(RESPONSE_BYTES)
-        .description("Response body bytes")
-        .baseUnit("bytes")
-        .tag("endpoint", endpoint)
-        .register(registry)
-        .record(bytes);
+    EndpointMeters m = meters(endpoint);
+    m.requests(status, outcome).increment();
+    m.duration.record(durationNanos, TimeUnit.NANOSECONDS);
+    m.bytes.record(bytes);
   }
 
   void ttft(String endpoint, boolean stream, long nanos) {
-    Timer.builder(TTFT)
-        .description("Time from a completion request being read to its first streamed chunk or its response")
-        .tag("endpoint", endpoint)
-        .tag("stream", Boolean.toString(stream))
-        .publishPercentileHistogram()
-        .minimumExpectedValue(Duration.ofMillis(1))
-        .maximumExpectedValue(Duration.ofMinutes(5))
-        .register(registry)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    EndpointMeters m = meters(endpoint);
+    (stream ? m.ttftStream() : m.ttftWhole()).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   void interToken(String endpoint, long nanos) {
-    Timer.builder(INTER_TOKEN)
-        .description("Time between consecutive streamed chunks of one response")
-        .tag("endpoint", endpoint)
-        .publishPercentileHistogram()
-        .minimumExpectedValue(Duration.ofNanos(100_000))
-        .maximumExpectedValue(Duration.ofSeconds(30))
-        .register(registry)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    meters(endpoint).interToken().record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private EndpointMeters meters(String endpoint) {
+    EndpointMeters m = byEndpoint.get(endpoint);
+    return m != null ? m : byEndpoint.computeIfAbsent(endpoint, e -> new EndpointMeters(registry, e));
+  }
+
+  /**
+   * One endpoint's meters, resolved once instead of per request (a builder and a registry lookup per meter and
+   * request cost as much as the rest of the bookkeeping). The meters a request may never touch (the TTFT of the
+   * other kind, inter-token times, a status) are registered when first used, as before, so the scrape shows the
+   * same series.
+   */
+  private static final class EndpointMeters {
+    private final MeterRegistry registry;
+    private final String endpoint;
+    final Timer duration;
+    final DistributionSummary bytes;
+    private volatile Timer ttftStream;
+    private volatile Timer ttftWhole;
+    private volatile Timer interToken;
+    /** Request counters by outcome, then by status (an array over 0..599; other statuses go through the map). */
+    private final ConcurrentHashMap<String, AtomicReferenceArray<Counter>> requests = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> otherRequests = new ConcurrentHashMap<>();
+
+    EndpointMeters(MeterRegistry registry, String endpoint) {
+      this.registry = registry;
+      this.endpoint = endpoint;
+      duration = Timer.builder(DURATION)
+          .description("Time from a request being read to the end of its response")
+          .tag("endpoint", endpoint)
+          .publishPercentileHistogram()
+          .minimumExpectedValue(Duration.ofMillis(1))
+          .maximumExpectedValue(Duration.ofMinutes(10))
+          .register(registry);
+      bytes = DistributionSummary.builder(RESPONSE_BYTES)
+          .description("Response body bytes")
+          .baseUnit("bytes")
+          .tag("endpoint", endpoint)
+          .register(registry);
+    }
+
+    Counter requests(int status, String outcome) {
+      if (status < 0 || status >= 600) {
+        return otherRequests.computeIfAbsent(status + " " + outcome, k -> requestCounter(status, outcome));
+      }
+      AtomicReferenceArray<Counter> byStatus = requests.get(outcome);
+      if (byStatus == null) {
+        byStatus = requests.computeIfAbsent(outcome, o -> new AtomicReferenceArray<>(600));
+      }
+      Counter c = byStatus.get(status);
+      if (c == null) { // a race registers the same counter twice: the registry hands back the first
+        c = requestCounter(status, outcome);
+        byStatus.set(status, c);
+      }
+      return c;
+    }
+
+    private Counter requestCounter(int status, String outcome) {
+      return Counter.builder(REQUESTS)
+          .description("Requests answered, by endpoint, HTTP status and outcome")
+          .tag("endpoint", endpoint)
+          .tag("status", Integer.toString(status))
+          .tag("outcome", outcome)
+          .register(registry);
+    }
+
+    Timer ttftStream() {
+      Timer t = ttftStream;
+      if (t == null) {
+        t = ttft(true);
+        ttftStream = t;
+      }
+      return t;
+    }
+
+    Timer ttftWhole() {
+      Timer t = ttftWhole;
+      if (t == null) {
+        t = ttft(false);
+        ttftWhole = t;
+      }
+      return t;
+    }
+
+    private Timer ttft(boolean stream) {
+      return Timer.builder(TTFT)
+          .description("Time from a completion request being read to its first streamed chunk or its response")
+          .tag("endpoint", endpoint)
+          .tag("stream", Boolean.toString(stream))
+          .publishPercentileHistogram()
+          .minimumExpectedValue(Duration.ofMillis(1))
+          .maximumExpectedValue(Duration.ofMinutes(5))
+          .register(registry);
+    }
+
+    Timer interToken() {
+      Timer t = interToken;
+      if (t == null) {
+        t = Timer.builder(INTER_TOKEN)
+            .description("Time between consecutive streamed chunks of one response")
+            .tag("endpoint", endpoint)
+            .publishPercentileHistogram()
+            .minimumExpectedValue(Duration.ofNanos(100_000))
+            .maximumExpectedValue(Duration.ofSeconds(30))
+            .register(registry);
+        interToken = t;
+      }
+      return t;
+    }
   }
 
   int inFlight() {

@@ -8,8 +8,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -76,7 +75,7 @@ public final class FrontendServer implements AutoCloseable {
   /** Event loops for client connections (and worker connections sharing them); {@code threads} 0: Netty's default. */
   public static EventLoopGroup ioGroup(int threads) {
     return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("affinity-http-io", true),
-        NioIoHandler.newFactory());
+        Transports.ioHandlerFactory());
   }
 
   private static FrontendServer start(FrontendOptions options, FrontendBackend backend,
@@ -94,11 +93,12 @@ public final class FrontendServer implements AutoCloseable {
       }
       throw e;
     }
-    EventLoopGroup acceptor = new MultiThreadIoEventLoopGroup(1,
-        new DefaultThreadFactory("affinity-http-accept", true), NioIoHandler.newFactory());
+    Class<? extends ServerSocketChannel> serverChannel = Transports.serverChannel(workers);
+    EventLoopGroup acceptor = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("affinity-http-accept", true),
+        Transports.ioHandlerFactory(workers));
     ServerBootstrap bootstrap = new ServerBootstrap()
         .group(acceptor, workers)
-        .channel(NioServerSocketChannel.class)
+        .channel(serverChannel)
         .option(ChannelOption.SO_BACKLOG, 1024)
         .option(ChannelOption.SO_REUSEADDR, true)
         .childOption(ChannelOption.TCP_NODELAY, true)

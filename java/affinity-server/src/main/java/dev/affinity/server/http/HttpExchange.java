@@ -13,10 +13,12 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
@@ -29,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * One request being answered, and the {@link ClientSink} the handler answers through.
  *
  * <p>The sink methods may be called from any thread: they serialize JSON on the caller's thread and
- * then run on the channel's event loop, in call order, where all state of the exchange lives. The
+ * then run on the channel's event loop, in call order, where all state of the exchange lives (called on that
+ * loop with no earlier call pending, they run at once, without a task). The
  * first of respond / fail / stream end / abort / connection close completes the exchange (access log
  * line, metrics) and every later call is ignored.
  *
@@ -69,6 +73,9 @@ final class HttpExchange implements ClientSink {
    * or the one its endpoint set for the request ({@link #answerFormat}, the Responses API's response object).
    */
   private volatile Function<OpenAiResponse, Object> answerFormat;
+
+  /** Sink calls handed to the loop as tasks and not yet run: a later call on the loop must not overtake them. */
+  private final AtomicInteger queued = new AtomicInteger();
 
   // event-loop confined
   private State state = State.NEW;
@@ -193,23 +200,39 @@ final class HttpExchange implements ClientSink {
     onLoop(() -> disconnect.add(callback));
   }
 
+  /**
+   * Runs {@code task} on the channel's loop after the sink calls made before it: at once when called on the loop
+   * with none of them waiting (the usual case: the legs run on the request's loop), else as a task of the loop.
+   */
   private void onLoop(Runnable task) {
+    EventLoop loop = channel.eventLoop();
+    if (queued.get() == 0 && loop.inEventLoop()) {
+      run(task);
+      return;
+    }
+    queued.incrementAndGet();
     try {
-      channel.eventLoop().execute(() -> {
-        try {
-          task.run();
-        } catch (RuntimeException e) {
-          LOG.error("request {}: answering failed; closing the connection", meta.localId(), e);
-          if (state != State.DONE) {
-            complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, "internal error: " + e, System.nanoTime());
-            connection.exchangeDone(this, null, true);
-          } else {
-            channel.close();
-          }
-        }
+      loop.execute(() -> {
+        queued.decrementAndGet();
+        run(task);
       });
     } catch (RejectedExecutionException e) {
+      queued.decrementAndGet();
       LOG.debug("request {}: the event loop is shut down; a sink call is dropped", meta.localId());
+    }
+  }
+
+  private void run(Runnable task) {
+    try {
+      task.run();
+    } catch (RuntimeException e) {
+      LOG.error("request {}: answering failed; closing the connection", meta.localId(), e);
+      if (state != State.DONE) {
+        complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, "internal error: " + e, System.nanoTime());
+        connection.exchangeDone(this, null, true);
+      } else {
+        channel.close();
+      }
     }
   }
 
@@ -280,8 +303,9 @@ final class HttpExchange implements ClientSink {
       return;
     }
     log.route(routeInfo);
-    FullHttpResponse response = new DefaultFullHttpResponse(meta.version(), status, Unpooled.wrappedBuffer(body));
-    HttpHeaders h = response.headers();
+    HttpHeaders h = ResponseHeaders.newHeaders();
+    FullHttpResponse response = new DefaultFullHttpResponse(meta.version(), status, Unpooled.wrappedBuffer(body), h,
+        EmptyHttpHeaders.INSTANCE);
     if (contentType != null) {
       h.set(HttpHeaderNames.CONTENT_TYPE, contentType);
     }
@@ -300,8 +324,8 @@ final class HttpExchange implements ClientSink {
     log.route(routeInfo);
     transformer = streamFormat.newStream();
     state = State.STREAMING;
-    HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK);
-    HttpHeaders h = response.headers();
+    HttpHeaders h = ResponseHeaders.newHeaders();
+    HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK, h);
     Sse.headers(h);
     commonHeaders(h, routeInfo);
     if (chunked()) {

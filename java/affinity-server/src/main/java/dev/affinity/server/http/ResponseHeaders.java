@@ -1,7 +1,9 @@
 package dev.affinity.server.http;
 
 import dev.affinity.frontend.RouteInfo;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.util.AsciiString;
 
 /** The headers every response of the frontend carries: {@code x-request-id}, and the route when asked. */
@@ -10,8 +12,18 @@ final class ResponseHeaders {
   static final AsciiString ROUTE = AsciiString.cached("x-affinity-route");
   static final AsciiString JSON = AsciiString.cached("application/json");
   private static final int MAX_ROUTE_HEADER = 2048;
+  /**
+   * A response's headers: their names are the frontend's constants, so Netty does not check each name's characters
+   * at every response; values are checked as Netty's default does.
+   */
+  private static final HttpHeadersFactory FACTORY = DefaultHttpHeadersFactory.headersFactory().withNameValidation(false);
 
   private ResponseHeaders() {}
+
+  /** Empty headers for a response the frontend writes. */
+  static HttpHeaders newHeaders() {
+    return FACTORY.newHeaders();
+  }
 
   /** {@code x-request-id}, and {@code x-affinity-route} when {@code debugHeaders} and a route is known. */
   static void set(HttpHeaders h, long requestId, RouteInfo route, boolean debugHeaders) {

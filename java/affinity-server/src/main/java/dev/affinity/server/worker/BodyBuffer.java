@@ -9,7 +9,10 @@ final class BodyBuffer {
   /** The largest answer body accepted. */
   static final int MAX_BYTES = 256 << 20;
 
-  private byte[] bytes = new byte[1024];
+  private static final byte[] EMPTY = new byte[0];
+
+  /** Sized by the first piece (usually the whole answer), so that {@link #toArray()} then hands it over uncopied. */
+  private byte[] bytes = EMPTY;
   private int length;
 
   /**
@@ -24,7 +27,7 @@ final class BodyBuffer {
           null);
     }
     if (length + n > bytes.length) {
-      bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + n));
+      bytes = length == 0 ? new byte[n] : Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + n));
     }
     piece.getBytes(piece.readerIndex(), bytes, length, n);
     length += n;
@@ -32,6 +35,6 @@ final class BodyBuffer {
 
   /** The body so far. */
   byte[] toArray() {
-    return Arrays.copyOf(bytes, length);
+    return length == bytes.length ? bytes : Arrays.copyOf(bytes, length);
   }
 }

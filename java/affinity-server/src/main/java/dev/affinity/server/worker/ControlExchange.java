@@ -72,7 +72,7 @@ final class ControlExchange extends Exchange implements ConnectionPool.Handout {
     reused = wasReused;
     status = -1;
     body = new BodyBuffer();
-    ExchangeHandler.of(ch).start(this, request.toRequest());
+    ExchangeHandler.of(ch).start(this, request);
   }
 
   @Override

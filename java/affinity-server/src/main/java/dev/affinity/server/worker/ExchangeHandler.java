@@ -1,10 +1,10 @@
 package dev.affinity.server.worker;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.PrematureChannelClosureException;
-import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
@@ -16,9 +16,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The last handler of a worker connection's pipeline (after Netty's {@code HttpClientCodec}): it writes
- * one request at a time and feeds the answer to that request's {@link Exchange}, then gives the
- * connection back to the {@link ConnectionPool} (reusable when the answer was read to its end, the worker
+ * The last handler of a worker connection's pipeline (after Netty's {@code HttpResponseDecoder}): it writes
+ * one request at a time, as bytes ({@link RequestTemplate#encode}), and feeds the answer to that request's
+ * {@link Exchange}, then gives the connection back to the {@link ConnectionPool} (reusable when the answer was read to its end, the worker
  * keeps the connection alive and the exchange did not give up on it) or closes it. Event-loop confined.
  */
 final class ExchangeHandler extends ChannelInboundHandlerAdapter {
@@ -46,15 +46,15 @@ final class ExchangeHandler extends ChannelInboundHandlerAdapter {
   }
 
   /** Writes {@code request} and reads its answer into {@code exchange}; on the connection's loop. */
-  void start(Exchange exchange, FullHttpRequest request) {
+  void start(Exchange exchange, RequestTemplate request) {
     if (current != null) {
-      ReferenceCountUtil.release(request);
       throw new IllegalStateException("a worker connection serves one exchange at a time");
     }
+    ByteBuf encoded = request.encode(channel.alloc());
     current = exchange;
     head = null;
     interim = false;
-    channel.writeAndFlush(request).addListener(f -> {
+    channel.writeAndFlush(encoded).addListener(f -> {
       if (!f.isSuccess()) {
         if (current == exchange) {
           fail(f.cause());

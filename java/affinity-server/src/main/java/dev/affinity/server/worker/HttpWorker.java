@@ -7,6 +7,7 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.UsageInfo;
+import dev.affinity.server.http.Transports;
 import dev.affinity.tracing.TraceContext;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
@@ -23,9 +24,8 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
-import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseDecoder;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.resolver.NoopAddressResolverGroup;
@@ -120,7 +120,7 @@ public final class HttpWorker implements Worker {
     int port = settings.port();
     Bootstrap bootstrap = new Bootstrap()
         .group(loops)
-        .channel(NioSocketChannel.class)
+        .channel(Transports.socketChannel(loops))
         .resolver(NoopAddressResolverGroup.INSTANCE) // resolved here, never on an event loop
         .remoteAddress(new InetSocketAddress(hostName, port))
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, settings.connectTimeout().toMillis()))
@@ -133,7 +133,8 @@ public final class HttpWorker implements Worker {
         if (tls != null) {
           ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), hostName, port));
         }
-        ch.pipeline().addLast("http", new HttpClientCodec(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
+        // answers are decoded by Netty; requests are written as bytes (RequestTemplate#encode), so no encoder
+        ch.pipeline().addLast("http", new HttpResponseDecoder(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
         ch.pipeline().addLast("exchange", new ExchangeHandler(pool));
       }
     });

@@ -68,7 +68,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
       return;
     }
     channel = ch;
-    ExchangeHandler.of(ch).start(this, request.toRequest());
+    ExchangeHandler.of(ch).start(this, request);
   }
 
   @Override

@@ -1,12 +1,18 @@
 package dev.affinity.server.worker;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
@@ -19,6 +25,12 @@ import java.util.function.Supplier;
  * replay.
  */
 final class RequestTemplate {
+  /**
+   * The headers of a request: the names are this package's constants, so Netty does not check each name's
+   * characters again at every write; values are checked as Netty's default does.
+   */
+  private static final HttpHeadersFactory HEADERS = DefaultHttpHeadersFactory.headersFactory().withNameValidation(false);
+
   /** One header. */
   record Header(String name, String value) {}
 
@@ -49,12 +61,11 @@ final class RequestTemplate {
     return new RequestTemplate(method, uri, host, new ArrayList<>(), null);
   }
 
-  /** A new Netty request for one write (the encoder releases it). */
+  /** The request as a Netty object: what {@link #encode} must write the same bytes as (tests compare them). */
   FullHttpRequest toRequest() {
-    FullHttpRequest r = body == null
-        ? new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.EMPTY_BUFFER)
-        : new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri, Unpooled.wrappedBuffer(body));
-    HttpHeaders h = r.headers();
+    HttpHeaders h = HEADERS.newHeaders();
+    FullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri,
+        body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body), h, EmptyHttpHeaders.INSTANCE);
     h.set(HttpHeaderNames.HOST, host);
     for (Header header : headers) {
       h.set(header.name(), header.value());
@@ -65,6 +76,57 @@ final class RequestTemplate {
     }
     h.setInt(HttpHeaderNames.CONTENT_LENGTH, body == null ? 0 : body.length);
     return r;
+  }
+
+  /**
+   * The request as the bytes Netty's {@code HttpRequestEncoder} writes for {@link #toRequest()} (request line,
+   * the headers in the same order, an empty line, the body), in one buffer from {@code alloc}: one write to the
+   * connection instead of a request object, its header map, and the encoder's separate head and body writes.
+   */
+  ByteBuf encode(ByteBufAllocator alloc) {
+    Header signed = signature == null ? null : signature.get();
+    int bodyLength = body == null ? 0 : body.length;
+    String length = Integer.toString(bodyLength);
+    int size = method.name().length() + uri.length() + 12 + 8 + host.length() + 18 + length.length() + 2 + bodyLength;
+    for (Header h : headers) {
+      size += h.name().length() + h.value().length() + 4;
+    }
+    if (signed != null) {
+      size += signed.name().length() + signed.value().length() + 4;
+    }
+    ByteBuf buf = alloc.buffer(size);
+    try {
+      buf.writeCharSequence(method.name(), StandardCharsets.US_ASCII);
+      buf.writeByte(' ');
+      buf.writeCharSequence(uri.isEmpty() ? "/" : uri, StandardCharsets.UTF_8);
+      buf.writeCharSequence(" HTTP/1.1\r\n", StandardCharsets.US_ASCII);
+      header(buf, "host", host);
+      for (Header h : headers) {
+        header(buf, h.name(), h.value());
+      }
+      if (signed != null) {
+        header(buf, signed.name(), signed.value());
+      }
+      header(buf, "content-length", length);
+      buf.writeShort(CRLF);
+      if (body != null) {
+        buf.writeBytes(body);
+      }
+      return buf;
+    } catch (RuntimeException e) {
+      buf.release();
+      throw e;
+    }
+  }
+
+  private static final int CRLF = ('\r' << 8) | '\n';
+  private static final int COLON_SPACE = (':' << 8) | ' ';
+
+  private static void header(ByteBuf buf, CharSequence name, CharSequence value) {
+    buf.writeCharSequence(name, StandardCharsets.US_ASCII);
+    buf.writeShort(COLON_SPACE);
+    buf.writeCharSequence(value, StandardCharsets.US_ASCII);
+    buf.writeShort(CRLF);
   }
 
   /** Whether writing the request twice does no harm (GET). */

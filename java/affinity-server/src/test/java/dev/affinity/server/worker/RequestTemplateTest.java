@@ -1,0 +1,63 @@
+package dev.affinity.server.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequestEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** A leg written as bytes is exactly what Netty's request encoder writes for the same request. */
+class RequestTemplateTest {
+
+  private static String netty(RequestTemplate t) {
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpRequestEncoder());
+    ch.writeOutbound(t.toRequest());
+    StringBuilder out = new StringBuilder();
+    for (ByteBuf b = ch.readOutbound(); b != null; b = ch.readOutbound()) {
+      out.append(b.toString(StandardCharsets.ISO_8859_1));
+      b.release();
+    }
+    ch.finishAndReleaseAll();
+    return out.toString();
+  }
+
+  private static String encoded(RequestTemplate t) {
+    ByteBuf b = t.encode(ByteBufAllocator.DEFAULT);
+    try {
+      return b.toString(StandardCharsets.ISO_8859_1);
+    } finally {
+      b.release();
+    }
+  }
+
+  @Test
+  void bytesAreNettysEncoding() {
+    byte[] json = "{\"model\":\"m\",\"prompt\":\"caf\u00e9 \u2603\",\"max_tokens\":4}".getBytes(StandardCharsets.UTF_8);
+    List<RequestTemplate.Header> headers = List.of(new RequestTemplate.Header("content-type", "application/json"),
+        new RequestTemplate.Header("x-affinity-id", "agent-\u00e9"), new RequestTemplate.Header("traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    List<RequestTemplate> cases = List.of(
+        RequestTemplate.of(HttpMethod.GET, "/health", "127.0.0.1:8000"),
+        RequestTemplate.of(HttpMethod.GET, "", "h:1"),
+        new RequestTemplate(HttpMethod.POST, "/v1/completions", "worker.example:8001", headers, json),
+        new RequestTemplate(HttpMethod.POST, "/base/v1/chat/completions?x=1", "w:2", headers, new byte[0]),
+        new RequestTemplate(HttpMethod.POST, "/kv_cache_events", "w:2", List.of(), null,
+            () -> new RequestTemplate.Header("x-affinity-leg-auth", "v1.1700000000.abc.def")),
+        new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, json,
+            () -> new RequestTemplate.Header("x-affinity-leg-auth", "v1.1700000000.abc.def")));
+    for (RequestTemplate t : cases) {
+      String expected = netty(t);
+      assertEquals(expected, encoded(t));
+      ByteBuf direct = t.encode(ByteBufAllocator.DEFAULT);
+      assertEquals(expected.length(), direct.readableBytes());
+      assertEquals(expected, new String(ByteBufUtil.getBytes(direct), StandardCharsets.ISO_8859_1));
+      direct.release();
+    }
+  }
+}
