@@ -45,7 +45,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final double kvWeight;
   /** Soft first placement of sub-agents (context fleet): margin in request tokens per request token; negative: off. */
   private final double softMargin;
-  /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk. */
+  /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk; 0: the worker's. */
   private final int maxNumTokens;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
@@ -67,9 +67,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    */
   public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
 
-  /** TensorRT-LLM's default {@code max_num_tokens}: the tokens one rank computes per iteration. */
-  public static final int DEFAULT_MAX_NUM_TOKENS = 8192;
-
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
 
@@ -77,7 +74,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its
    *     root's pin while that costs at most {@code softMargin} x its prompt tokens more than the best candidate,
    *     and its later turns follow its own pin; negative: off (every turn follows the root's pin)
-   * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk)
+   * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk); 0:
+   *     each worker's own ({@link dev.affinity.worker.WorkerInfo#maxNumTokens})
    */
   public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
       double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
@@ -110,7 +108,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
     double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
     double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
-    int chunk = args.getInt("max_num_tokens", DEFAULT_MAX_NUM_TOKENS, 1, Integer.MAX_VALUE);
+    // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
+    int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk);
   }
@@ -211,7 +210,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         int loc = locationOf(c);
         matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
-        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i]);
+        int chunk = maxNumTokens > 0 ? maxNumTokens : c.worker().info().maxNumTokens();
+        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i], chunk);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -330,7 +330,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * {@code max_num_tokens}. So it finishes no sooner than {@code max(finish, min(sibling, iterations x
    * max_num_tokens))}.
    */
-  private double lockstep(double finish, double sibling) {
+  private static double lockstep(double finish, double sibling, int maxNumTokens) {
     if (sibling <= finish) {
       return finish;
     }

@@ -304,6 +304,25 @@ class AffinityRouterTest {
   }
 
   @Test
+  void lockstepUsesEachWorkersMaxNumTokensWithoutAnArgument() {
+    // no max_num_tokens argument: the worker's own (2,048 here) sets the lockstep bound, as in the test above
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0),
+        context(Fleet.CONTEXT, clock));
+    for (String id : List.of("a", "b")) {
+      Worker w = org.mockito.Mockito.mock(Worker.class, id);
+      when(w.id()).thenReturn(id);
+      when(w.info()).thenReturn(new dev.affinity.worker.WorkerInfo(4, HashAlgorithm.V1_BLOCK_KEY, 2, true, 64, 2048));
+      when(w.isAlive()).thenReturn(true);
+      r.addWorker(w);
+    }
+    Selection busy = r.select(req(1, null, tokens(20_000, 0)), Set.of("b"));
+    int[] prompt = tokens(4000, 300_000);
+    stored(r, "a", 1 - busy.candidate().rank(), java.util.Arrays.copyOf(prompt, 3000));
+    assertEquals("a", r.select(req(2, null, prompt), Set.of()).worker().id());
+    busy.release(Outcome.SUCCESS);
+  }
+
+  @Test
   void aRequestWithoutAKeyGoesWhereTheCacheHasRoomAmongNearEqualCosts() {
     // every prompt starts with the same 32 tokens, cached on a only; b's cache is empty. Within the placement
     // tolerance (10% of the prompt) the emptier cache wins, so b is not starved by a shared first block.

@@ -99,17 +99,20 @@ public final class NativeWorker implements Worker {
     this.defaultMaxTokens = defaultMaxTokens;
     this.handoff = handoff;
     int maxBatch = 64;
+    int maxNumTokens = WorkerInfo.DEFAULT_MAX_NUM_TOKENS;
     HashAlgorithm hashes = HashAlgorithm.V1_BLOCK_KEY;
     try {
       JsonNode cfg = JSON.readTree(executor.describe());
       maxBatch = cfg.path("max_batch_size").asInt(cfg.at("/llm_args/max_batch_size").asInt(64));
+      maxNumTokens = cfg.path("max_num_tokens").asInt(cfg.at("/llm_args/max_num_tokens").asInt(maxNumTokens));
       if (cfg.hasNonNull("kv_cache_hash_algo")) { // the pytorch backend: whatever the LLM's KV cache manager uses
         hashes = HashAlgorithm.fromWireName(cfg.get("kv_cache_hash_algo").asText());
       }
     } catch (java.io.IOException e) {
       log.warn("worker {}: cannot read the executor's configuration", id, e);
     }
-    this.info = new WorkerInfo(executor.tokensPerBlock(), hashes, executor.numRanks(), true, maxBatch);
+    this.info = new WorkerInfo(executor.tokensPerBlock(), hashes, executor.numRanks(), true, maxBatch,
+        maxNumTokens > 0 ? maxNumTokens : WorkerInfo.DEFAULT_MAX_NUM_TOKENS);
     if (pumpedTimers == null) {
       this.dispatcher = new ResponseDispatcher(executor, id);
       this.ownTimers = new RealScheduler("affinity-worker-timer-" + id);

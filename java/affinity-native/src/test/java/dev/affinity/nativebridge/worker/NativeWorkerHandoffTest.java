@@ -238,4 +238,14 @@ class NativeWorkerHandoffTest {
     assertTrue(f.message().contains("no hand-off domain"), f.message());
     assertInstanceOf(WorkerReport.class, send(loner, 8, leg(null)).await(), "aggregated requests are served");
   }
+
+  @Test
+  void theWorkerInfoCarriesTheExecutorsBatchLimits() {
+    NativeWorker w = new NativeWorker("limits", NativeExecutor.create("sim",
+        "{\"num_ranks\": 2, \"tokens_per_block\": 16, \"max_batch_size\": 8, \"max_num_tokens\": 1024}"), BPE, 16);
+    open.add(w);
+    assertEquals(8, w.info().maxBatchSize());
+    assertEquals(1024, w.info().maxNumTokens(), "the lockstep bound of Affinity's router reads it");
+    assertEquals(2, w.info().numRanks());
+  }
 }

@@ -466,8 +466,8 @@ public final class HttpWorker implements Worker {
     WorkerInfo parsed = ServerInfos.parse(id, root);
     serverInfo = root;
     if (!parsed.equals(info)) {
-      LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}, ranks={}", id,
-          parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize(),
+      LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}, max_num_tokens={}, ranks={}",
+          id, parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize(), parsed.maxNumTokens(),
           parsed.ranksVisible() ? parsed.numRanks() + " visible" : "chosen by the worker");
     }
     info = parsed;

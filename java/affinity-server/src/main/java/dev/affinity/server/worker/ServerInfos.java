@@ -8,8 +8,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What routing adopts from a worker's {@code GET /server_info}: {@code tokens_per_block},
- * {@code kv_cache_hash_algo} (missing → v1 with a warning, unknown → the worker is unusable) and
- * {@code max_batch_size}; missing numbers keep upstream's defaults (32, 64). A trtllm-serve worker picks
+ * {@code kv_cache_hash_algo} (missing → v1 with a warning, unknown → the worker is unusable),
+ * {@code max_batch_size} and {@code max_num_tokens}; missing numbers keep upstream's defaults (32, 64, 8192).
+ * A trtllm-serve worker picks
  * its attention-DP rank itself, so ranks are not visible (one routable rank); an Affinity worker process
  * says {@code "affinity": {"ranks_visible": true, "num_ranks": N}} ({@link WorkerExtensions}) and then
  * has N visible ranks.
@@ -26,6 +27,7 @@ final class ServerInfos {
     WorkerInfo defaults = WorkerInfo.defaults();
     int tokensPerBlock = positiveInt(workerId, info, "tokens_per_block", defaults.tokensPerBlock());
     int maxBatchSize = positiveInt(workerId, info, "max_batch_size", defaults.maxBatchSize());
+    int maxNumTokens = positiveInt(workerId, info, "max_num_tokens", defaults.maxNumTokens());
     JsonNode algo = info.get("kv_cache_hash_algo");
     HashAlgorithm hash;
     if (algo == null || algo.isNull()) {
@@ -42,7 +44,7 @@ final class ServerInfos {
       }
     }
     Ranks ranks = ranks(workerId, info);
-    return new WorkerInfo(tokensPerBlock, hash, ranks.count(), ranks.visible(), maxBatchSize);
+    return new WorkerInfo(tokensPerBlock, hash, ranks.count(), ranks.visible(), maxBatchSize, maxNumTokens);
   }
 
   /** The ranks a router may choose among. */

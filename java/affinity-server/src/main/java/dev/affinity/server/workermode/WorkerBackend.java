@@ -210,6 +210,7 @@ final class WorkerBackend implements FrontendBackend {
     root.put("kv_cache_hash_algo", info.hashAlgorithm().wireName());
     root.put("tokens_per_block", info.tokensPerBlock());
     root.put("max_batch_size", info.maxBatchSize());
+    root.put("max_num_tokens", info.maxNumTokens());
     ObjectNode ext = root.putObject(WorkerExtensions.SERVER_INFO_KEY);
     ext.put(WorkerExtensions.NUM_RANKS, info.numRanks());
     ext.put(WorkerExtensions.RANKS_VISIBLE, true);

@@ -101,6 +101,17 @@ class HttpWorkerControlTest {
   }
 
   @Test
+  void adoptsTheWorkersMaxNumTokens() throws Exception {
+    ObjectNode info = fake.serverInfo();
+    info.put("max_num_tokens", 4096);
+    fake.serverInfo(info);
+    assertEquals(4096, worker().info().maxNumTokens());
+    info.put("max_num_tokens", -1);
+    fake.serverInfo(info);
+    assertTrue(assertThrows(WorkerSetupException.class, this::worker).getMessage().contains("max_num_tokens"));
+  }
+
+  @Test
   void anUnknownHashAlgorithmRefusesTheWorkerNamingIt() {
     ObjectNode info = fake.serverInfo();
     info.put("kv_cache_hash_algo", "v3_quantum");
