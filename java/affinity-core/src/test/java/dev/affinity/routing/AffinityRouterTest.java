@@ -288,38 +288,51 @@ class AffinityRouterTest {
     busy.release(Outcome.SUCCESS);
   }
 
-  @Test
-  void lockstepUsesTheSectionsMaxNumTokens() {
-    // with max_num_tokens 2,048 the idle rank of the busy instance waits for one 2,048-token iteration only
-    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0, "max_num_tokens", 2048),
-        context(Fleet.CONTEXT, clock));
-    r.addWorker(worker("a", 4, true, 2, 64));
-    r.addWorker(worker("b", 4, true, 2, 64));
+  /**
+   * Two instances of two ranks; 20,000 tokens queued on one rank of a; a 4,000-token request with 3,000 tokens cached
+   * on a's other rank. With max_num_tokens 2,048 it costs max(1,000, min(20,000, 1 x 2,048)) = 2,048 there, less
+   * than 4,000 on b; with 8,192 it would go to b.
+   */
+  private static String whereTheLockstepCaseGoes(AffinityRouter r, Worker a, Worker b) {
+    r.addWorker(a);
+    r.addWorker(b);
     Selection busy = r.select(req(1, null, tokens(20_000, 0)), Set.of("b"));
     int[] prompt = tokens(4000, 300_000);
     stored(r, "a", 1 - busy.candidate().rank(), java.util.Arrays.copyOf(prompt, 3000));
-    // there: max(1,000, min(20,000, 1 x 2,048)) = 2,048 < 4,000 on b
-    assertEquals("a", r.select(req(2, null, prompt), Set.of()).worker().id());
+    String chosen = r.select(req(2, null, prompt), Set.of()).worker().id();
     busy.release(Outcome.SUCCESS);
+    return chosen;
+  }
+
+  private AffinityRouter lockstepRouter(Map<String, Object> args) {
+    Map<String, Object> all = new HashMap<>(args);
+    all.put("predict_ttl_seconds", 0.0);
+    return (AffinityRouter) create("affinity", all, context(Fleet.CONTEXT, clock));
+  }
+
+  private static Worker withMaxNumTokens(String id, int maxNumTokens) {
+    Worker w = org.mockito.Mockito.mock(Worker.class, id);
+    when(w.id()).thenReturn(id);
+    when(w.info()).thenReturn(new dev.affinity.worker.WorkerInfo(4, HashAlgorithm.V1_BLOCK_KEY, 2, true, 64,
+        maxNumTokens));
+    when(w.isAlive()).thenReturn(true);
+    return w;
+  }
+
+  @Test
+  void lockstepUsesTheSectionsMaxNumTokens() {
+    assertEquals("a", whereTheLockstepCaseGoes(lockstepRouter(Map.of("max_num_tokens", 2048)),
+        worker("a", 4, true, 2, 64), worker("b", 4, true, 2, 64)));
+    assertEquals("b", whereTheLockstepCaseGoes(lockstepRouter(Map.of()),
+        worker("a", 4, true, 2, 64), worker("b", 4, true, 2, 64)), "upstream's 8,192 by default");
   }
 
   @Test
   void lockstepUsesEachWorkersMaxNumTokensWithoutAnArgument() {
-    // no max_num_tokens argument: the worker's own (2,048 here) sets the lockstep bound, as in the test above
-    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0),
-        context(Fleet.CONTEXT, clock));
-    for (String id : List.of("a", "b")) {
-      Worker w = org.mockito.Mockito.mock(Worker.class, id);
-      when(w.id()).thenReturn(id);
-      when(w.info()).thenReturn(new dev.affinity.worker.WorkerInfo(4, HashAlgorithm.V1_BLOCK_KEY, 2, true, 64, 2048));
-      when(w.isAlive()).thenReturn(true);
-      r.addWorker(w);
-    }
-    Selection busy = r.select(req(1, null, tokens(20_000, 0)), Set.of("b"));
-    int[] prompt = tokens(4000, 300_000);
-    stored(r, "a", 1 - busy.candidate().rank(), java.util.Arrays.copyOf(prompt, 3000));
-    assertEquals("a", r.select(req(2, null, prompt), Set.of()).worker().id());
-    busy.release(Outcome.SUCCESS);
+    assertEquals("a", whereTheLockstepCaseGoes(lockstepRouter(Map.of()), withMaxNumTokens("a", 2048),
+        withMaxNumTokens("b", 2048)));
+    assertEquals("b", whereTheLockstepCaseGoes(lockstepRouter(Map.of("max_num_tokens", 8192)),
+        withMaxNumTokens("a", 2048), withMaxNumTokens("b", 2048)), "the section's value wins");
   }
 
   @Test
