@@ -1,7 +1,6 @@
 package dev.affinity.routing;
 
 import dev.affinity.executor.KvEvent;
-import dev.affinity.executor.KvEventType;
 import dev.affinity.kv.KvEventApplier;
 import dev.affinity.kv.PrefixIndex;
 import dev.affinity.worker.Worker;
@@ -62,7 +61,17 @@ public abstract class AbstractRouter implements Router {
   protected AbstractRouter(RouterContext context) {
     this.context = Objects.requireNonNull(context, "context");
     this.index = context.prefixIndex();
-    this.applier = new KvEventApplier(index);
+    this.applier = new KvEventApplier(index, new KvEventApplier.Listener() {
+      @Override
+      public void removed(int location, long[] keys) {
+        onBlocksRemoved(location, keys);
+      }
+
+      @Override
+      public void cleared(int location) {
+        onCacheCreated(location);
+      }
+    });
     for (DecisionReason r : DecisionReason.values()) {
       decisions.put(r, new LongAdder());
     }
@@ -219,15 +228,7 @@ public abstract class AbstractRouter implements Router {
       w = workers.get(workerId);
     }
     if (w != null) {
-      boolean ranksVisible = w.info().ranksVisible();
-      applier.apply(workerId, ranksVisible, events);
-      for (KvEvent e : events) {
-        if (e.type() == KvEventType.REMOVED) {
-          onBlocksRemoved(index.location(workerId, ranksVisible ? e.rank() : -1), e.blockHashes());
-        } else if (e.type() == KvEventType.CREATED && ranksVisible) {
-          onCacheCreated(index.location(workerId, e.rank()));
-        }
-      }
+      applier.apply(workerId, w.info().ranksVisible(), events);
     }
   }
 
