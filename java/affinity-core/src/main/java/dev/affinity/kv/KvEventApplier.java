@@ -5,7 +5,7 @@ import java.util.List;
 
 /**
  * Applies KV-cache events of one worker to a {@link PrefixIndex}: "created" clears the location
- * (a new cache holds nothing), "stored" adds blocks, "removed" retracts them, "updated" (a priority
+ * (a new cache holds nothing) and records its size, "stored" adds blocks, "removed" retracts them, "updated" (a priority
  * change) keeps them. With {@code ranksVisible} the event's rank selects the location; otherwise the
  * whole worker is one location.
  */
@@ -39,7 +39,7 @@ public final class KvEventApplier {
       switch (e.type()) {
         case CREATED -> {
           if (ranksVisible) {
-            index.clear(location);
+            index.created(location, e.value());
             listener.cleared(location);
           }
           // without visible ranks, one rank's new cache says nothing about the others

@@ -31,6 +31,10 @@ public final class PrefixIndex {
     final String worker;
     final int rank;
     final LongLruSet lru = new LongLruSet();
+    /** The blocks its cache was created with, as its "created" event said (0: not seen). */
+    long createdBlocks;
+    /** The most blocks the location held when its worker evicted some (0: never evicted since its cache was made). */
+    long heldAtEviction;
 
     LocationState(String worker, int rank) {
       this.worker = worker;
@@ -105,10 +109,16 @@ public final class PrefixIndex {
     store(location, keys, 0, keys.length);
   }
 
-  /** Records that the location no longer holds these blocks. */
+  /**
+   * Records that the location no longer holds these blocks: its worker evicted them (TensorRT-LLM removes a block
+   * from its reuse tree only to make room), so the cache was full at what it held before.
+   */
   public void remove(int location, long[] keys) {
     LocationState st = state(location);
     synchronized (st) {
+      if (keys.length > 0) {
+        st.heldAtEviction = Math.max(st.heldAtEviction, st.lru.size());
+      }
       for (long k : keys) {
         if (st.lru.remove(k)) {
           entries.decrementAndGet();
@@ -127,6 +137,17 @@ public final class PrefixIndex {
         holders.clear(k, location);
       });
       st.lru.clear();
+      st.createdBlocks = 0;
+      st.heldAtEviction = 0;
+    }
+  }
+
+  /** The location's cache was (re)created empty with room for {@code blocks} blocks (0: not said). */
+  public void created(int location, long blocks) {
+    clear(location);
+    LocationState st = state(location);
+    synchronized (st) {
+      st.createdBlocks = Math.max(0, blocks);
     }
   }
 
@@ -150,6 +171,18 @@ public final class PrefixIndex {
       for (int i = Math.min(count, keys.length) - 1; i >= 0; i--) {
         st.lru.touch(keys[i]);
       }
+    }
+  }
+
+  /**
+   * The blocks the location's KV cache holds: what its "created" event said, else the most it held when its
+   * worker evicted (a router that starts after its workers misses their "created" events); 0 while neither is
+   * known, so the cache has not been full as far as the events show.
+   */
+  public long capacity(int location) {
+    LocationState st = state(location);
+    synchronized (st) {
+      return st.createdBlocks > 0 ? st.createdBlocks : st.heldAtEviction;
     }
   }
 

@@ -16,7 +16,10 @@ import java.util.Map;
  * uncached tokens {@code n} after the cached prefix {@code p}, {@code n + f((p+n)^2 - p^2)} with the
  * attention factor {@code f} — plus the prefill work already routed there and not finished, and never less than
  * the lockstep bound: the attention-DP ranks of an instance iterate together, so work queued on a sibling rank
- * delays this one too (up to {@code max_num_tokens} per iteration this request needs). The cached
+ * delays this one too (up to {@code max_num_tokens} per iteration this request needs). Where the candidate's cache
+ * is full, the tokens the request writes beyond its free blocks evict as many cached tokens of other requests,
+ * which someone prefills again when they come back: each counts {@code eviction_weight} (default 1) token of work
+ * more. The cached
  * prefix is the longer of what the KV events say and what was routed there in the last
  * {@code predict_ttl_seconds} (predict-on-route: siblings of a burst land together before any event
  * arrives). The routing key (sub-agent affinity id, else conversation id) is a soft pin: a key stays
@@ -47,6 +50,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final double softMargin;
   /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk; 0: the worker's. */
   private final int maxNumTokens;
+  private final double evictionWeight;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
   private final Map<Long, Double> workBySelection = new HashMap<>();
@@ -76,12 +80,14 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    *     and its later turns follow its own pin; negative: off (every turn follows the root's pin)
    * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk); 0:
    *     each worker's own ({@link dev.affinity.worker.WorkerInfo#maxNumTokens})
+   * @param evictionWeight the work counted for each cached token a placement evicts from a full cache (0: none)
    */
   public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
       double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
-      double slotWeight, double kvWeight, double softMargin, int maxNumTokens) {
+      double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight) {
     super(context);
     this.maxNumTokens = maxNumTokens;
+    this.evictionWeight = evictionWeight;
     this.softMargin = softMargin;
     this.pinMarginTokens = pinMarginTokens;
     this.placementTolerance = placementTolerance;
@@ -110,8 +116,10 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
     // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
     int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
+    double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
     args.done(RouterArgs.ADOPTED);
-    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk);
+    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
+        eviction);
   }
 
   @Override
@@ -211,7 +219,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
         int chunk = maxNumTokens > 0 ? maxNumTokens : c.worker().info().maxNumTokens();
-        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i], chunk);
+        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i], chunk)
+            + evictionWeight * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock());
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -293,6 +302,19 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       return null;
     }
     return own;
+  }
+
+  /**
+   * The cached tokens that writing {@code written} tokens at a location evicts: those beyond its free blocks, once
+   * its capacity is known ({@link dev.affinity.kv.PrefixIndex#capacity}); 0 before that (it has not been full).
+   */
+  private long evictedTokens(int location, long written, int tokensPerBlock) {
+    long capacity = index.capacity(location);
+    if (capacity == 0 || evictionWeight == 0) {
+      return 0;
+    }
+    long free = Math.max(0, capacity - index.size(location)) * tokensPerBlock;
+    return Math.max(0, written - free);
   }
 
   /**

@@ -84,6 +84,28 @@ class PrefixIndexTest {
   }
 
   @Test
+  void aCachesCapacityComesFromItsCreatedEventElseFromWhatItHeldWhenItEvicted() {
+    PrefixIndex idx = new PrefixIndex(1000);
+    KvEventApplier ap = new KvEventApplier(idx);
+    int r0 = idx.location("w", 0);
+    int r1 = idx.location("w", 1);
+    assertEquals(0, idx.capacity(r0), "unknown: never created nor full");
+    ap.apply("w", true, List.of(new KvEvent(0, KvEventType.CREATED, 0, 0, false, 0, null, null, 64, 0)));
+    assertEquals(64, idx.capacity(r0), "the created event says it");
+    // rank 1's created event was missed (the router started later): its first eviction shows how much it holds
+    ap.apply("w", true, List.of(new KvEvent(1, KvEventType.STORED, 1, 0, false, 0, keys(10, 100), null, 0, 0)));
+    assertEquals(0, idx.capacity(r1), "storing alone says nothing about the size");
+    ap.apply("w", true, List.of(new KvEvent(2, KvEventType.REMOVED, 1, 0, false, 0, keys(2, 108), null, 0, 0),
+        new KvEvent(3, KvEventType.STORED, 1, 0, false, 0, keys(2, 200), null, 0, 0),
+        new KvEvent(4, KvEventType.REMOVED, 1, 0, false, 0, keys(1, 200), null, 0, 0)));
+    assertEquals(10, idx.capacity(r1), "the most it held when it evicted");
+    ap.apply("w", true, List.of(new KvEvent(5, KvEventType.CREATED, 1, 0, false, 0, null, null, 0, 0)));
+    assertEquals(0, idx.capacity(r1), "a new cache of unknown size");
+    idx.clearWorker("w");
+    assertEquals(0, idx.capacity(r0), "a worker that left");
+  }
+
+  @Test
   void concurrentUpdatesAndLookupsStayConsistent() throws Exception {
     PrefixIndex idx = new PrefixIndex(10_000);
     int locations = 16;

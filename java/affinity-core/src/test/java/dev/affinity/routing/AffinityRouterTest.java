@@ -359,6 +359,34 @@ class AffinityRouterTest {
   }
 
   @Test
+  void aMoveIntoAFullCacheCountsWhatItEvicts() {
+    // k's 4,000-token prompt has 3,900 tokens cached on a, behind ~5,900 tokens of queued work; b is idle but its
+    // cache is full (it evicted at 1,000 blocks and holds 999). Moving prefills 4,352 token-equivalents on b and
+    // evicts 3,996 cached tokens there, which someone prefills again: with that counted, staying is cheaper.
+    assertEquals("a", whereAFullCacheCaseGoes(1.0).worker().id());
+    assertEquals(DecisionReason.PINNED, whereAFullCacheCaseGoes(1.0).reason());
+    Selection free = whereAFullCacheCaseGoes(0.0);
+    assertEquals("b", free.worker().id(), "without the eviction term the idle rank wins");
+    assertEquals(DecisionReason.PIN_BROKEN, free.reason());
+  }
+
+  private Selection whereAFullCacheCaseGoes(double evictionWeight) {
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0, "eviction_weight", evictionWeight), "a", "b");
+    int[] prompt = tokens(4000, 0);
+    stored(r, "a", 0, java.util.Arrays.copyOf(prompt, 3900));
+    Selection pin = r.select(req(1, "k", prompt), Set.of());
+    assertEquals("a", pin.worker().id());
+    pin.release(Outcome.SUCCESS);
+    int[] other = tokens(4000, 1_000_000);
+    stored(r, "b", 0, other);
+    long[] otherKeys = new BlockHasher(HashAlgorithm.V1_BLOCK_KEY, 4).keys(other, null);
+    r.onKvEvents("b", List.of(new dev.affinity.executor.KvEvent(2, dev.affinity.executor.KvEventType.REMOVED, 0, 0,
+        false, 0, new long[] {otherKeys[999]}, null, 0, 0)));
+    r.select(req(2, null, tokens(5300, 2_000_000)), Set.of("b"));  // queued on a, never released
+    return r.select(req(3, "k", prompt), Set.of());
+  }
+
+  @Test
   void twoIndependentRoutersAgreeOnNewKeys() {
     AffinityRouter one = router(Map.of(), "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7");
     AffinityRouter two = router(Map.of(), "w7", "w6", "w5", "w4", "w3", "w2", "w1", "w0");  // other order
