@@ -4,8 +4,14 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.util.ByteArrayBuilder;
+import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * One pass of the streaming parser over a worker's whole (non-streamed) completion or chat-completion answer,
@@ -22,7 +28,8 @@ import java.util.Optional;
  * written from their records. Fields keep the worker's order (the records write theirs; a worker that writes its
  * fields in the records' order, as trtllm-serve and Affinity workers do, gets the same bytes). The pass accepts
  * only what the record path accepts: every modelled field is checked for the type its record wants, records that
- * carry rules of their own ({@code usage}, {@code disaggregated_params}) are read with their deserializers, and
+ * carry rules of their own ({@code disaggregated_params}) are read with their deserializers ({@code usage} by hand,
+ * with its record's rules), and
  * duplicate keys are refused. Whatever it does not handle the same way (a content-part array, a missing
  * {@code choices} or {@code role}, a type the records refuse, malformed JSON) makes it give up:
  * {@link ProtocolCodec#scanResponse} returns null and the caller parses the answer into records, which also
@@ -56,7 +63,6 @@ public final class ResponseScan {
     ByteArrayBuilder out = relay ? new ByteArrayBuilder(json.length) : null;
     try (JsonParser p = codec.createParser(json);
         JsonGenerator g = relay ? codec.createGenerator(out) : null) {
-      p.enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
       Scanner s = new Scanner(codec, p, g, out, chat);
       s.answer();
       byte[] body = null;
@@ -109,7 +115,7 @@ public final class ResponseScan {
     if (usageAt < 0) {
       return body;
     }
-    byte[] u = codec.toJsonBytes(ctxUsage == null ? usage : usage.withContextUsage(ctxUsage));
+    byte[] u = usageJson(ctxUsage == null ? usage : usage.withContextUsage(ctxUsage));
     byte[] json = new byte[body.length + u.length];
     System.arraycopy(body, 0, json, 0, usageAt);
     System.arraycopy(u, 0, json, usageAt, u.length);
@@ -117,10 +123,87 @@ public final class ResponseScan {
     return json;
   }
 
+  /**
+   * {@code usage} as the record writes it: by hand when it has only the modelled counts (what workers send), else by
+   * the codec.
+   */
+  private byte[] usageJson(UsageInfo u) {
+    PromptTokensDetails details = u.promptTokensDetails();
+    if (!u.extraForJson().isEmpty() || details != null && !details.extraForJson().isEmpty()) {
+      return codec.toJsonBytes(u);
+    }
+    byte[] b = new byte[160]; // the longest: four names and four ints of 11 characters
+    int n = 0;
+    b[n++] = '{';
+    n = count(b, n, "\"prompt_tokens\":", u.promptTokens());
+    n = count(b, n, "\"completion_tokens\":", u.completionTokens());
+    n = count(b, n, "\"total_tokens\":", u.totalTokens());
+    if (details != null) {
+      n = ascii(b, n, n > 1 ? ",\"prompt_tokens_details\":{" : "\"prompt_tokens_details\":{");
+      if (details.cachedTokens() != null) {
+        n = ascii(b, ascii(b, n, "\"cached_tokens\":"), Integer.toString(details.cachedTokens()));
+      }
+      b[n++] = '}';
+    }
+    b[n++] = '}';
+    return Arrays.copyOf(b, n);
+  }
+
+  /** {@code "name":value} after a comma when something came before, or nothing for a null value. */
+  private static int count(byte[] b, int at, String name, Integer value) {
+    if (value == null) {
+      return at;
+    }
+    int n = at;
+    if (n > 1) {
+      b[n++] = ',';
+    }
+    return ascii(b, ascii(b, n, name), Integer.toString(value));
+  }
+
+  private static int ascii(byte[] b, int at, String s) {
+    int n = at;
+    for (int i = 0; i < s.length(); i++) {
+      b[n++] = (byte) s.charAt(i);
+    }
+    return n;
+  }
+
   /** Thrown where the record path would treat the answer differently; never escapes {@link #scan}. */
   private static final class GiveUp extends RuntimeException {
     GiveUp() {
       super(null, null, false, false);
+    }
+  }
+
+  /**
+   * The field names of one object so far. A repeated name makes the scan give up: the records keep the last value
+   * at the first one's place (cheaper than the parser's own duplicate detection, which hashes every name).
+   */
+  private static final class Names {
+    private String[] names = new String[8];
+    private int count;
+    private Set<String> many;
+
+    String add(String name) {
+      if (many != null) {
+        if (!many.add(name)) {
+          throw new GiveUp();
+        }
+        return name;
+      }
+      for (int i = 0; i < count; i++) {
+        if (names[i].equals(name)) {
+          throw new GiveUp();
+        }
+      }
+      if (count == names.length) {
+        many = new HashSet<>(Arrays.asList(names));
+        many.add(name);
+        return name;
+      }
+      names[count++] = name;
+      return name;
     }
   }
 
@@ -152,8 +235,9 @@ public final class ResponseScan {
         g.writeStartObject();
       }
       boolean choices = false;
+      Names seen = new Names();
       while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
+        String name = seen.add(p.currentName());
         JsonToken t = p.nextToken();
         switch (name) {
           case "id", "object", "model" -> string(name, t);
@@ -207,8 +291,9 @@ public final class ResponseScan {
         g.writeStartObject();
       }
       boolean finish = false;
+      Names seen = new Names();
       while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
+        String name = seen.add(p.currentName());
         JsonToken t = p.nextToken();
         switch (name) {
           case "index" -> integer(name, t, true);
@@ -281,8 +366,9 @@ public final class ResponseScan {
         g.writeStartObject();
       }
       boolean role = false;
+      Names seen = new Names();
       while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
+        String name = seen.add(p.currentName());
         JsonToken t = p.nextToken();
         switch (name) {
           case "role" -> {
@@ -329,8 +415,9 @@ public final class ResponseScan {
       if (g != null) {
         g.writeStartObject();
       }
+      Names seen = new Names();
       while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
+        String name = seen.add(p.currentName());
         JsonToken t = p.nextToken();
         switch (name) {
           case "id", "type" -> string(name, t);
@@ -342,8 +429,9 @@ public final class ResponseScan {
                 g.writeFieldName(name);
                 g.writeStartObject();
               }
+              Names fields = new Names();
               while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String f = p.currentName();
+                String f = fields.add(p.currentName());
                 JsonToken v = p.nextToken();
                 if (f.equals("name") || f.equals("arguments")) {
                   string(f, v);
@@ -370,16 +458,80 @@ public final class ResponseScan {
         return;
       }
       expect(t, JsonToken.START_OBJECT);
-      usage = codec.readValue(p, UsageInfo.class);
-      if (usage == null) {
-        throw new GiveUp();
-      }
+      usage = readUsage();
       if (g != null) {
         g.writeFieldName("usage");
         g.writeRawValue(""); // the separators are written; the slot is where the value goes
         g.flush();
         usageAt = out.size();
       }
+    }
+
+    /**
+     * A {@link UsageInfo} as its record reads it (counts must be ints; other fields are kept as JSON trees); the
+     * parser stands on its start.
+     */
+    private UsageInfo readUsage() throws IOException {
+      Integer prompt = null;
+      Integer completion = null;
+      Integer total = null;
+      PromptTokensDetails details = null;
+      Map<String, JsonNode> extra = null;
+      Names seen = new Names();
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = seen.add(p.currentName());
+        JsonToken t = p.nextToken();
+        switch (name) {
+          case "prompt_tokens" -> prompt = count(t);
+          case "completion_tokens" -> completion = count(t);
+          case "total_tokens" -> total = count(t);
+          case "prompt_tokens_details" -> {
+            if (t == JsonToken.VALUE_NULL) {
+              details = null;
+            } else {
+              expect(t, JsonToken.START_OBJECT);
+              details = readDetails();
+            }
+          }
+          default -> extra = extra(extra, name);
+        }
+      }
+      return new UsageInfo(prompt, completion, total, details, extra);
+    }
+
+    private PromptTokensDetails readDetails() throws IOException {
+      Integer cached = null;
+      Map<String, JsonNode> extra = null;
+      Names seen = new Names();
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = seen.add(p.currentName());
+        JsonToken t = p.nextToken();
+        if (name.equals("cached_tokens")) {
+          cached = count(t);
+        } else {
+          extra = extra(extra, name);
+        }
+      }
+      return new PromptTokensDetails(cached, extra);
+    }
+
+    /** An {@code Integer} count: null, or an int. */
+    private Integer count(JsonToken t) throws IOException {
+      if (t == JsonToken.VALUE_NULL) {
+        return null;
+      }
+      expect(t, JsonToken.VALUE_NUMBER_INT);
+      if (p.getNumberType() != JsonParser.NumberType.INT) {
+        throw new GiveUp();
+      }
+      return p.getIntValue();
+    }
+
+    /** {@code extra} with the value the parser stands on added as a JSON tree, as the records' any-setter keeps it. */
+    private Map<String, JsonNode> extra(Map<String, JsonNode> extra, String name) throws IOException {
+      Map<String, JsonNode> m = extra == null ? new LinkedHashMap<>() : extra;
+      m.put(name, codec.readValue(p, JsonNode.class));
+      return m;
     }
 
     private void promptTokenIds(JsonToken t) throws IOException {
@@ -455,9 +607,11 @@ public final class ResponseScan {
           if (g != null) {
             g.writeStartObject();
           }
+          Names seen = new Names();
           while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = seen.add(p.currentName());
             if (g != null) {
-              g.writeFieldName(p.currentName());
+              g.writeFieldName(name);
             }
             p.nextToken();
             copyValue();

@@ -387,7 +387,7 @@ class EncodedResponseTest {
       ObjectNode a = answer.deepCopy();
       ArrayNode choices = (ArrayNode) a.get("choices");
       ObjectNode first = choices.isEmpty() ? null : (ObjectNode) choices.get(0);
-      switch (r.nextInt(16)) {
+      switch (r.nextInt(18)) {
         case 0 -> a.put("created", 1.5);
         case 1 -> a.put("id", 7);
         case 2 -> a.putNull("choices");
@@ -436,6 +436,15 @@ class EncodedResponseTest {
         }
         case 14 -> {
           return json.substring(0, json.length() - 1) + ",\"id\":\"dup\"}"; // a duplicate key (last wins)
+        }
+        case 15 -> { // a duplicate key inside an unmodelled object (the tree keeps the last value)
+          ObjectNode x = a.putObject("x_dup");
+          x.put("k", 1);
+          return a.toString().replace("\"x_dup\":{\"k\":1}", "\"x_dup\":{\"k\":1,\"j\":2,\"k\":3}");
+        }
+        case 16 -> { // a duplicate count in usage
+          a.putObject("usage").put("prompt_tokens", 1).put("total_tokens", 2);
+          return a.toString().replace("\"total_tokens\":2}", "\"total_tokens\":2,\"prompt_tokens\":5}");
         }
         default -> {
           return json + (r.nextBoolean() ? " {}" : "]");
