@@ -3,8 +3,8 @@ package dev.affinity.disagg;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.routing.Selection;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerReport;
 import java.util.Optional;
 
@@ -28,14 +28,14 @@ final class ContextFirst implements Schedule {
   }
 
   private static void contextDone(RequestFlow flow, Selection sel) {
-    OpenAiResponse ctx = flow.context().response();
+    EncodedResponse ctx = flow.context().response();
     if (ctx == null) {
       flow.finishWithError(502, "context worker " + sel.worker().id() + " returned no response");
       return;
     }
     Optional<DisaggregatedParams> handoff = ctx.firstDisaggregatedParams();
     if (finishedInContext(ctx) || handoff.isEmpty()) {
-      flow.deliverWhole(ctx.withoutDisaggregatedParams());
+      flow.deliverWhole(ctx);
       return;
     }
     flow.holdContext(sel.worker(), handoff.get());
@@ -49,7 +49,7 @@ final class ContextFirst implements Schedule {
   }
 
   /** The generation leg: the context's hand-off params and usage, and the prompt ids the context saw. */
-  private static OpenAiRequest generationBody(RequestFlow flow, OpenAiResponse ctx, DisaggregatedParams handoff) {
+  private static OpenAiRequest generationBody(RequestFlow flow, EncodedResponse ctx, DisaggregatedParams handoff) {
     DisaggregatedParams params = handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
         .scheduleStyle(flow.style()).conversationId(flow.conversationId()).ctxUsage(ctx.usage())
         .disaggRequestId(flow.requestId()).build();
@@ -57,7 +57,7 @@ final class ContextFirst implements Schedule {
   }
 
   /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */
-  static boolean finishedInContext(OpenAiResponse response) {
+  static boolean finishedInContext(EncodedResponse response) {
     Optional<String> finish = response.firstFinishReason();
     return finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished");
   }

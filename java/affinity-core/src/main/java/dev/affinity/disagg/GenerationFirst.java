@@ -3,9 +3,9 @@ package dev.affinity.disagg;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.routing.Outcome;
 import dev.affinity.routing.Selection;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerCall;
 
 /**
@@ -43,10 +43,10 @@ final class GenerationFirst implements Schedule {
   }
 
   private static void contextDone(RequestFlow flow) {
-    OpenAiResponse ctx = flow.context().response();
+    EncodedResponse ctx = flow.context().response();
     if (ctx != null && ContextFirst.finishedInContext(ctx) && !flow.streamStarted()) {
       WorkerCall waiting = flow.generation().detach();
-      flow.deliverWhole(ctx.withoutDisaggregatedParams());
+      flow.deliverWhole(ctx);
       if (waiting != null) {
         waiting.cancel();
       }

@@ -10,6 +10,7 @@ import dev.affinity.routing.Router;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
@@ -46,7 +47,7 @@ final class Leg {
   /** Workers that failed this request: its retries go elsewhere. */
   private final Set<String> excluded = new HashSet<>();
   private WorkerCall call;
-  private OpenAiResponse response;
+  private EncodedResponse response;
   /** A worker chosen ahead of its leg (conditional disaggregation chooses generation before context). */
   private Selection reserved;
 
@@ -89,7 +90,7 @@ final class Leg {
   }
 
   /** The whole answer of this leg's latest call (null when none came, or for a streamed leg). */
-  OpenAiResponse response() {
+  EncodedResponse response() {
     return response;
   }
 
@@ -165,6 +166,11 @@ final class Leg {
 
     @Override
     public void onResponse(OpenAiResponse r) {
+      onEncodedResponse(EncodedResponse.of(r));
+    }
+
+    @Override
+    public void onEncodedResponse(EncodedResponse r) {
       synchronized (flow.lock()) {
         if (attempt == flow.requestId()) {
           response = r;

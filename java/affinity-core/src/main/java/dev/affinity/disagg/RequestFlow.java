@@ -14,7 +14,6 @@ import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
@@ -23,6 +22,7 @@ import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.tracing.TracedSink;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerReport;
@@ -288,13 +288,10 @@ final class RequestFlow {
     } else if (generation.response() == null) {
       finishWithError(502, "generation worker " + gen.worker().id() + " returned no response");
     } else {
-      OpenAiResponse r = generation.response().withoutDisaggregatedParams();
-      OpenAiResponse ctx = context.response();
-      if (ctx != null && ctx.usage() != null) {
-        r = r.withUsageFromContext(ctx.usage());
-      }
+      EncodedResponse ctx = context.response();
+      EncodedResponse r = generation.response().forClient(ctx == null ? null : ctx.usage());
       finish();
-      sink.respond(r, route);
+      sink.respondEncoded(r, route);
     }
   }
 
@@ -456,7 +453,7 @@ final class RequestFlow {
     if (client instanceof ChatCompletionRequest c && c.promptTokenIds() != null) {
       return c.promptTokenIds().toArray();
     }
-    OpenAiResponse ctx = context.response();
+    EncodedResponse ctx = context.response();
     return ctx != null && ctx.promptTokenIds() != null ? ctx.promptTokenIds().toArray() : null;
   }
 
@@ -472,20 +469,24 @@ final class RequestFlow {
   // ---------------------------------------------------------------------------------------------
   // Endings
 
-  /** The whole answer came from one leg (the context finished the request): sent as is, or as a stream. */
-  void deliverWhole(OpenAiResponse response) {
+  /**
+   * The whole answer came from one leg (the context finished the request): sent without its
+   * {@code disaggregated_params}, whole or as a stream.
+   */
+  void deliverWhole(EncodedResponse answer) {
     finish();
+    EncodedResponse response = answer.forClient(null);
     if (client.isStreaming()) {
       if (!streamStarted) {
         streamStarted = true;
         sink.streamStart(route);
       }
-      for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response)) {
+      for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response.parsed())) {
         relay(chunk);  // a resumed stream's context finished it: its chunks continue the stream
       }
       sink.streamEnd(route);
     } else {
-      sink.respond(response, route);
+      sink.respondEncoded(response, route);
     }
   }
 

@@ -4,6 +4,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 
 /**
  * Where orchestration delivers one client's answer: the HTTP frontend (Netty) or the fleet
@@ -14,6 +15,15 @@ import dev.affinity.worker.EncodedChunk;
 public interface ClientSink {
   /** A whole (non-streamed) response, HTTP 200. */
   void respond(OpenAiResponse response, RouteInfo route);
+
+  /**
+   * A whole (non-streamed) response in its client's form ({@link EncodedResponse#forClient}), HTTP 200: a sink that
+   * writes the OpenAI answer as it is writes {@link EncodedResponse#json} (for a worker's answer over HTTP, the bytes
+   * copied from it, no records built); by default it is parsed and handed to {@link #respond}.
+   */
+  default void respondEncoded(EncodedResponse response, RouteInfo route) {
+    respond(response.parsed(), route);
+  }
 
   /** Opens the SSE stream (HTTP 200, text/event-stream), before the first chunk. */
   void streamStart(RouteInfo route);

@@ -4,6 +4,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
 
 /**
@@ -20,6 +21,11 @@ public abstract class ForwardingClientSink implements ClientSink {
   @Override
   public void respond(OpenAiResponse response, RouteInfo route) {
     delegate.respond(response, route);
+  }
+
+  @Override
+  public void respondEncoded(EncodedResponse response, RouteInfo route) {
+    delegate.respondEncoded(response, route);
   }
 
   @Override

@@ -1,5 +1,7 @@
 package dev.affinity.protocol;
 
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -24,6 +26,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.type.LogicalType;
 import com.fasterxml.jackson.module.blackbird.BlackbirdModule;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
@@ -126,6 +129,31 @@ public final class ProtocolCodec {
   /** The JSON payload of one {@code data:} line of a chat completion stream. */
   public ChatCompletionStreamResponse parseChatCompletionStreamChunk(byte[] body) throws ProtocolException {
     return read(body, ChatCompletionStreamResponse.class, ProtocolException.BAD_GATEWAY);
+  }
+
+  /**
+   * One pass over a worker's whole answer instead of a parse into records ({@link ResponseScan}): what the
+   * orchestration reads of it, and with {@code relay} the JSON a client gets, copied token by token. Null when the
+   * pass gives up on the answer: parse it with {@link #parseCompletionResponse} or
+   * {@link #parseChatCompletionResponse} then, which also names the error if it is not a valid answer.
+   */
+  public ResponseScan scanResponse(byte[] body, boolean chat, boolean relay) {
+    return ResponseScan.scan(this, body, chat, relay);
+  }
+
+  /** A parser with the codec's settings (limits, number handling). */
+  JsonParser createParser(byte[] body) throws IOException {
+    return mapper.createParser(body);
+  }
+
+  /** A UTF-8 generator with the codec's settings, as {@link #toJsonBytes} writes. */
+  JsonGenerator createGenerator(OutputStream out) throws IOException {
+    return mapper.createGenerator(out, JsonEncoding.UTF8);
+  }
+
+  /** The value the parser stands on, read as {@code type} with the codec's rules (the parser stops on its end). */
+  <T> T readValue(JsonParser parser, Class<T> type) throws IOException {
+    return readers.get(type).readValue(parser);
   }
 
   // ---- writing ----

@@ -129,6 +129,11 @@ public final class TokenIds {
     return n == 0 ? EMPTY : new TokenIds(n == buf.length ? buf : Arrays.copyOf(buf, n));
   }
 
+  /** Writes the ids as a JSON array, as the serializer does. */
+  void writeTo(JsonGenerator gen) throws IOException {
+    gen.writeArray(ids, 0, ids.length);
+  }
+
   static final class Deserializer extends JsonDeserializer<TokenIds> {
     @Override
     public TokenIds deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {

@@ -7,6 +7,7 @@ import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -69,6 +70,15 @@ public final class SessionLifecycleHandler implements CompletionHandler {
         ended();
       } finally {
         delegate.respond(response, route);
+      }
+    }
+
+    @Override
+    public void respondEncoded(EncodedResponse response, RouteInfo route) {
+      try {
+        ended();
+      } finally {
+        delegate.respondEncoded(response, route);
       }
     }
 

@@ -5,6 +5,7 @@ import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
+import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
 
 /** A client sink that tells a request's trace how the request ended, then passes everything on unchanged. */
@@ -26,6 +27,12 @@ public final class TracedSink extends ForwardingClientSink {
   public void respond(OpenAiResponse response, RouteInfo route) {
     trace.ended(200, null, route);
     delegate.respond(response, route);
+  }
+
+  @Override
+  public void respondEncoded(EncodedResponse response, RouteInfo route) {
+    trace.ended(200, null, route);
+    delegate.respondEncoded(response, route);
   }
 
   @Override

@@ -25,6 +25,15 @@ public interface WorkerListener {
   /** The whole response of a non-streaming request, just before {@link #onComplete}. */
   default void onResponse(OpenAiResponse response) {}
 
+  /**
+   * The whole response of a non-streaming request as a worker over HTTP sent it, scanned rather than parsed (in-process
+   * workers call {@link #onResponse}); just before {@link #onComplete}. A listener that relays bytes overrides this;
+   * by default the answer is parsed and handed to {@link #onResponse}.
+   */
+  default void onEncodedResponse(EncodedResponse response) {
+    onResponse(response.parsed());
+  }
+
   /** The call succeeded; {@code report} says what the worker actually did. */
   void onComplete(WorkerReport report);
 

@@ -9,6 +9,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -56,6 +57,8 @@ final class HttpExchange implements ClientSink {
   private static final Logger LOG = LoggerFactory.getLogger(HttpExchange.class);
 
   private static final AsciiString JSON = ResponseHeaders.JSON;
+  /** The answer format of the OpenAI endpoints: the answer itself (its bytes can be relayed as they are). */
+  private static final Function<OpenAiResponse, Object> AS_IS = r -> r;
 
   private enum State { NEW, STREAMING, DONE }
 
@@ -95,7 +98,7 @@ final class HttpExchange implements ClientSink {
     this.log = new ExchangeLog(fc, meta, readNanos);
     this.streamFormat = meta.endpoint() == null ? StreamTransformer::openAi : meta.endpoint().streamFormat;
     this.anthropic = meta.endpoint() != null && meta.endpoint().anthropic();
-    this.answerFormat = anthropic ? r -> AnthropicResponses.toMessage((ChatCompletionResponse) r) : r -> r;
+    this.answerFormat = anthropic ? r -> AnthropicResponses.toMessage((ChatCompletionResponse) r) : AS_IS;
   }
 
   /** Answers a whole response with {@code format} applied (set before the handler runs). */
@@ -140,6 +143,28 @@ final class HttpExchange implements ClientSink {
     byte[] body;
     try {
       body = fc.codec.toJsonBytes(answerFormat.apply(response));
+    } catch (RuntimeException e) {
+      LOG.error("request {}: cannot serialize the response", meta.localId(), e);
+      fail(500, internalError(), routeInfo);
+      return;
+    }
+    onLoop(() -> writeFull(HttpResponseStatus.OK, JSON, body, routeInfo, Map.of(), false, null));
+  }
+
+  /**
+   * A whole response in its client's form: the OpenAI endpoints write its JSON ({@link EncodedResponse#json}, for a
+   * worker's answer over HTTP the bytes copied from it); an endpoint that reshapes the answer reads its records.
+   */
+  @Override
+  public void respondEncoded(EncodedResponse response, RouteInfo routeInfo) {
+    Objects.requireNonNull(response, "response");
+    if (answerFormat != AS_IS) {
+      respond(response.parsed(), routeInfo);
+      return;
+    }
+    byte[] body;
+    try {
+      body = response.json(fc.codec);
     } catch (RuntimeException e) {
       LOG.error("request {}: cannot serialize the response", meta.localId(), e);
       fail(500, internalError(), routeInfo);

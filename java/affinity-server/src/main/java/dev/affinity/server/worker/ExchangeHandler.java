@@ -54,14 +54,8 @@ final class ExchangeHandler extends ChannelInboundHandlerAdapter {
     current = exchange;
     head = null;
     interim = false;
-    channel.writeAndFlush(encoded).addListener(f -> {
-      if (!f.isSuccess()) {
-        if (current == exchange) {
-          fail(f.cause());
-        }
-        channel.close();
-      }
-    });
+    // no promise or listener per request: a failed write reaches exceptionCaught, which fails the exchange and closes
+    channel.writeAndFlush(encoded, channel.voidPromise());
   }
 
   @Override

@@ -1,7 +1,7 @@
 package dev.affinity.server.worker;
 
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
@@ -122,8 +122,8 @@ final class HttpCall implements WorkerCall, EncodedChunk.Source {
     return true;
   }
 
-  /** Ends the call successfully: {@code onResponse} (when non-null) then {@code onComplete}. */
-  void complete(OpenAiResponse response, WorkerReport report) {
+  /** Ends the call successfully: {@code onEncodedResponse} (when non-null) then {@code onComplete}. */
+  void complete(EncodedResponse response, WorkerReport report) {
     synchronized (lock) {
       if (state != RUNNING) {
         return;
@@ -132,7 +132,7 @@ final class HttpCall implements WorkerCall, EncodedChunk.Source {
       release(); // the worker no longer counts it once the listener hears the end
       if (response != null) {
         try {
-          listener.onResponse(response);
+          listener.onEncodedResponse(response);
         } catch (RuntimeException e) {
           LOG.warn("worker {}: listener failed on the response", workerId, e);
         }

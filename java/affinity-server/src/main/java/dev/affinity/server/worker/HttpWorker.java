@@ -2,6 +2,7 @@ package dev.affinity.server.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
+import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
@@ -302,7 +303,8 @@ public final class HttpWorker implements Worker {
       call.attachTimer(loop.schedule(
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
-      new LegExchange(call, http, pool, loop, codec, request.streaming(), body.isChat()).start();
+      new LegExchange(call, http, pool, loop, codec, request.streaming(), body.isChat(),
+          request.leg() != DisaggRequestType.CONTEXT_ONLY).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }

@@ -2,12 +2,12 @@ package dev.affinity.server.worker;
 
 import dev.affinity.protocol.CompletionStreamResponse;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerFailure;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -21,7 +21,9 @@ import java.util.Locale;
  * streamed answer goes through an {@link SseDecoder}; every event is checked ({@link ChunkScanner}) and
  * handed to the listener as the worker's bytes ({@link EncodedChunk}, with the call as the source a slow
  * client pauses); only a chunk carrying {@code usage} or {@code disaggregated_params} is parsed, for the
- * report. A whole answer is collected and parsed. Error statuses become failures ({@link Failures}).
+ * report. A whole answer is collected and scanned in one pass ({@link EncodedResponse#read}): what the report and
+ * the orchestration read is taken out and, unless the leg is context-only, the answer is copied into the client's
+ * JSON on the way, so no records are built; an answer the scan does not vouch for is parsed. Error statuses become failures ({@link Failures}).
  * A connection that breaks before the answer is complete ends the call with a RESET (retryable while
  * nothing was delivered: the orchestration tries another worker); a leg is never written twice, since a
  * POST may have started work on the worker. Runs on the connection's loop.
@@ -36,6 +38,8 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private final ProtocolCodec codec;
   private final boolean streaming;
   private final boolean chat;
+  /** Whether a whole answer goes to the client (a context-only leg's is only read): copied as it is scanned. */
+  private final boolean relay;
   private Channel channel;
   private int status;
   private BodyBuffer body;
@@ -44,7 +48,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private Integer rank;
 
   LegExchange(HttpCall call, RequestTemplate request, ConnectionPool pool, EventLoop loop, ProtocolCodec codec,
-      boolean streaming, boolean chat) {
+      boolean streaming, boolean chat, boolean relay) {
     this.call = call;
     this.request = request;
     this.pool = pool;
@@ -52,6 +56,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     this.codec = codec;
     this.streaming = streaming;
     this.chat = chat;
+    this.relay = relay;
   }
 
   /** Takes a connection and sends the leg. */
@@ -169,16 +174,17 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     return true;
   }
 
+  /** A whole answer: scanned (and on a leg that answers the client, relayed) in one pass, or parsed. */
   private void complete(byte[] bytes) {
-    OpenAiResponse parsed;
+    EncodedResponse answer;
     try {
-      parsed = chat ? codec.parseChatCompletionResponse(bytes) : codec.parseCompletionResponse(bytes);
+      answer = EncodedResponse.read(bytes, chat, relay, codec);
     } catch (ProtocolException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, status, "unparsable response: " + e.getMessage());
       return;
     }
-    Integer ctxRank = parsed.firstDisaggregatedParams().map(DisaggregatedParams::ctxDpRank).orElse(null);
-    call.complete(parsed, HttpWorker.report(parsed.usage(), ctxRank));
+    Integer ctxRank = answer.firstDisaggregatedParams().map(DisaggregatedParams::ctxDpRank).orElse(null);
+    call.complete(answer, HttpWorker.report(answer.usage(), ctxRank));
   }
 
   @Override
