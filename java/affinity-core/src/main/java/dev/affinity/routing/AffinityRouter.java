@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntToDoubleFunction;
 
 /**
  * {@code affinity}: Affinity's own policy, cost-based at the level of (worker, attention-DP rank).
@@ -33,8 +34,8 @@ import java.util.Map;
  * tolerance, to the one with the fewest blocks cached (the most room for what it adds).
  *
  * <p>Generation fleet: the cost balances decode slots ({@code active / max_batch_size}) and KV use
- * (in-flight tokens against the fleet mean); the key pins only with {@code subagent_affinity_scope:
- * both}.
+ * (in-flight tokens against the fleet mean), and is never less than what a sibling rank already carries (the
+ * ranks of an instance decode in lockstep); the key pins only with {@code subagent_affinity_scope: both}.
  */
 public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final long pinMarginTokens;
@@ -205,14 +206,18 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
-    double[] siblingWork = gen ? null : siblingWork(cands);
+    double[] siblingWork = gen ? null : onSiblings(cands, i -> load(cands.get(i)).work);
+    double[] siblingGen = gen
+        ? onSiblings(cands, i -> generationCost(cands.get(i), load(cands.get(i)).requests, load(cands.get(i)).tokens,
+            meanTokens))
+        : null;
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
       Load l = load(c);
       if (gen) {
-        double slots = (l.requests + 1.0) / c.worker().info().maxBatchSize();
-        double kv = (l.tokens + n + request.maxNewTokens()) / meanTokens;
-        cost[i] = slotWeight * slots + kvWeight * kv;
+        // lockstep: a decode iteration of the instance lasts as long as its busiest rank's
+        cost[i] = Math.max(siblingGen[i],
+            generationCost(c, l.requests + 1, l.tokens + n + request.maxNewTokens(), meanTokens));
       } else {
         Prepared p = (Prepared) prepared;
         int loc = locationOf(c);
@@ -317,11 +322,21 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     return Math.max(0, written - free);
   }
 
+  /** A generation candidate's load: decode slots in use and KV tokens against the fleet's mean. */
+  private double generationCost(Candidate c, double requests, double tokens, double meanTokens) {
+    return slotWeight * requests / c.worker().info().maxBatchSize() + kvWeight * tokens / meanTokens;
+  }
+
   /**
-   * Per candidate, the most prefill work queued on another attention-DP rank of its worker (0 without visible
-   * ranks): the ranks of an instance advance in lockstep, so that work sets the length of their shared iterations.
+   * Per candidate, the largest {@code value} of another attention-DP rank of its worker (0 without visible ranks):
+   * the ranks of an instance advance in lockstep, so the busiest one sets the length of their shared iterations
+   * (queued prefill work on the context fleet, the decode load on the generation fleet).
    */
-  private double[] siblingWork(List<Candidate> cands) {
+  private static double[] onSiblings(List<Candidate> cands, IntToDoubleFunction value) {
+    double[] values = new double[cands.size()];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = value.applyAsDouble(i);
+    }
     double[] out = new double[cands.size()];
     for (int from = 0, to; from < cands.size(); from = to) {
       // a worker's candidates are adjacent (candidatesOf adds them together)
@@ -329,7 +344,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       double first = 0;
       double second = 0;
       for (to = from; to < cands.size() && cands.get(to).workerId().equals(worker); to++) {
-        double w = load(cands.get(to)).work;
+        double w = values[to];
         if (w > first) {
           second = first;
           first = w;
@@ -338,11 +353,12 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         }
       }
       for (int k = from; k < to; k++) {
-        out[k] = load(cands.get(k)).work == first ? second : first;
+        out[k] = values[k] == first ? second : first;
       }
     }
     return out;
   }
+
 
   /**
    * The lockstep bound on when a rank finishes {@code finish} token-equivalents of prefill (its queue and this

@@ -387,6 +387,28 @@ class AffinityRouterTest {
   }
 
   @Test
+  void generationARankBesideABusyOneCostsWhatItsSiblingCarries() {
+    // a decode iteration of an instance lasts as long as its busiest rank's: the empty rank beside a 10,000-token
+    // sequence is not free, so a small request goes to the other instance, whose ranks carry 100 tokens each
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of(), context(Fleet.GENERATION, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    Selection big = r.select(generation(1, 10_000), Set.of());
+    String busy = big.worker().id();
+    String other = busy.equals("a") ? "b" : "a";
+    Selection s2 = r.select(generation(2, 100), Set.of(busy));
+    Selection s3 = r.select(generation(3, 100), Set.of(busy));
+    assertNotEquals(s2.rank(), s3.rank(), "the two small ones take one rank each");
+    Selection next = r.select(generation(4, 100), Set.of());
+    assertEquals(other, next.worker().id(), "not the empty rank beside the busy one");
+  }
+
+  private static RoutingRequest generation(long id, int tokens) {
+    return RoutingRequest.builder(id, Fleet.GENERATION).tokens(tokens(tokens, (int) id * 100_000)).maxNewTokens(16)
+        .build();
+  }
+
+  @Test
   void twoIndependentRoutersAgreeOnNewKeys() {
     AffinityRouter one = router(Map.of(), "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7");
     AffinityRouter two = router(Map.of(), "w7", "w6", "w5", "w4", "w3", "w2", "w1", "w0");  // other order
