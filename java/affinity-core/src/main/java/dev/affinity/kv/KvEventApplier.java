@@ -4,8 +4,8 @@ import dev.affinity.executor.KvEvent;
 import java.util.List;
 
 /**
- * Applies KV-cache events of one worker to a {@link PrefixIndex}: "created" clears the location
- * (a new cache holds nothing) and records its size, "stored" adds blocks, "removed" retracts them, "updated" (a priority
+ * Applies KV-cache events of one worker to a {@link PrefixIndex}: "created" clears the location (a new cache
+ * holds nothing) and records its size, "stored" adds blocks, "removed" retracts them, "updated" (a priority
  * change) keeps them. With {@code ranksVisible} the event's rank selects the location; otherwise the
  * whole worker is one location.
  */

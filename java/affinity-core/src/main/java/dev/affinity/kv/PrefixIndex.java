@@ -130,6 +130,11 @@ public final class PrefixIndex {
 
   /** Forgets everything the location holds (its cache was recreated, or it left). */
   public void clear(int location) {
+    created(location, 0);
+  }
+
+  /** The location's cache was (re)created empty with room for {@code blocks} blocks (0: not said). */
+  public void created(int location, long blocks) {
     LocationState st = state(location);
     synchronized (st) {
       st.lru.forEach(k -> {
@@ -137,17 +142,8 @@ public final class PrefixIndex {
         holders.clear(k, location);
       });
       st.lru.clear();
-      st.createdBlocks = 0;
-      st.heldAtEviction = 0;
-    }
-  }
-
-  /** The location's cache was (re)created empty with room for {@code blocks} blocks (0: not said). */
-  public void created(int location, long blocks) {
-    clear(location);
-    LocationState st = state(location);
-    synchronized (st) {
       st.createdBlocks = Math.max(0, blocks);
+      st.heldAtEviction = 0;
     }
   }
 

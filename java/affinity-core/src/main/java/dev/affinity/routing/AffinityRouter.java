@@ -207,10 +207,10 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
     double[] siblingWork = gen ? null : onSiblings(cands, i -> load(cands.get(i)).work);
-    double[] siblingGen = gen
-        ? onSiblings(cands, i -> generationCost(cands.get(i), load(cands.get(i)).requests, load(cands.get(i)).tokens,
-            meanTokens))
-        : null;
+    double[] siblingGen = gen ? onSiblings(cands, i -> {
+      Load l = load(cands.get(i));
+      return generationCost(cands.get(i), l.requests, l.tokens, meanTokens);
+    }) : null;
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
       Load l = load(c);
@@ -358,7 +358,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     return out;
   }
-
 
   /**
    * The lockstep bound on when a rank finishes {@code finish} token-equivalents of prefill (its queue and this
