@@ -247,7 +247,7 @@ public final class ResponseScan {
             choices(t);
           }
           case "usage" -> usage(t);
-          case "prompt_token_ids" -> promptTokenIds(t);
+          case "prompt_token_ids" -> promptTokenIds = tokenIds(name, t);
           case "prompt_token_ids_b64" -> {
             if (chat) {
               string(name, t);
@@ -534,26 +534,17 @@ public final class ResponseScan {
       return m;
     }
 
-    private void promptTokenIds(JsonToken t) throws IOException {
+    /** Token ids: read, and copied unless null (left out, as the records write it); the ids, or null. */
+    private TokenIds tokenIds(String name, JsonToken t) throws IOException {
       if (t == JsonToken.VALUE_NULL) {
-        return;
-      }
-      promptTokenIds = TokenIds.read(p);
-      if (g != null) {
-        g.writeFieldName("prompt_token_ids");
-        promptTokenIds.writeTo(g);
-      }
-    }
-
-    private void tokenIds(String name, JsonToken t) throws IOException {
-      if (t == JsonToken.VALUE_NULL) {
-        return;
+        return null;
       }
       TokenIds ids = TokenIds.read(p);
       if (g != null) {
         g.writeFieldName(name);
         ids.writeTo(g);
       }
+      return ids;
     }
 
     /** A modelled string: left out when null (as the records write it), refused when not a string. */
@@ -616,6 +607,9 @@ public final class ResponseScan {
             p.nextToken();
             copyValue();
           }
+          if (g != null) {
+            g.writeEndObject();
+          }
         }
         case START_ARRAY -> {
           if (g != null) {
@@ -623,6 +617,9 @@ public final class ResponseScan {
           }
           while (p.nextToken() != JsonToken.END_ARRAY) {
             copyValue();
+          }
+          if (g != null) {
+            g.writeEndArray();
           }
         }
         case VALUE_NUMBER_FLOAT -> {
@@ -635,13 +632,6 @@ public final class ResponseScan {
           if (g != null) {
             g.copyCurrentEvent(p);
           }
-        }
-      }
-      if (g != null && (t == JsonToken.START_OBJECT || t == JsonToken.START_ARRAY)) {
-        if (t == JsonToken.START_OBJECT) {
-          g.writeEndObject();
-        } else {
-          g.writeEndArray();
         }
       }
     }

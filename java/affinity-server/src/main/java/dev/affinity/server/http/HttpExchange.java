@@ -34,6 +34,7 @@ import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -140,15 +141,7 @@ final class HttpExchange implements ClientSink {
   @Override
   public void respond(OpenAiResponse response, RouteInfo routeInfo) {
     Objects.requireNonNull(response, "response");
-    byte[] body;
-    try {
-      body = fc.codec.toJsonBytes(answerFormat.apply(response));
-    } catch (RuntimeException e) {
-      LOG.error("request {}: cannot serialize the response", meta.localId(), e);
-      fail(500, internalError(), routeInfo);
-      return;
-    }
-    onLoop(() -> writeFull(HttpResponseStatus.OK, JSON, body, routeInfo, Map.of(), false, null));
+    respondJson(() -> fc.codec.toJsonBytes(answerFormat.apply(response)), routeInfo);
   }
 
   /**
@@ -162,15 +155,20 @@ final class HttpExchange implements ClientSink {
       respond(response.parsed(), routeInfo);
       return;
     }
-    byte[] body;
+    respondJson(() -> response.json(fc.codec), routeInfo);
+  }
+
+  /** A whole answer, HTTP 200, with the JSON {@code body} writes; a 500 when it cannot be written. */
+  private void respondJson(Supplier<byte[]> body, RouteInfo routeInfo) {
+    byte[] json;
     try {
-      body = response.json(fc.codec);
+      json = body.get();
     } catch (RuntimeException e) {
       LOG.error("request {}: cannot serialize the response", meta.localId(), e);
       fail(500, internalError(), routeInfo);
       return;
     }
-    onLoop(() -> writeFull(HttpResponseStatus.OK, JSON, body, routeInfo, Map.of(), false, null));
+    onLoop(() -> writeFull(HttpResponseStatus.OK, JSON, json, routeInfo, Map.of(), false, null));
   }
 
   @Override
