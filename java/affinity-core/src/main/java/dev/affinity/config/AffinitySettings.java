@@ -33,6 +33,8 @@ import java.util.OptionalDouble;
  *     and parent link are released
  * @param softPlacementMargin soft first placement of sub-agents in the conversation-aware routers: a margin
  *     (>= 0), or -1 for off; empty: each router's default (on in {@code affinity}, off in {@code conversation})
+ * @param ioThreads the frontend's event-loop threads (client connections and the worker connections that share
+ *     them); 0: one per available processor
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -51,7 +53,8 @@ public record AffinitySettings(
     int workerMaxConnections,
     String sessionFinalHeader,
     double sessionIdleTtlSeconds,
-    OptionalDouble softPlacementMargin) {
+    OptionalDouble softPlacementMargin,
+    int ioThreads) {
 
   /** Dynamo's header that ends a session ({@code X-Dynamo-Session-Final: true}). */
   public static final String DEFAULT_SESSION_FINAL_HEADER = "x-dynamo-session-final";
@@ -76,6 +79,9 @@ public record AffinitySettings(
       throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
     }
     sessionFinalHeader = sessionFinalHeader.strip().toLowerCase(java.util.Locale.ROOT);
+    if (ioThreads < 0) {
+      throw new IllegalArgumentException("ioThreads must be >= 0, got " + ioThreads);
+    }
     if (!(sessionIdleTtlSeconds > 0)) {
       throw new IllegalArgumentException("sessionIdleTtlSeconds must be > 0, got " + sessionIdleTtlSeconds);
     }
@@ -84,7 +90,7 @@ public record AffinitySettings(
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
-        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty());
+        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -200,6 +200,10 @@ class ConfigLoaderTest {
             "test.yaml:2:26: affinity.soft_placement_margin: expected a number >= 0, or false (off), found -0.5"),
         Arguments.of("affinity:\n  soft_placement_margin: true\n" + MINIMAL,
             "test.yaml:2:26: affinity.soft_placement_margin: expected a number >= 0, or false (off), found true"),
+        Arguments.of("affinity:\n  io_threads: -1\n" + MINIMAL,
+            "test.yaml:2:15: affinity.io_threads: expected an integer in [0, 4096], found -1"),
+        Arguments.of("affinity:\n  io_threads: two\n" + MINIMAL,
+            "test.yaml:2:15: affinity.io_threads: expected an integer"),
         Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
         Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
             "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
@@ -297,6 +301,12 @@ class ConfigLoaderTest {
         .softPlacementMargin().getAsDouble());
     assertEquals(-1, parse("affinity:\n  soft_placement_margin: false\n" + MINIMAL).config().affinity()
         .softPlacementMargin().getAsDouble(), "off");
+  }
+
+  @Test
+  void ioThreadsParse() {
+    assertEquals(0, parse(MINIMAL).config().affinity().ioThreads(), "one per processor");
+    assertEquals(1, parse("affinity:\n  io_threads: 1\n" + MINIMAL).config().affinity().ioThreads());
   }
 
   @Test

@@ -109,6 +109,10 @@ final class WorkerCommand implements Callable<Integer> {
       description = "On SIGTERM: how long the worker, its key deleted, answers new requests 503 while those in flight finish (default: ${DEFAULT-VALUE}).")
   int drainSec;
 
+  @Option(names = "--io-threads", defaultValue = "0", paramLabel = "N",
+      description = "Event-loop threads for connections (default: ${DEFAULT-VALUE}, one per available processor).")
+  int ioThreads;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -131,10 +135,13 @@ final class WorkerCommand implements Callable<Integer> {
       } else if (serverRole != null) {
         ServerRole.parse(serverRole); // checked; a role matters only in a cluster
       }
+      if (ioThreads < 0) {
+        throw new IllegalArgumentException("--io-threads must not be negative: " + ioThreads);
+      }
       if (drainSec < 0) {
         throw new IllegalArgumentException("--drain-timeout-sec must not be negative: " + drainSec);
       }
-      options = FrontendOptions.defaults().withHost(host).withPort(port)
+      options = FrontendOptions.defaults().withHost(host).withPort(port).withIoThreads(ioThreads)
           .withAccessLog(accessLog == null ? AccessLog.slf4j() : AccessLog.forSetting(Optional.of(accessLog)));
     } catch (IOException | IllegalArgumentException e) {
       err.println("affinity worker: " + e.getMessage());

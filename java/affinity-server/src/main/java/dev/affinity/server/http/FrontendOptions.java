@@ -32,7 +32,7 @@ import java.util.Optional;
  *     {@code allow_request_chat_template})
  * @param routing the routing headers checked before a request reaches the handler (at most 256
  *     characters, no control characters)
- * @param ioThreads Netty event-loop threads for connections; 0 for Netty's default (twice the cores)
+ * @param ioThreads Netty event-loop threads for connections; 0 for one per available processor
  */
 public record FrontendOptions(
     String host,
@@ -104,7 +104,7 @@ public record FrontendOptions(
     return new FrontendOptions(config.hostname(), config.port(), a.maxRequestBodyBytes(), a.apiKeys(),
         a.debugHeaders(), DEFAULT_REQUEST_READ_TIMEOUT, keepAlive, a.model().map(List::of).orElse(List.of()), version,
         AccessLog.forSetting(a.accessLog()), a.allowClientDisaggregatedParams(), config.allowRequestChatTemplate(),
-        ConversationSettings.from(config), 0);
+        ConversationSettings.from(config), a.ioThreads());
   }
 
   public FrontendOptions withHost(String h) {

@@ -72,9 +72,17 @@ public final class FrontendServer implements AutoCloseable {
     return start(options, backend, registry, Objects.requireNonNull(io, "io"), false);
   }
 
-  /** Event loops for client connections (and worker connections sharing them); {@code threads} 0: Netty's default. */
+  /**
+   * Event loops for client connections (and worker connections sharing them); {@code threads} 0: one per available
+   * processor, as nginx's {@code worker_processes auto} (Netty's own default, twice that, costs a proxy more CPU per
+   * request where its loops share the cores with workers: docs/benchmarks.md, "Event loops").
+   */
   public static EventLoopGroup ioGroup(int threads) {
-    return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("affinity-http-io", true),
+    if (threads < 0) {
+      throw new IllegalArgumentException("threads must not be negative: " + threads);
+    }
+    int n = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
+    return new MultiThreadIoEventLoopGroup(n, new DefaultThreadFactory("affinity-http-io", true),
         Transports.ioHandlerFactory());
   }
 

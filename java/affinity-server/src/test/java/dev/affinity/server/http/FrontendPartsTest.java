@@ -123,8 +123,9 @@ class FrontendPartsTest {
         + "allow_request_chat_template: true\nconversation_affinity_header_for_subagents: X-Parent\n"
         + "context_servers: {urls: [\"c:1\"]}\ngeneration_servers: {urls: [\"g:1\"]}\n"
         + "affinity:\n  model: llama\n  api_keys: [k1]\n  debug_headers: true\n  max_request_body_bytes: 2048\n"
-        + "  allow_client_disaggregated_params: true\n  session_headers: [X-Conv]\n", "test.yaml").config();
+        + "  allow_client_disaggregated_params: true\n  session_headers: [X-Conv]\n  io_threads: 3\n", "test.yaml").config();
     FrontendOptions o = FrontendOptions.fromConfig(c, "1.2.3");
+    assertEquals(3, o.ioThreads());
     assertEquals("0.0.0.0", o.host());
     assertEquals(8123, o.port());
     assertEquals(Duration.ofSeconds(5), o.keepAliveTimeout());

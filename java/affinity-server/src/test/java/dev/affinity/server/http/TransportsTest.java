@@ -1,6 +1,7 @@
 package dev.affinity.server.http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -29,5 +30,28 @@ class TransportsTest {
       nio.shutdownGracefully(0, 1, TimeUnit.SECONDS);
       own.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
+  }
+
+  /** Zero loops asked for: one per available processor (nginx's {@code auto}), not Netty's twice that. */
+  @Test
+  void ioGroupDefaultsToOneLoopPerProcessor() {
+    EventLoopGroup auto = FrontendServer.ioGroup(0);
+    EventLoopGroup two = FrontendServer.ioGroup(2);
+    try {
+      assertEquals(Runtime.getRuntime().availableProcessors(), count(auto));
+      assertEquals(2, count(two));
+    } finally {
+      auto.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      two.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    }
+    assertThrows(IllegalArgumentException.class, () -> FrontendServer.ioGroup(-1));
+  }
+
+  private static int count(EventLoopGroup group) {
+    int n = 0;
+    for (var ignored : group) {
+      n++;
+    }
+    return n;
   }
 }
