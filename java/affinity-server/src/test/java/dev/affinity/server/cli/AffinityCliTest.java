@@ -92,6 +92,10 @@ class AffinityCliTest {
     assertEquals(1, virtual.code());
     assertTrue(virtual.err().contains("real clock"), virtual.err());
 
+    Result loops = run("worker", "--port", "0", "--io-threads", "-1");
+    assertEquals(1, loops.code());
+    assertTrue(loops.err().contains("--io-threads must not be negative: -1"), loops.err());
+
     Result both = run("worker", "--port", "0", "--config", "x.json", "--executor-json", "{}");
     assertEquals(2, both.code(), "--config and --executor-json exclude each other");
     assertEquals(2, run("worker").code(), "--port is required");
