@@ -78,9 +78,6 @@ public final class FrontendServer implements AutoCloseable {
    * request where its loops share the cores with workers: docs/benchmarks.md, "Event loops").
    */
   public static EventLoopGroup ioGroup(int threads) {
-    if (threads < 0) {
-      throw new IllegalArgumentException("threads must not be negative: " + threads);
-    }
     int n = threads == 0 ? Runtime.getRuntime().availableProcessors() : threads;
     return new MultiThreadIoEventLoopGroup(n, new DefaultThreadFactory("affinity-http-io", true),
         Transports.ioHandlerFactory());
