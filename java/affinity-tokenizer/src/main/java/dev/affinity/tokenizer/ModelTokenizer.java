@@ -1,0 +1,247 @@
+package dev.affinity.tokenizer;
+
+import ai.djl.huggingface.tokenizers.Encoding;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * A model's Hugging Face tokenizer, loaded from its directory: {@code tokenizer.json} (encoded by the Rust
+ * {@code tokenizers} crate through DJL, so ids equal the Python and Rust tokenizers' ids: added and special tokens,
+ * byte fallback, normalizers and pre-tokenizers included), the chat template and the special tokens from
+ * {@code tokenizer_config.json} (or {@code chat_template.jinja} / {@code chat_template.json} beside it, and
+ * {@code special_tokens_map.json}), as {@code AutoTokenizer.from_pretrained} reads them.
+ *
+ * <p>Chat prompts are rendered, then encoded without added special tokens (as {@code apply_chat_template(tokenize=True)}
+ * does), a segment between special tokens at a time with a cache of segments already seen ({@link SegmentCache}), so
+ * an agent's history re-sent every turn is not re-encoded. Thread-safe. Holds a native tokenizer: close it.
+ */
+public final class ModelTokenizer implements AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final Path directory;
+  private final HuggingFaceTokenizer tokenizer;
+  private final ChatTemplates templates;
+  private final SegmentCache segments;
+  private final String fingerprint;
+
+  private ModelTokenizer(Path directory, HuggingFaceTokenizer tokenizer, ChatTemplates templates, SegmentCache segments,
+      String fingerprint) {
+    this.directory = directory;
+    this.tokenizer = tokenizer;
+    this.templates = templates;
+    this.segments = segments;
+    this.fingerprint = fingerprint;
+  }
+
+  /**
+   * Loads the tokenizer of the model whose files are in {@code directory} (a Hugging Face checkpoint or tokenizer
+   * directory).
+   *
+   * @throws IllegalArgumentException naming the file when a file is missing or unreadable, or the chat template
+   *     cannot be rendered
+   */
+  public static ModelTokenizer load(Path directory) {
+    Path dir = directory.toAbsolutePath().normalize();
+    Path json = dir.resolve("tokenizer.json");
+    if (!Files.isDirectory(dir)) {
+      throw new IllegalArgumentException("tokenizer directory " + dir + " does not exist");
+    }
+    if (!Files.isRegularFile(json)) {
+      throw new IllegalArgumentException(json + " not found: a model's tokenizer directory holds the tokenizer.json"
+          + " of its fast (Rust) tokenizer");
+    }
+    TokenizerFile file;
+    String fingerprint;
+    try {
+      file = TokenizerFile.read(json);
+      fingerprint = digest(json);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read " + json + ": " + e.getMessage(), e);
+    }
+    Map<String, String> special = new LinkedHashMap<>();
+    ChatTemplates templates;
+    try {
+      JsonNode config = readOptional(dir.resolve("tokenizer_config.json"));
+      JsonNode map = readOptional(dir.resolve("special_tokens_map.json"));
+      for (String name : new String[] {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+        String value = tokenText(config == null ? null : config.get(name));
+        if (value == null && map != null) {
+          value = tokenText(map.get(name));
+        }
+        special.put(name, value);
+      }
+      templates = ChatTemplates.read(dir, config, special);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read the tokenizer config in " + dir + ": " + e.getMessage(), e);
+    }
+    HuggingFaceTokenizer hf;
+    try (InputStream in = Files.newInputStream(json)) {
+      hf = HuggingFaceTokenizer.newInstance(in, Map.of("addSpecialTokens", "false", "truncation", "false",
+          "padding", "false"));
+    } catch (IOException | RuntimeException e) {
+      throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
+    }
+    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), fingerprint);
+  }
+
+  private static JsonNode readOptional(Path file) throws IOException {
+    try {
+      return JSON.readTree(file.toFile());
+    } catch (NoSuchFileException | java.io.FileNotFoundException e) {
+      return null;
+    }
+  }
+
+  /** A special token as tokenizer_config writes it: a string, or an AddedToken object with its {@code content}. */
+  private static String tokenText(JsonNode node) {
+    if (node == null || node.isNull()) {
+      return null;
+    }
+    if (node.isTextual()) {
+      return node.asText();
+    }
+    JsonNode content = node.get("content");
+    return content != null && content.isTextual() ? content.asText() : null;
+  }
+
+  private static String digest(Path file) throws IOException {
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      try (InputStream in = Files.newInputStream(file)) {
+        byte[] buffer = new byte[1 << 16];
+        for (int n; (n = in.read(buffer)) > 0; ) {
+          sha.update(buffer, 0, n);
+        }
+      }
+      return HexFormat.of().formatHex(sha.digest(), 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The directory the tokenizer was loaded from. */
+  public Path directory() {
+    return directory;
+  }
+
+  /** The first 128 bits of the SHA-256 of {@code tokenizer.json}, hex: equal files, equal ids. */
+  public String fingerprint() {
+    return fingerprint;
+  }
+
+  /**
+   * The ids of a text, with the special tokens the tokenizer's post-processor adds when {@code addSpecialTokens}
+   * (a completion prompt, as {@code tokenizer(prompt)["input_ids"]}), else without.
+   */
+  public int[] encode(String text, boolean addSpecialTokens) {
+    return toInts(tokenizer.encode(text, addSpecialTokens, false));
+  }
+
+  /** The ids of a rendered chat prompt (without added special tokens), through the segment cache. */
+  public int[] encodeRendered(String rendered) {
+    return segments.encode(rendered, this::encodeWhole);
+  }
+
+  private int[] encodeWhole(String text) {
+    return toInts(tokenizer.encode(text, false, false));
+  }
+
+  /** The text of ids, special tokens skipped (as the workers' detokenizer by default). */
+  public String decode(int[] ids, boolean skipSpecialTokens) {
+    long[] l = new long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      l[i] = ids[i];
+    }
+    return tokenizer.decode(l, skipSpecialTokens);
+  }
+
+  /** The chat templates of the model: none for a base model without one. */
+  public Optional<ChatTemplates> chatTemplates() {
+    return Optional.ofNullable(templates);
+  }
+
+  /**
+   * A conversation rendered with the model's chat template, as {@code apply_chat_template(tokenize=False)}.
+   *
+   * @throws TemplateException when the template refuses the conversation or cannot render it
+   * @throws IllegalStateException when the model has no chat template
+   */
+  public String renderChat(ChatInput input) {
+    if (templates == null) {
+      throw new IllegalStateException("the tokenizer in " + directory + " has no chat template");
+    }
+    return templates.forInput(input).render(input);
+  }
+
+  /** {@link #renderChat} then {@link #encodeRendered}: {@code apply_chat_template(tokenize=True)}. */
+  public int[] encodeChat(ChatInput input) {
+    return encodeRendered(renderChat(input));
+  }
+
+  /** How many rendered segments the cache answered and encoded. */
+  public SegmentCache.Stats cacheStats() {
+    return segments.stats();
+  }
+
+  @Override
+  public void close() {
+    tokenizer.close();
+  }
+
+  private static int[] toInts(Encoding e) {
+    long[] ids = e.getIds();
+    int[] out = new int[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      out[i] = Math.toIntExact(ids[i]);
+    }
+    return out;
+  }
+
+  /** What the segment cache needs of tokenizer.json: its added tokens and whether its pre-tokenizer splits per input. */
+  record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly) {
+    static TokenizerFile read(Path json) throws IOException {
+      Map<String, JsonNode> added = new LinkedHashMap<>();
+      boolean firstOnly = false;
+      try (JsonParser p = JSON.createParser(json.toFile())) {
+        if (p.nextToken() != JsonToken.START_OBJECT) {
+          throw new IOException("not a JSON object");
+        }
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+          String field = p.currentName();
+          p.nextToken();
+          if ("added_tokens".equals(field)) {
+            JsonNode tokens = p.readValueAsTree();
+            for (JsonNode t : tokens) {
+              if (t.path("content").isTextual()) {
+                added.put(t.get("content").asText(), t);
+              }
+            }
+          } else if ("pre_tokenizer".equals(field) || "normalizer".equals(field)) {
+            JsonNode node = p.readValueAsTree();
+            firstOnly |= node != null && node.toString().contains("\"prepend_scheme\":\"first\"");
+          } else {
+            p.skipChildren();
+          }
+        }
+      } catch (UncheckedIOException e) {
+        throw e.getCause();
+      }
+      return new TokenizerFile(added, firstOnly);
+    }
+  }
+}

@@ -1,0 +1,208 @@
+package dev.affinity.tokenizer;
+
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The text of Python's {@code json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys,
+ * separators=separators)}: what Hugging Face's {@code tojson} template filter writes
+ * ({@code transformers/utils/chat_template_utils.py}), so that tool schemas and tool-call arguments render
+ * byte for byte as the worker's template renders them.
+ *
+ * <p>Rules, as CPython's encoder applies them: separators {@code ", "} and {@code ": "} without indent, {@code ","}
+ * and {@code ": "} with one; with an indent every item on its own line, empty containers as {@code []} / {@code {}};
+ * keys in insertion order unless sorted (by code point); in strings {@code "} and {@code \} escaped, {@code \n \r \t
+ * \b \f} short, other control characters (below U+0020) as {@code \}{@code u00XX}, everything else (non-ASCII
+ * included) as is; floats as Python's {@code repr} ({@code 1.0}, {@code 1e-05}, {@code 1e+16}, {@code NaN},
+ * {@code Infinity}).
+ */
+final class TemplateJson {
+  private static final char[] HEX = "0123456789abcdef".toCharArray();
+
+  private final String indent;
+  private final String itemSeparator;
+  private final String keySeparator;
+  private final boolean sortKeys;
+
+  /**
+   * @param indent spaces per level, or negative for none (Python's {@code indent=None})
+   * @param itemSeparator null for the default ({@code ", "}, or {@code ","} with an indent)
+   * @param keySeparator null for the default ({@code ": "})
+   */
+  TemplateJson(int indent, String itemSeparator, String keySeparator, boolean sortKeys) {
+    this.indent = indent < 0 ? null : " ".repeat(indent);
+    this.itemSeparator = itemSeparator != null ? itemSeparator : indent < 0 ? ", " : ",";
+    this.keySeparator = keySeparator != null ? keySeparator : ": ";
+    this.sortKeys = sortKeys;
+  }
+
+  /** {@code tojson} without arguments. */
+  static String dumps(Object value) {
+    return new TemplateJson(-1, null, null, false).write(value);
+  }
+
+  String write(Object value) {
+    StringBuilder out = new StringBuilder(64);
+    write(out, value, 0);
+    return out.toString();
+  }
+
+  private void write(StringBuilder out, Object value, int depth) {
+    if (value == null) {
+      out.append("null");
+    } else if (value instanceof CharSequence s) {
+      writeString(out, s.toString());
+    } else if (value instanceof Boolean b) {
+      out.append(b ? "true" : "false");
+    } else if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte
+        || value instanceof BigInteger) {
+      out.append(value);
+    } else if (value instanceof Double || value instanceof Float) {
+      out.append(floatRepr(((Number) value).doubleValue()));
+    } else if (value instanceof BigDecimal d) {
+      out.append(floatRepr(d.doubleValue()));
+    } else if (value instanceof Map<?, ?> map) {
+      writeObject(out, map, depth);
+    } else if (value instanceof Collection<?> list) {
+      writeArray(out, new ArrayList<>(list), depth);
+    } else if (value instanceof Object[] array) {
+      writeArray(out, List.of(array), depth);
+    } else if (value instanceof Number n) {
+      out.append(n);
+    } else {
+      throw new IllegalArgumentException("Object of type " + value.getClass().getSimpleName() + " is not JSON serializable");
+    }
+  }
+
+  private void writeArray(StringBuilder out, List<?> items, int depth) {
+    if (items.isEmpty()) {
+      out.append("[]");
+      return;
+    }
+    out.append('[');
+    for (int i = 0; i < items.size(); i++) {
+      if (i > 0) {
+        out.append(itemSeparator);
+      }
+      newline(out, depth + 1);
+      write(out, items.get(i), depth + 1);
+    }
+    newline(out, depth);
+    out.append(']');
+  }
+
+  private void writeObject(StringBuilder out, Map<?, ?> map, int depth) {
+    if (map.isEmpty()) {
+      out.append("{}");
+      return;
+    }
+    List<Map.Entry<?, ?>> entries = new ArrayList<>(map.entrySet());
+    if (sortKeys) {
+      entries.sort((a, b) -> compareCodePoints(key(a.getKey()), key(b.getKey())));
+    }
+    out.append('{');
+    boolean first = true;
+    for (Map.Entry<?, ?> e : entries) {
+      if (!first) {
+        out.append(itemSeparator);
+      }
+      first = false;
+      newline(out, depth + 1);
+      writeString(out, key(e.getKey()));
+      out.append(keySeparator);
+      write(out, e.getValue(), depth + 1);
+    }
+    newline(out, depth);
+    out.append('}');
+  }
+
+  /** Python's rules for non-string keys: booleans and None as JSON words, numbers as text. */
+  private static String key(Object k) {
+    if (k == null) {
+      return "null";
+    }
+    if (k instanceof Boolean b) {
+      return b ? "true" : "false";
+    }
+    if (k instanceof Double || k instanceof Float) {
+      return floatRepr(((Number) k).doubleValue());
+    }
+    return k.toString();
+  }
+
+  private void newline(StringBuilder out, int depth) {
+    if (indent != null) {
+      out.append('\n');
+      for (int i = 0; i < depth; i++) {
+        out.append(indent);
+      }
+    }
+  }
+
+  private static int compareCodePoints(String a, String b) {
+    int i = 0;
+    int j = 0;
+    while (i < a.length() && j < b.length()) {
+      int ca = a.codePointAt(i);
+      int cb = b.codePointAt(j);
+      if (ca != cb) {
+        return Integer.compare(ca, cb);
+      }
+      i += Character.charCount(ca);
+      j += Character.charCount(cb);
+    }
+    return Integer.compare(a.length() - i, b.length() - j);
+  }
+
+  static void writeString(StringBuilder out, String s) {
+    out.append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"' -> out.append("\\\"");
+        case '\\' -> out.append("\\\\");
+        case '\n' -> out.append("\\n");
+        case '\r' -> out.append("\\r");
+        case '\t' -> out.append("\\t");
+        case '\b' -> out.append("\\b");
+        case '\f' -> out.append("\\f");
+        default -> {
+          if (c < 0x20) {
+            out.append("\\u00").append(HEX[c >> 4]).append(HEX[c & 0xF]);
+          } else {
+            out.append(c);
+          }
+        }
+      }
+    }
+    out.append('"');
+  }
+
+  /** Python's {@code float.__repr__} (what {@code json.dumps} writes for a float). */
+  static String floatRepr(double d) {
+    if (Double.isNaN(d)) {
+      return "NaN";
+    }
+    if (Double.isInfinite(d)) {
+      return d > 0 ? "Infinity" : "-Infinity";
+    }
+    if (d == 0) {
+      return (1 / d < 0) ? "-0.0" : "0.0";
+    }
+    // the shortest digits that round-trip, then Python's layout: positional for 1e-4 <= |d| < 1e16
+    BigDecimal shortest = new BigDecimal(Double.toString(d)).stripTrailingZeros();
+    String digits = shortest.unscaledValue().abs().toString();
+    int exponent = digits.length() - 1 - shortest.scale();  // d = 0.digits x 10^(exponent+1)
+    String sign = d < 0 ? "-" : "";
+    if (exponent >= -4 && exponent < 16) {
+      String plain = shortest.abs().toPlainString();
+      return sign + (plain.contains(".") ? plain : plain + ".0");
+    }
+    String mantissa = digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
+    return sign + mantissa + "e" + (exponent < 0 ? "-" : "+") + (Math.abs(exponent) < 10 ? "0" : "") + Math.abs(exponent);
+  }
+}
