@@ -70,6 +70,11 @@ public final class RequestAdmission {
         servesModel, new ConversationResolver(ConversationSettings.from(config)), tokenizer);
   }
 
+  /** Whether admitting {@code request} tokenizes a long prompt ({@link PromptTokenizer#isLong}): admit it off the loop. */
+  public boolean tokenizesLong(OpenAiRequest request) {
+    return tokenizer.isLong(request);
+  }
+
   public ConversationResolver resolver() {
     return resolver;
   }
@@ -91,14 +96,15 @@ public final class RequestAdmission {
       Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
       int[] tokens = tokenizer.tokenize(request);
       limit.check(request, tokens);
+      boolean forward = tokens != null && tokenizer.forwardsIds(request);
       if (resolution.tenant() == null) {
-        return new AdmittedRequest(request, headers, resolution, tokens);
+        return new AdmittedRequest(request, headers, resolution, tokens, request.cacheSalt(), forward);
       }
       // Tenant isolation: the tenant salts the KV cache (its own salt, if any, after it). A chat body
       // carries the salt to every worker; other requests' salt reaches the routers and in-process executors.
       String salt = resolution.tenant() + (request.cacheSalt() == null ? "" : "/" + request.cacheSalt());
       OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
-      return new AdmittedRequest(salted, headers, resolution, tokens, salt);
+      return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward);
     } catch (ProtocolException e) {
       throw new RequestRejectedException(e.status(), e.toErrorResponse());
     } catch (InvalidHeaderException e) {

@@ -113,7 +113,8 @@ final class AffinityBlockReader {
         case "allow_client_disaggregated_params" -> allowParams = r.bool(v, k).orElse(allowParams);
         case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
-        case "tokenizer" -> tokenizer = r.string(v, k).orElse(tokenizer);
+        case "tokenizer" -> tokenizer = r.string(v, k).map(String::strip).map(name -> tokenizerValue(name, v, k))
+            .orElse(tokenizer);
         case "selection_ttl_seconds" -> selectionTtl = r.number(v, k, 0).orElse(selectionTtl);
         case "max_prompt_tokens" -> maxPrompt = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxPrompt);
         case "tenant_isolation" -> tenants = r.bool(v, k).orElse(tenants);
@@ -160,6 +161,29 @@ final class AffinityBlockReader {
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
         maxConnections, finalHeader, idleTtl, softMargin, ioThreads), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+  }
+
+  /**
+   * A BPE encoding's name or {@code model} as written; anything else is a model's tokenizer directory, resolved
+   * against the config file's folder, which must hold a {@code tokenizer.json}.
+   */
+  private String tokenizerValue(String value, NodeTuple v, String k) {
+    if (AffinitySettings.BPE_ENCODINGS.contains(value.toLowerCase(Locale.ROOT)) || "model".equals(value)) {
+      return value;
+    }
+    java.nio.file.Path dir = java.nio.file.Path.of(value);
+    if (!dir.isAbsolute() && r.file() != null && !r.file().startsWith("<")) {
+      java.nio.file.Path parent = java.nio.file.Path.of(r.file()).toAbsolutePath().getParent();
+      dir = parent == null ? dir : parent.resolve(dir);
+    }
+    dir = dir.toAbsolutePath().normalize();
+    if (!java.nio.file.Files.isRegularFile(dir.resolve("tokenizer.json"))) {
+      r.error(v.getValueNode(), k, "is neither a BPE encoding (" + String.join(", ", AffinitySettings.BPE_ENCODINGS)
+          + "), nor model, nor a model's tokenizer directory: " + dir + (java.nio.file.Files.isDirectory(dir)
+          ? " has no tokenizer.json" : " does not exist"));
+      return value;
+    }
+    return dir.toString();
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

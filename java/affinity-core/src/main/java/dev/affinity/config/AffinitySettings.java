@@ -17,7 +17,9 @@ import java.util.OptionalDouble;
  * @param allowClientDisaggregatedParams accept {@code disaggregated_params} from public clients
  * @param requestTimeoutSeconds end-to-end request timeout
  * @param maxRequestBodyBytes request bodies above this get 413
- * @param tokenizer the BPE encoding used for text prompts of embedded workers
+ * @param tokenizer how prompts become ids: a BPE encoding's name (embedded workers' codec; {@link #BPE_ENCODINGS}),
+ *     {@code model} (the pytorch backend's own tokenizer), or the absolute path of a model's tokenizer directory
+ *     (the frontend routes on the model's ids and embedded workers simulate over them)
  * @param requireInternalAuth a missing {@code internal_request_auth_key} is a start-up error instead of a
  *     warning
  * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
@@ -55,6 +57,16 @@ public record AffinitySettings(
     double sessionIdleTtlSeconds,
     OptionalDouble softPlacementMargin,
     int ioThreads) {
+
+  /** The BPE encodings {@code tokenizer} may name (jtokkit's). */
+  public static final java.util.List<String> BPE_ENCODINGS =
+      java.util.List.of("cl100k_base", "o200k_base", "p50k_base", "p50k_edit", "r50k_base");
+
+  /** The model's tokenizer directory when {@code tokenizer} names one. */
+  public Optional<java.nio.file.Path> tokenizerDirectory() {
+    return BPE_ENCODINGS.contains(tokenizer.toLowerCase(java.util.Locale.ROOT)) || "model".equals(tokenizer)
+        ? Optional.empty() : Optional.of(java.nio.file.Path.of(tokenizer));
+  }
 
   /** Dynamo's header that ends a session ({@code X-Dynamo-Session-Final: true}). */
   public static final String DEFAULT_SESSION_FINAL_HEADER = "x-dynamo-session-final";

@@ -51,6 +51,7 @@ public final class ConfigWarnings {
               + "sub-agents by their own id.",
           "set internal_request_auth_key here and on every worker"));
     }
+    TokenizerSource.warnings(c, out);
     return out;
   }
 

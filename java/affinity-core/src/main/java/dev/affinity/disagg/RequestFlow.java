@@ -17,6 +17,7 @@ import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
+import dev.affinity.routing.ContentKey;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
@@ -47,6 +48,8 @@ final class RequestFlow {
   private OpenAiRequest request;
   /** The prompt's token ids for routing and the legs (the continuation's after a resume), or null. */
   private int[] promptTokens;
+  private Long contentKey;
+  private ChatCompletionRequest contentKeyOf;
   /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
   private final StreamResume resume;
   /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
@@ -135,6 +138,11 @@ final class RequestFlow {
     return streamStarted;
   }
 
+  /** Whether admission's ids may replace the prompt on the legs (a resumed stream's continuation always is ids). */
+  private boolean forwardTokens() {
+    return admitted.forwardTokens() || promptTokens != admitted.promptTokens();
+  }
+
   /** The prompt's token ids from admission (a resumed stream's: the continuation's), or null. */
   int[] tokens() {
     return promptTokens;
@@ -152,7 +160,23 @@ final class RequestFlow {
     if (tokens() == null) {
       b.text(request.routingText());
     }
+    if (request instanceof ChatCompletionRequest chat) {
+      b.contentKey(contentKey(chat));
+    }
     return b.build();
+  }
+
+  /**
+   * Upstream's content key of a chat ({@link ContentKey}), computed once per request body; upstream computes it after
+   * the write-back, so the ids count when they replace the messages.
+   */
+  private Long contentKey(ChatCompletionRequest chat) {
+    if (contentKeyOf != chat) {
+      contentKey = ContentKey.of(chat, chat.promptTokenIds() != null ? chat.promptTokenIds().toArray()
+          : forwardTokens() ? tokens() : null);
+      contentKeyOf = chat;
+    }
+    return contentKey;
   }
 
   /** The request's KV cache salt (admission's: the body's, or under tenant isolation the tenant's). */
@@ -203,7 +227,7 @@ final class RequestFlow {
    */
   OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds) {
     TokenIds ids = promptIds != null ? promptIds
-        : tokens() != null && !request.hasPromptTokenIds() ? TokenIds.of(tokens()) : null;
+        : tokens() != null && !request.hasPromptTokenIds() && forwardTokens() ? TokenIds.of(tokens()) : null;
     return body.forLeg(noStreaming, params,
         conversationId() == null ? null : new ConversationParams(conversationId()), ids);
   }
@@ -444,7 +468,9 @@ final class RequestFlow {
 
   /** The client's prompt ids: admission's, the client's own, or those the context worker reported. */
   private int[] originalPromptIds() {
-    if (admitted.promptTokens() != null) {
+    EncodedResponse reported = context.response();
+    if (admitted.promptTokens() != null && (admitted.forwardTokens() || reported == null
+        || reported.promptTokenIds() == null)) {
       return admitted.promptTokens();
     }
     if (client instanceof CompletionRequest c && c.promptTokenIds().isPresent()) {
@@ -453,8 +479,7 @@ final class RequestFlow {
     if (client instanceof ChatCompletionRequest c && c.promptTokenIds() != null) {
       return c.promptTokenIds().toArray();
     }
-    EncodedResponse ctx = context.response();
-    return ctx != null && ctx.promptTokenIds() != null ? ctx.promptTokenIds().toArray() : null;
+    return reported != null && reported.promptTokenIds() != null ? reported.promptTokenIds().toArray() : null;
   }
 
   private RouteInfo firstRoute() {

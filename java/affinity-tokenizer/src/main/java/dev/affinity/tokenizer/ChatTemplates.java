@@ -66,6 +66,13 @@ public final class ChatTemplates {
     return new ChatTemplates(Map.copyOf(named));
   }
 
+  /** Every template's source, in name order (what a render fingerprint hashes). */
+  public String sources() {
+    StringBuilder out = new StringBuilder();
+    new java.util.TreeMap<>(byName).forEach((name, t) -> out.append(name).append('\0').append(t.source()).append('\0'));
+    return out.toString();
+  }
+
   /** The template a conversation renders with. */
   public ChatTemplate forInput(ChatInput input) {
     ChatTemplate t = input.tools() != null ? byName.get("tool_use") : null;

@@ -38,9 +38,13 @@ public final class ModelTokenizer implements AutoCloseable {
   private final ChatTemplates templates;
   private final SegmentCache segments;
   private final String fingerprint;
+  private final int vocabularySize;
+  private final Map<String, String> specialTokens;
 
   private ModelTokenizer(Path directory, HuggingFaceTokenizer tokenizer, ChatTemplates templates, SegmentCache segments,
-      String fingerprint) {
+      String fingerprint, int vocabularySize, Map<String, String> specialTokens) {
+    this.vocabularySize = vocabularySize;
+    this.specialTokens = specialTokens;
     this.directory = directory;
     this.tokenizer = tokenizer;
     this.templates = templates;
@@ -96,7 +100,8 @@ public final class ModelTokenizer implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
     }
-    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), fingerprint);
+    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), fingerprint,
+        file.vocabularySize(), java.util.Collections.unmodifiableMap(special));
   }
 
   private static JsonNode readOptional(Path file) throws IOException {
@@ -137,6 +142,16 @@ public final class ModelTokenizer implements AutoCloseable {
   /** The directory the tokenizer was loaded from. */
   public Path directory() {
     return directory;
+  }
+
+  /** The special tokens a chat template may name ({@code bos_token}, ...; a value is null when the model has none). */
+  public Map<String, String> specialTokens() {
+    return specialTokens;
+  }
+
+  /** Ids below this are the model's (its vocabulary and added tokens). */
+  public int vocabularySize() {
+    return vocabularySize;
   }
 
   /** The first 128 bits of the SHA-256 of {@code tokenizer.json}, hex: equal files, equal ids. */
@@ -213,10 +228,11 @@ public final class ModelTokenizer implements AutoCloseable {
   }
 
   /** What the segment cache needs of tokenizer.json: its added tokens and whether its pre-tokenizer splits per input. */
-  record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly) {
+  record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize) {
     static TokenizerFile read(Path json) throws IOException {
       Map<String, JsonNode> added = new LinkedHashMap<>();
       boolean firstOnly = false;
+      int size = 0;
       try (JsonParser p = JSON.createParser(json.toFile())) {
         if (p.nextToken() != JsonToken.START_OBJECT) {
           throw new IOException("not a JSON object");
@@ -229,6 +245,27 @@ public final class ModelTokenizer implements AutoCloseable {
             for (JsonNode t : tokens) {
               if (t.path("content").isTextual()) {
                 added.put(t.get("content").asText(), t);
+                size = Math.max(size, t.path("id").asInt(-1) + 1);
+              }
+            }
+          } else if ("model".equals(field) && p.currentToken() == JsonToken.START_OBJECT) {
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+              String key = p.currentName();
+              JsonToken value = p.nextToken();
+              if ("vocab".equals(key) && value == JsonToken.START_OBJECT) {  // BPE, WordPiece: token -> id
+                while (p.nextToken() == JsonToken.FIELD_NAME) {
+                  p.nextToken();
+                  size = Math.max(size, p.getIntValue() + 1);
+                }
+              } else if ("vocab".equals(key) && value == JsonToken.START_ARRAY) {  // Unigram: [piece, score] by id
+                int n = 0;
+                while (p.nextToken() != JsonToken.END_ARRAY) {
+                  p.skipChildren();
+                  n++;
+                }
+                size = Math.max(size, n);
+              } else {
+                p.skipChildren();
               }
             }
           } else if ("pre_tokenizer".equals(field) || "normalizer".equals(field)) {
@@ -241,7 +278,7 @@ public final class ModelTokenizer implements AutoCloseable {
       } catch (UncheckedIOException e) {
         throw e.getCause();
       }
-      return new TokenizerFile(added, firstOnly);
+      return new TokenizerFile(added, firstOnly, size);
     }
   }
 }

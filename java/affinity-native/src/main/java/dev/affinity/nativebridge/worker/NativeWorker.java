@@ -176,7 +176,8 @@ public final class NativeWorker implements Worker {
     return executor;
   }
 
-  TokenCodec codec() {
+  /** The worker's text-to-ids codec. */
+  public TokenCodec codec() {
     return codec;
   }
 
@@ -224,7 +225,7 @@ public final class NativeWorker implements Worker {
       if (c.promptTokenIds().isPresent()) {
         return c.promptTokenIds().get().toArray();
       }
-      return codec.encode(c.promptText().orElse(""));
+      return codec.encodePrompt(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
     }
     ChatCompletionRequest chat = (ChatCompletionRequest) body;
     if (chat.promptTokenIds() != null) {

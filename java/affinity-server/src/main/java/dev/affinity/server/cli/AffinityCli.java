@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
     versionProvider = VersionProvider.class,
     description = "Routing layer for disaggregated LLM serving (TensorRT-LLM compatible).",
     subcommands = {CommandLine.HelpCommand.class, ConfigCommand.class, KvHashCommand.class, NativeInfoCommand.class, ServeCommand.class, SimCommand.class,
-        WorkerCommand.class})
+        TokenizeCommand.class, WorkerCommand.class})
 public final class AffinityCli implements Runnable {
 
   @CommandLine.Spec

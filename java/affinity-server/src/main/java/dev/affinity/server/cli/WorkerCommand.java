@@ -63,7 +63,7 @@ final class WorkerCommand implements Callable<Integer> {
   String authKey;
 
   @Option(names = "--tokenizer", defaultValue = WorkerSettings.DEFAULT_TOKENIZER,
-      description = "BPE encoding of text prompts (default: ${DEFAULT-VALUE}).")
+      description = "BPE encoding of text prompts (default: ${DEFAULT-VALUE}), or a model's tokenizer directory (tokenizer.json, tokenizer_config.json): prompts, chats and KV events then use the model's own ids.")
   String tokenizer;
 
   @Option(names = "--name", defaultValue = WorkerSettings.DEFAULT_NAME,

@@ -7,6 +7,11 @@ import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
+import dev.affinity.config.TokenizerSource;
+import dev.affinity.tokenizer.ModelPromptTokenizer;
+import dev.affinity.tokenizer.ModelTokenizer;
+import dev.affinity.tokenizer.PromptRenderer;
+import dev.affinity.worker.TokenCodec;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.LocalParentLinks;
 import dev.affinity.conversation.ParentLinks;
@@ -77,6 +82,9 @@ public final class AffinityServer implements AutoCloseable {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
+  /** The model tokenizer the frontend routes with (affinity.tokenizer or a router's tokenizer_dir), or null. */
+  private Codecs modelCodecs;
+  private PromptRenderer renderer;
   /** Event loops of the frontend's client connections and of the remote workers' connections. */
   private EventLoopGroup io;
   private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
@@ -143,11 +151,27 @@ public final class AffinityServer implements AutoCloseable {
 
   private void build(FrontendOptions options) throws IOException {
     io = FrontendServer.ioGroup(options.ioThreads());
+    java.util.Optional<TokenizerSource> source = TokenizerSource.of(config);
+    if (source.isPresent()) {
+      try {
+        modelCodecs = Codecs.of(ModelTokenizer.load(source.get().directory()));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(source.get().origin() + ": " + e.getMessage(), e);
+      }
+      renderer = new PromptRenderer(modelCodecs.model());
+      log.info("routing on the model's token ids: tokenizer {} (from {})", source.get().directory(), source.get().origin());
+    } else if (!config.context().isEmbedded() || !config.generation().isEmbedded()) {
+      log.warn("no model tokenizer (affinity.tokenizer or the router's tokenizer_dir): prefix-aware routers in front "
+          + "of remote workers can match only client-sent token ids");
+    }
+    TokenCodec embeddedCodec = modelCodecs != null ? modelCodecs.codec()
+        : dev.affinity.nativebridge.worker.ModelTokenCodec.NAME.equals(config.affinity().tokenizer()) ? null
+        : new dev.affinity.nativebridge.worker.BpeTokenCodec(config.affinity().tokenizer());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
       if (section.isEmbedded()) {
-        List<NativeWorker> created = EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128, handoff);
+        List<NativeWorker> created = EmbeddedWorkers.create(section, embeddedCodec, 128, handoff);
         embedded.put(fleet, created);
         created.forEach(w -> models.put(w.id(), List.of(WorkerModels.modelOf(section.embedded().get()))));
         synchronized (workers) {
@@ -155,15 +179,16 @@ public final class AffinityServer implements AutoCloseable {
         }
       }
     }
-    PromptTokenizer tokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
-        .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.NONE);
+    PromptTokenizer tokenizer = renderer != null ? new ModelPromptTokenizer(renderer, this::workersRenderAlike)
+        : embedded.values().stream().flatMap(List::stream).findFirst()
+            .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.CLIENT_IDS);
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
     }
     parentLinks = createParentLinks();
-    TextTokenizer textTokenizer = embedded.values().stream().flatMap(List::stream).findFirst()
-        .<TextTokenizer>map(w -> w::encodeText).orElse(null);
+    TextTokenizer textTokenizer = modelCodecs != null ? modelCodecs.codec()::encode
+        : embedded.values().stream().flatMap(List::stream).findFirst().<TextTokenizer>map(w -> w::encodeText).orElse(null);
     Orchestration orchestration = Orchestration.build(config, new LoopScheduler(scheduler), System::nanoTime, new RequestIds(config.nodeId()),
         this::sharePins, tracing.tracer(), textTokenizer);
     ctxRouter = orchestration.contextRouter();
@@ -353,6 +378,32 @@ public final class AffinityServer implements AutoCloseable {
       meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry));
     }
     workerMeters.put(w, meters);
+  }
+
+  /**
+   * Whether every worker renders chats as the frontend's model tokenizer does, so a chat's ids may replace its
+   * messages on the legs: embedded workers share the tokenizer; a remote worker must report the same
+   * {@code render_fingerprint} digest in its {@code /server_info} (Affinity workers on the same tokenizer do; stock
+   * workers use upstream's recipe, so chats reach them as text).
+   */
+  private boolean workersRenderAlike() {
+    String mine = renderer.fingerprint();
+    synchronized (workers) {
+      if (workers.isEmpty()) {
+        return false;
+      }
+      for (Worker w : workers) {
+        if (w instanceof HttpWorker h) {
+          com.fasterxml.jackson.databind.JsonNode info = h.serverInfo();
+          if (info == null || !mine.equals(info.path("render_fingerprint").path("digest").asText(null))) {
+            return false;
+          }
+        } else if (!(w instanceof NativeWorker n) || n.codec() != modelCodecs.codec()) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   private ServerSection section(Fleet fleet) {
@@ -547,6 +598,9 @@ public final class AffinityServer implements AutoCloseable {
       }
     }
     handoff.close();
+    if (modelCodecs != null) {
+      modelCodecs.close();
+    }
     scheduler.close();
     if (io != null) {
       io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();

@@ -59,7 +59,16 @@ public final class EmbeddedWorkers {
    */
   public static List<NativeWorker> create(ServerSection section, String tokenizer, int defaultMaxTokens,
       HandoffDomain handoff) {
-    TokenCodec shared = ModelTokenCodec.NAME.equals(tokenizer) ? null : new BpeTokenCodec(tokenizer);
+    return create(section, ModelTokenCodec.NAME.equals(tokenizer) ? null : new BpeTokenCodec(tokenizer),
+        defaultMaxTokens, handoff);
+  }
+
+  /**
+   * {@link #create(ServerSection, String, int, HandoffDomain)} with every worker on {@code shared} (a model
+   * tokenizer's codec, for example), or each on its executor's own model tokenizer when null.
+   */
+  public static List<NativeWorker> create(ServerSection section, TokenCodec shared, int defaultMaxTokens,
+      HandoffDomain handoff) {
     List<NativeWorker> out = new ArrayList<>();
     try {
       for (Instance in : instances(section)) {

@@ -68,6 +68,10 @@ final class CompletionEndpoint {
       } else {
         request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
       }
+      if (fc.admission.tokenizesLong(request)) {
+        admitOffLoop(exchange, request, headers, echo);
+        return;
+      }
       admitted = fc.admission.admit(request, headers);
     } catch (ProtocolException e) {
       ProtocolException named = endpoint == Endpoint.RESPONSES ? ResponsesRequests.inResponsesTerms(e) : e;
@@ -77,6 +81,37 @@ final class CompletionEndpoint {
       exchange.sendError(e.status(), e.error());
       return;
     }
+    proceed(exchange, admitted, echo);
+  }
+
+  /**
+   * A long prompt is admitted (tokenized) on the tokenizing threads, then handed to the handler on the exchange's
+   * loop: the loop goes on serving its other connections meanwhile.
+   */
+  private void admitOffLoop(HttpExchange exchange, OpenAiRequest request, HeaderSource headers, ObjectNode echo) {
+    try {
+      fc.tokenizing().execute(() -> {
+        AdmittedRequest admitted;
+        try {
+          admitted = fc.admission.admit(request, headers);
+        } catch (RequestRejectedException e) {
+          exchange.sendErrorLater(e.status(), e.error());
+          return;
+        } catch (RuntimeException e) {
+          LOG.error("request {}: admission failed", exchange.meta().localId(), e);
+          exchange.sendErrorLater(500, exchange.internalError());
+          return;
+        }
+        exchange.onLoop(() -> proceed(exchange, admitted, echo));
+      });
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      exchange.sendError(503, ErrorResponse.of(503, "the frontend is shutting down", null));
+    }
+  }
+
+  /** An admitted request: its answer's format, then the handler. On the exchange's loop. */
+  private void proceed(HttpExchange exchange, AdmittedRequest admitted, ObjectNode echo) {
+    Endpoint endpoint = exchange.meta().endpoint();
     exchange.describe(admitted.request().model(), admitted.request().isStreaming());
     if (endpoint == Endpoint.MESSAGES) {
       String model = admitted.request().model();

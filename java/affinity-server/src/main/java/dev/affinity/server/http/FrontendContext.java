@@ -34,6 +34,11 @@ final class FrontendContext {
   final Map<String, ExtraEndpoint> extraEndpoints;
   final long startedEpochSeconds = System.currentTimeMillis() / 1000;
   private final AtomicLong localIds = new AtomicLong();
+  /**
+   * Where long prompts are tokenized (admitted) instead of on an event loop: daemon threads, half the processors,
+   * created on first use.
+   */
+  private volatile java.util.concurrent.ExecutorService tokenizing;
 
   FrontendContext(FrontendOptions options, FrontendBackend backend, PrometheusMeterRegistry registry,
       ChannelGroup channels) {
@@ -65,6 +70,30 @@ final class FrontendContext {
       }
     }
     return Map.copyOf(extras);
+  }
+
+  /** The threads long prompts are admitted on. */
+  java.util.concurrent.Executor tokenizing() {
+    java.util.concurrent.ExecutorService t = tokenizing;
+    if (t == null) {
+      synchronized (this) {
+        t = tokenizing;
+        if (t == null) {
+          int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+          t = tokenizing = java.util.concurrent.Executors.newFixedThreadPool(threads,
+              new io.netty.util.concurrent.DefaultThreadFactory("affinity-tokenize", true));
+        }
+      }
+    }
+    return t;
+  }
+
+  /** Stops the tokenizing threads (tasks queued still run). */
+  void close() {
+    java.util.concurrent.ExecutorService t = tokenizing;
+    if (t != null) {
+      t.shutdown();
+    }
   }
 
   /** The frontend's own id for the next request (1, 2, ...; below the orchestration's 2^40 range). */

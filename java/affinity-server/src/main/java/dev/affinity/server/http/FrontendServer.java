@@ -185,6 +185,7 @@ public final class FrontendServer implements AutoCloseable {
     if (ownWorkers) {
       workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
     }
+    context.close();
     context.options.accessLog().close();
     LOG.info("frontend on port {} closed", port());
   }

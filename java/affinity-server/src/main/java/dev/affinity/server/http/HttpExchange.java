@@ -227,7 +227,7 @@ final class HttpExchange implements ClientSink {
    * Runs {@code task} on the channel's loop after the sink calls made before it: at once when called on the loop
    * with none of them waiting (the usual case: the legs run on the request's loop), else as a task of the loop.
    */
-  private void onLoop(Runnable task) {
+  void onLoop(Runnable task) {
     EventLoop loop = channel.eventLoop();
     if (queued.get() == 0 && loop.inEventLoop()) {
       run(task);

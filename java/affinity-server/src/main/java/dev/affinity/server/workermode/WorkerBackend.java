@@ -211,6 +211,10 @@ final class WorkerBackend implements FrontendBackend {
     root.put("tokens_per_block", info.tokensPerBlock());
     root.put("max_batch_size", info.maxBatchSize());
     root.put("max_num_tokens", info.maxNumTokens());
+    String fingerprint = worker.codec().renderFingerprint();
+    if (fingerprint != null) {  // a model tokenizer: a frontend with the same may send chats as ids
+      root.putObject("render_fingerprint").put("digest", fingerprint);
+    }
     ObjectNode ext = root.putObject(WorkerExtensions.SERVER_INFO_KEY);
     ext.put(WorkerExtensions.NUM_RANKS, info.numRanks());
     ext.put(WorkerExtensions.RANKS_VISIBLE, true);

@@ -8,11 +8,12 @@ import dev.affinity.executor.KvCacheStats;
 import dev.affinity.executor.Executor;
 import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeExecutor;
-import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.server.fleet.Codecs;
+import dev.affinity.worker.TokenCodec;
 import dev.affinity.server.worker.LegAuth;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -53,11 +54,13 @@ public final class WorkerServer implements AutoCloseable {
   private final FrontendServer frontend;
   private final WorkerBackend backend;
   private final String host;
+  private final Codecs codecs;
   private volatile WorkerRegistration registration;
   private volatile ClusterStorage clusterStorage;
 
   private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend,
-      WorkerBackend backend, String host) {
+      WorkerBackend backend, String host, Codecs codecs) {
+    this.codecs = codecs;
     this.worker = worker;
     this.registry = registry;
     this.frontend = frontend;
@@ -102,8 +105,15 @@ public final class WorkerServer implements AutoCloseable {
     Objects.requireNonNull(clock, "clock");
     Objects.requireNonNull(options, "options");
     String config = effectiveConfig(executorConfig, settings.name());
-    BpeTokenCodec codec = new BpeTokenCodec(settings.tokenizer());
-    NativeExecutor executor = NativeExecutor.create(BACKEND, config, handoff);
+    Codecs codecs = Codecs.open(settings.tokenizer());
+    TokenCodec codec = codecs.codec();
+    NativeExecutor executor;
+    try {
+      executor = NativeExecutor.create(BACKEND, config, handoff);
+    } catch (RuntimeException e) {
+      codecs.close();
+      throw e;
+    }
     NativeWorker worker = null;
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     try {
@@ -126,13 +136,14 @@ public final class WorkerServer implements AutoCloseable {
       FrontendServer frontend = FrontendServer.start(served, backend, registry);
       LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
           executor.tokensPerBlock(), served.host(), frontend.port());
-      return new WorkerServer(worker, registry, frontend, backend, served.host());
+      return new WorkerServer(worker, registry, frontend, backend, served.host(), codecs);
     } catch (IOException | RuntimeException e) {
       if (worker != null) {
         worker.close();
       } else {
         executor.close();
       }
+      codecs.close();
       registry.close();
       throw e;
     }
@@ -285,6 +296,7 @@ public final class WorkerServer implements AutoCloseable {
     }
     frontend.close();
     worker.close();
+    codecs.close();
     registry.close();
     ClusterStorage s = clusterStorage;
     if (s != null) {

@@ -14,7 +14,8 @@ import java.util.Objects;
  *     generation legs that carry hand-off state must also be signed ({@code x-trtllm-disagg-auth}) and a
  *     signed sub-agent affinity id is honoured; without it, requests are accepted unsigned and affinity
  *     ids are ignored
- * @param tokenizer the BPE encoding of text prompts ({@code cl100k_base}, ...)
+ * @param tokenizer the BPE encoding of text prompts ({@code cl100k_base}, ...) or a model's tokenizer directory (the
+ *     model's ids, chat template and KV events over them)
  * @param requestTimeout the longest a leg may run before it fails with 504
  * @param defaultMaxTokens the output limit of a request without {@code max_tokens}
  * @param requireInternalAuth a key is required, and a sub-agent affinity id with a missing or wrong signature

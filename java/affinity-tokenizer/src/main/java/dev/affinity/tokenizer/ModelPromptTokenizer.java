@@ -1,0 +1,81 @@
+package dev.affinity.tokenizer;
+
+import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.CompletionRequest;
+import dev.affinity.protocol.OpenAiRequest;
+import java.util.Objects;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The frontend's prompt ids from the model's own tokenizer, as upstream's router computes them
+ * ({@code BlockHashMixin._tokenize} in {@code tensorrt_llm/serve/router_utils.py}), so prefix-aware routers hash the
+ * ids whose blocks the workers' KV events report:
+ * <ul>
+ *   <li>ids the client sent (a completion's token prompt, a chat's {@code prompt_token_ids}) as they are;
+ *   <li>a completion's text as {@code tokenizer(prompt)["input_ids"]} (with the special tokens the tokenizer adds,
+ *       unless the request sets {@code add_special_tokens} false); forwarded to the legs as the prompt;
+ *   <li>a chat rendered with the chat template and encoded without special tokens ({@link PromptRenderer}); its ids go
+ *       to the legs only when every worker renders as this tokenizer does ({@code workersRenderAlike}: their
+ *       {@code render_fingerprint}), and never for messages with media, else the chat goes as text.
+ * </ul>
+ */
+public final class ModelPromptTokenizer implements PromptTokenizer {
+  private final PromptRenderer renderer;
+  private final BooleanSupplier workersRenderAlike;
+
+  public ModelPromptTokenizer(PromptRenderer renderer, BooleanSupplier workersRenderAlike) {
+    this.renderer = Objects.requireNonNull(renderer, "renderer");
+    this.workersRenderAlike = Objects.requireNonNull(workersRenderAlike, "workersRenderAlike");
+  }
+
+  public PromptRenderer renderer() {
+    return renderer;
+  }
+
+  /**
+   * @throws dev.affinity.protocol.ProtocolException (400 naming {@code messages} or {@code chat_template}) when the
+   *     chat template refuses the conversation
+   */
+  @Override
+  public int[] tokenize(OpenAiRequest request) {
+    if (request instanceof CompletionRequest c) {
+      if (c.promptTokenIds().isPresent()) {
+        return c.promptTokenIds().get().toArray();
+      }
+      return renderer.tokenizer().encode(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
+    }
+    return renderer.encodeChat((ChatCompletionRequest) request);
+  }
+
+  /** Prompts from this many characters are tokenized off the event loop (about 16k tokens; a few milliseconds). */
+  public static final int LONG_PROMPT_CHARS = 64 * 1024;
+
+  /** A prompt of {@link #LONG_PROMPT_CHARS} or more characters to tokenize (client-sent ids are not). */
+  @Override
+  public boolean isLong(OpenAiRequest request) {
+    if (request instanceof CompletionRequest c) {
+      return c.promptTokenIds().isEmpty() && c.promptText().map(String::length).orElse(0) >= LONG_PROMPT_CHARS;
+    }
+    ChatCompletionRequest chat = (ChatCompletionRequest) request;
+    if (chat.promptTokenIds() != null) {
+      return false;
+    }
+    long chars = 0;
+    for (var m : chat.messages()) {
+      chars += m.contentText().length();
+      if (chars >= LONG_PROMPT_CHARS) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public boolean forwardsIds(OpenAiRequest request) {
+    if (request instanceof ChatCompletionRequest chat) {
+      return chat.promptTokenIds() == null && !OpenAiChat.hasMedia(chat) && workersRenderAlike.getAsBoolean();
+    }
+    return true;
+  }
+}

@@ -1,0 +1,104 @@
+package dev.affinity.tokenizer;
+
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ProtocolException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * A chat request's prompt ids with a model's tokenizer: its {@code prompt_token_ids} when it sent them, else its
+ * messages rendered with the request's own {@code chat_template} (when the deployment allows one) or the model's, and
+ * encoded. A template that refuses the conversation ({@code raise_exception}) is a 400 naming {@code messages}, as the
+ * worker would answer; a model without a chat template is a 400 too. Thread-safe.
+ */
+public final class PromptRenderer {
+  private static final int REQUEST_TEMPLATES = 16;
+
+  private final ModelTokenizer tokenizer;
+  private final Map<String, ChatTemplate> requestTemplates = new LinkedHashMap<>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, ChatTemplate> eldest) {
+      return size() > REQUEST_TEMPLATES;
+    }
+  };
+  private final String fingerprint;
+
+  public PromptRenderer(ModelTokenizer tokenizer) {
+    this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+    this.fingerprint = fingerprintOf(tokenizer);
+  }
+
+  /**
+   * Affinity's render fingerprint of this tokenizer and its templates ({@code affinity-render-v1:} and a SHA-256 of
+   * the tokenizer file's digest and the template sources): two parties with equal fingerprints render and encode a
+   * chat the same way. Not upstream's recipe ({@code tensorrt_llm/serve/render/fingerprint.py}, which hashes the
+   * Python tokenizer object), so a stock worker's never equals it and chats go to stock workers as text.
+   */
+  public String fingerprint() {
+    return fingerprint;
+  }
+
+  private static String fingerprintOf(ModelTokenizer tokenizer) {
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      sha.update(tokenizer.fingerprint().getBytes(StandardCharsets.UTF_8));
+      tokenizer.chatTemplates().ifPresent(t -> sha.update(t.sources().getBytes(StandardCharsets.UTF_8)));
+      return "affinity-render-v1:" + HexFormat.of().formatHex(sha.digest(), 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public ModelTokenizer tokenizer() {
+    return tokenizer;
+  }
+
+  /** The rendered prompt of a chat request. */
+  public String render(ChatCompletionRequest chat) {
+    ChatInput input = OpenAiChat.toInput(chat);
+    try {
+      if (chat.chatTemplate() != null) {
+        return requestTemplate(chat.chatTemplate()).render(input);
+      }
+      if (tokenizer.chatTemplates().isEmpty()) {
+        throw ProtocolException.invalidField("messages", "the model's tokenizer has no chat template: send a "
+            + "completion, or a chat_template");
+      }
+      return tokenizer.renderChat(input);
+    } catch (TemplateException e) {
+      throw ProtocolException.invalidField(chat.chatTemplate() != null ? "chat_template" : "messages", e.getMessage());
+    }
+  }
+
+  /** The prompt ids of a chat request: the ones it sent, else its rendered prompt encoded. */
+  public int[] encodeChat(ChatCompletionRequest chat) {
+    if (chat.promptTokenIds() != null) {
+      return chat.promptTokenIds().toArray();
+    }
+    return tokenizer.encodeRendered(render(chat));
+  }
+
+  private ChatTemplate requestTemplate(String source) {
+    synchronized (requestTemplates) {
+      ChatTemplate t = requestTemplates.get(source);
+      if (t != null) {
+        return t;
+      }
+    }
+    ChatTemplate compiled;
+    try {
+      compiled = ChatTemplate.compile(source, "the request", tokenizer.specialTokens());
+    } catch (IllegalArgumentException e) {
+      throw ProtocolException.invalidField("chat_template", e.getMessage());
+    }
+    synchronized (requestTemplates) {
+      requestTemplates.put(source, compiled);
+    }
+    return compiled;
+  }
+}
