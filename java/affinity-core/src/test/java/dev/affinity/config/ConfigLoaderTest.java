@@ -34,6 +34,43 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void affinityTokenizerIsAnEncodingModelOrATokenizerDirectoryTakenFromTheConfigFilesFolder(
+      @org.junit.jupiter.api.io.TempDir Path tmp) throws Exception {
+    assertEquals("o200k_base", parse("affinity:\n  tokenizer: o200k_base\n" + MINIMAL).config().affinity().tokenizer());
+    assertTrue(parse("affinity:\n  tokenizer: o200k_base\n" + MINIMAL).config().affinity().tokenizerDirectory().isEmpty());
+    Path model = Files.createDirectories(tmp.resolve("models/qwen"));
+    Files.writeString(model.resolve("tokenizer.json"), "{}");
+    Path file = tmp.resolve("disagg.yaml");
+    Files.writeString(file, "affinity:\n  tokenizer: models/qwen\n" + MINIMAL);
+    AffinitySettings a = ConfigLoader.load(file).config().affinity();
+    assertEquals(model.toAbsolutePath().normalize().toString(), a.tokenizer(), "relative to the config file's folder");
+    assertEquals(model.toAbsolutePath().normalize(), a.tokenizerDirectory().orElseThrow());
+    assertEquals(List.of(), ConfigLoader.load(file).warnings());
+    Files.writeString(file, "affinity:\n  tokenizer: models/none\n" + MINIMAL);
+    ConfigException missing = assertThrows(ConfigException.class, () -> ConfigLoader.load(file));
+    assertTrue(missing.getMessage().contains("disagg.yaml:2:14: affinity.tokenizer: is neither a BPE encoding"),
+        missing.getMessage());
+    assertTrue(missing.getMessage().contains("does not exist"), missing.getMessage());
+    Files.createDirectories(tmp.resolve("models/empty"));
+    Files.writeString(file, "affinity:\n  tokenizer: models/empty\n" + MINIMAL);
+    ConfigException empty = assertThrows(ConfigException.class, () -> ConfigLoader.load(file));
+    assertTrue(empty.getMessage().contains("has no tokenizer.json"), empty.getMessage());
+  }
+
+  @Test
+  void theFrontendsTokenizerComesFromAffinityOrFromUpstreamsRouterArguments() {
+    assertTrue(TokenizerSource.of(parse(MINIMAL).config()).isEmpty());
+    TokenizerSource fromRouter = TokenizerSource.of(parse(MINIMAL.replace("urls: [\"c0:8001\"]",
+        "urls: [\"c0:8001\"]\n  router: {type: kv_cache_aware, tokenizer_dir: /models/q, model_path: /models/p}"))
+        .config()).orElseThrow();
+    assertEquals(Path.of("/models/q"), fromRouter.directory(), "tokenizer_dir before model_path");
+    assertTrue(fromRouter.origin().startsWith("context_servers.router.tokenizer_dir (test.yaml:3"), fromRouter.origin());
+    TokenizerSource fromGen = TokenizerSource.of(parse(MINIMAL.replace("urls: [\"g0:8002\"]",
+        "urls: [\"g0:8002\"]\n  router: {type: kv_cache_aware, model_path: /models/p}")).config()).orElseThrow();
+    assertEquals(Path.of("/models/p"), fromGen.directory());
+  }
+
+  @Test
   void everyExampleConfigLoadsWithoutWarnings() throws Exception {
     List<Path> files;
     try (Stream<Path> s = Files.list(EXAMPLES)) {

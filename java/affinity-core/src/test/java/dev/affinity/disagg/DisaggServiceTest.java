@@ -3,6 +3,7 @@ package dev.affinity.disagg;
 import static dev.affinity.disagg.DisaggFakes.context;
 import static dev.affinity.disagg.DisaggFakes.failing;
 import static dev.affinity.disagg.DisaggFakes.generation;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -58,6 +59,7 @@ class DisaggServiceTest {
   static final class RecordingRouter implements Router {
     final Router delegate;
     final List<String> keys = new CopyOnWriteArrayList<>();
+    final List<RoutingRequest> requests = new CopyOnWriteArrayList<>();
 
     RecordingRouter(Router delegate) {
       this.delegate = delegate;
@@ -71,6 +73,7 @@ class DisaggServiceTest {
     @Override
     public Selection select(RoutingRequest request, Set<String> excludedWorkerIds) {
       keys.add(request.routingKey());
+      requests.add(request);
       return delegate.select(request, excludedWorkerIds);
     }
 
@@ -508,6 +511,46 @@ class DisaggServiceTest {
     OpenAiRequest alone = g.received.get(1).body();
     assertNull(alone.disaggregatedParams(), "an aggregated request on the generation worker");
     assertAllReleased();
+  }
+
+  @Test
+  void chatIdsReplaceTheMessagesOnTheLegsOnlyWhenTheTokenizerSaysSoAndTheContentKeyFollows() {
+    dev.affinity.protocol.ChatCompletionRequest chat = CODEC.parseChatCompletionRequest(
+        "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2}"
+            .getBytes(StandardCharsets.UTF_8));
+    int[] ids = {5, 6, 7};
+    Map<Boolean, Long> contentKeys = new java.util.HashMap<>();
+    for (boolean forward : new boolean[] {false, true}) {
+      ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+      ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+      service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+      admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, admission.resolver(),
+          new PromptTokenizer() {
+            @Override
+            public int[] tokenize(OpenAiRequest request) {
+              return ids;
+            }
+
+            @Override
+            public boolean forwardsIds(OpenAiRequest request) {
+              return forward;
+            }
+          });
+      handle(chat, headers(), new RecordingSink());
+      dev.affinity.protocol.ChatCompletionRequest leg = (dev.affinity.protocol.ChatCompletionRequest) c.received.get(0).body();
+      if (forward) {
+        assertArrayEquals(ids, leg.promptTokenIds().toArray(), "the ids replace the messages");
+      } else {
+        assertNull(leg.promptTokenIds(), "the workers render the chat themselves");
+      }
+      RoutingRequest routed = ctxRouter.requests.get(0);
+      assertArrayEquals(ids, routed.tokens(), "routing uses the ids either way");
+      contentKeys.put(forward, routed.contentKey());
+    }
+    assertEquals(dev.affinity.routing.ContentKey.of(chat, null), contentKeys.get(false));
+    assertEquals(dev.affinity.routing.ContentKey.of(chat, ids), contentKeys.get(true),
+        "upstream keys on the written-back ids too");
+    assertNotEquals(contentKeys.get(false), contentKeys.get(true));
   }
 
   @Test

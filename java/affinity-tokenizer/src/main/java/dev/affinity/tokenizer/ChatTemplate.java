@@ -112,14 +112,15 @@ public final class ChatTemplate {
 
   /**
    * Renders a conversation: {@code messages}, {@code tools} (when given), {@code add_generation_prompt}, the
-   * special tokens, and the request's {@code chat_template_kwargs} (which may override none of the others).
+   * special tokens, and the request's {@code chat_template_kwargs}, which override the special tokens (not the
+   * conversation), as in {@code apply_chat_template}.
    *
    * @throws TemplateException when the template raises ({@code raise_exception}) or the engine reports an error
    */
   public String render(ChatInput input) {
     JinjavaInterpreter interpreter = jinjava.newInterpreter();
-    Map<String, Object> bindings = new HashMap<>(input.kwargs());
-    bindings.putAll(specialTokens);
+    Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
+    bindings.putAll(input.kwargs());
     bindings.put("messages", input.messages());
     if (input.tools() != null) {
       bindings.put("tools", input.tools());

@@ -160,10 +160,7 @@ public final class AffinityServer implements AutoCloseable {
       }
       renderer = new PromptRenderer(modelCodecs.model());
       log.info("routing on the model's token ids: tokenizer {} (from {})", source.get().directory(), source.get().origin());
-    } else if (!config.context().isEmbedded() || !config.generation().isEmbedded()) {
-      log.warn("no model tokenizer (affinity.tokenizer or the router's tokenizer_dir): prefix-aware routers in front "
-          + "of remote workers can match only client-sent token ids");
-    }
+    }  // else ConfigWarnings says so at start-up when a KV-event router stands before remote workers
     TokenCodec embeddedCodec = modelCodecs != null ? modelCodecs.codec()
         : dev.affinity.nativebridge.worker.ModelTokenCodec.NAME.equals(config.affinity().tokenizer()) ? null
         : new dev.affinity.nativebridge.worker.BpeTokenCodec(config.affinity().tokenizer());

