@@ -526,6 +526,25 @@ class WorkerServerTest {
   }
 
   @Test
+  void aWorkerOnAModelsTokenizerCountsInItsTokensAndReportsItsRenderFingerprint() throws Exception {
+    java.nio.file.Path dir = dev.affinity.tokenizer.TestModels.dir(dev.affinity.tokenizer.TestModels.LLAMA3);
+    WorkerServer w = WorkerServer.start(CONFIG, WorkerSettings.defaults().withModel("m").withTokenizer(dir.toString()),
+        FrontendOptions.defaults().withAccessLog(AccessLog.none()), "test");
+    open.add(w);
+    HttpWorker h = client(w, null);
+    try (dev.affinity.tokenizer.ModelTokenizer t = dev.affinity.tokenizer.ModelTokenizer.load(dir)) {
+      assertEquals(new dev.affinity.tokenizer.PromptRenderer(t).fingerprint(),
+          h.serverInfo().path("render_fingerprint").path("digest").asText(), "a frontend on the same files matches it");
+      HttpResponse<String> r = post(w, "/v1/completions", "{\"model\": \"m\", \"prompt\": \"Hello world\", \"max_tokens\": 2}");
+      assertEquals(200, r.statusCode(), r.body());
+      assertEquals(t.encode("Hello world", true).length, new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.body()).at("/usage/prompt_tokens").asInt(),
+          "Llama's BOS and its own ids");
+    }
+    assertTrue(client(worker("plain", CONFIG, KEY), KEY).serverInfo().path("render_fingerprint").isMissingNode(),
+        "a BPE codec promises no rendering");
+  }
+
+  @Test
   void aWorkerWithAModelNameServesOnlyThatModel() throws Exception {
     WorkerServer w = WorkerServer.start(CONFIG, WorkerSettings.defaults().withModel("m"),
         FrontendOptions.defaults().withAccessLog(AccessLog.none()), "test");
