@@ -32,11 +32,15 @@ public final class HfTokenCodec implements TokenCodec {
 
   /**
    * @throws dev.affinity.protocol.ProtocolException (400, {@code messages}) when the template refuses the
-   *     conversation
+   *     conversation; (500) when the template engine cannot render it
    */
   @Override
   public int[] encodeChat(ChatCompletionRequest chat) {
-    return renderer.encodeChat(chat);
+    try {
+      return renderer.encodeChat(chat);
+    } catch (TemplateException e) {  // the engine's limit: this worker cannot serve the chat
+      throw dev.affinity.protocol.ProtocolException.of(500, e.getMessage(), e);
+    }
   }
 
   @Override

@@ -17,12 +17,17 @@ import java.util.function.BooleanSupplier;
  *       unless the request sets {@code add_special_tokens} false); forwarded to the legs as the prompt;
  *   <li>a chat rendered with the chat template and encoded without special tokens ({@link PromptRenderer}); its ids go
  *       to the legs only when every worker renders as this tokenizer does ({@code workersRenderAlike}: their
- *       {@code render_fingerprint}), and never for messages with media, else the chat goes as text.
+ *       {@code render_fingerprint}), and never for messages with media, else the chat goes as text. A chat the
+ *       template engine cannot render (an error of the engine, not the template's {@code raise_exception}) gets no
+ *       ids: it is routed on its text and the worker renders it (logged, counted in {@link #engineErrors}).
  * </ul>
  */
 public final class ModelPromptTokenizer implements PromptTokenizer {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ModelPromptTokenizer.class);
+
   private final PromptRenderer renderer;
   private final BooleanSupplier workersRenderAlike;
+  private final java.util.concurrent.atomic.AtomicLong engineErrors = new java.util.concurrent.atomic.AtomicLong();
 
   public ModelPromptTokenizer(PromptRenderer renderer, BooleanSupplier workersRenderAlike) {
     this.renderer = Objects.requireNonNull(renderer, "renderer");
@@ -45,7 +50,21 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
       }
       return renderer.tokenizer().encode(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
     }
-    return renderer.encodeChat((ChatCompletionRequest) request);
+    try {
+      return renderer.encodeChat((ChatCompletionRequest) request);
+    } catch (TemplateException e) {
+      // the engine could not render what the worker can: route on the text, and the worker renders the chat
+      long n = engineErrors.incrementAndGet();
+      if (Long.bitCount(n) == 1) {  // the 1st, 2nd, 4th, 8th, ... time
+        LOG.warn("chat not rendered by the frontend ({} so far), routed on its text: {}", n, e.getMessage());
+      }
+      return null;
+    }
+  }
+
+  /** Chats the template engine could not render (routed on their text). */
+  public long engineErrors() {
+    return engineErrors.get();
   }
 
   /** Prompts from this many characters are tokenized off the event loop (about 16k tokens; a few milliseconds). */

@@ -14,7 +14,8 @@ import java.util.Objects;
  * A chat request's prompt ids with a model's tokenizer: its {@code prompt_token_ids} when it sent them, else its
  * messages rendered with the request's own {@code chat_template} (when the deployment allows one) or the model's, and
  * encoded. A template that refuses the conversation ({@code raise_exception}) is a 400 naming {@code messages}, as the
- * worker would answer; a model without a chat template is a 400 too. Thread-safe.
+ * worker would answer; a model without a chat template is a 400 too. An error of the template engine itself is a
+ * {@link TemplateException} (not raised by the template) for the caller. Thread-safe.
  */
 public final class PromptRenderer {
   private static final int REQUEST_TEMPLATES = 16;
@@ -71,6 +72,9 @@ public final class PromptRenderer {
       }
       return tokenizer.renderChat(input);
     } catch (TemplateException e) {
+      if (!e.raisedByTemplate()) {
+        throw e;  // the engine's limit, not the client's fault: the caller decides
+      }
       throw ProtocolException.invalidField(chat.chatTemplate() != null ? "chat_template" : "messages", e.getMessage());
     }
   }
