@@ -16,9 +16,9 @@ import java.util.Set;
  */
 public record TokenizerSource(Path directory, String origin) {
   /**
-   * Routers that match the prompt's block keys against the workers' KV events: without the model's ids those never
-   * match (the routers that keep their own index, {@code conversation}, {@code sglang_cache_aware},
-   * {@code llmd_scorer}, match text against text, and their own backfill still works).
+   * Routers that match the prompt's block keys against the workers' KV events: without token ids they match nothing
+   * for text and chat prompts (the routers that keep their own index, {@code conversation}, {@code sglang_cache_aware},
+   * {@code llmd_scorer}, match text's code points against what they routed).
    */
   public static final Set<String> KV_EVENT_ROUTERS = Set.of("kv_cache_aware", "affinity", "dynamo_kv");
 
@@ -51,7 +51,7 @@ public record TokenizerSource(Path directory, String origin) {
             "is not a model's tokenizer directory, and " + s.name() + ".router.type is " + s.router().type()
                 + " in front of remote workers: it "
                 + "matches the workers' KV events only for requests that send token ids (prompt_token_ids, token "
-                + "prompts); text and chat prompts match only what this frontend routed itself.",
+                + "prompts); text and chat prompts get no match and route by load.",
             "set affinity.tokenizer (or the router's tokenizer_dir) to the model's tokenizer directory"));
         return;  // once: the same tokenizer serves both fleets
       }

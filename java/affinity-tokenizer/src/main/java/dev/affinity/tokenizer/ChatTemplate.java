@@ -63,14 +63,14 @@ public final class ChatTemplate {
   public static ChatTemplate compile(String source, String origin, Map<String, String> specialTokens) {
     Objects.requireNonNull(source, "source");
     Jinjava jinjava = new Jinjava(JinjavaConfig.newBuilder()
-        .withTrimBlocks(true)
-        .withLstripBlocks(true)
+        // trim_blocks, lstrip_blocks and keep_trailing_newline as Jinja2's lexer applies them: TemplateSource
+        .withTrimBlocks(false)
+        .withLstripBlocks(false)
         .withElResolver(RESOLVER)
         .withLegacyOverrides(LegacyOverrides.newBuilder()
             .withParseWhitespaceControlStrictly(true)
             .withUseTrimmingForNotesAndExpressions(true)
             .withKeepNullableLoopValues(true)
-            .withUsePyishObjectMapper(true)
             .build())
         .withFailOnUnknownTokens(false)
         .build());
@@ -79,6 +79,7 @@ public final class ChatTemplate {
     jinjava.getGlobalContext().registerFunction(
         new ELFunctionDefinition("", "strftime_now", ChatTemplate.class, "strftimeNow", String.class));
     jinjava.getGlobalContext().registerFilter(new ToJson());
+    jinjava.getGlobalContext().registerFilter(new PyReverse());
     Map<String, Object> tokens = new HashMap<>();
     specialTokens.forEach((k, v) -> {
       if (v != null) {
@@ -94,8 +95,8 @@ public final class ChatTemplate {
       JinjavaInterpreter.popCurrent();
     }
     ChatTemplate template = new ChatTemplate(jinjava, tree, source, origin, Map.copyOf(tokens));
-    template.failOn(interpreter.getErrors(), false);
     try {
+      template.failOn(interpreter.getErrors(), false);
       template.render(new ChatInput(List.of(Map.of("role", "user", "content", "Hello")), null, true, Map.of()));
     } catch (TemplateException e) {
       if (!e.raisedByTemplate()) {
@@ -210,6 +211,31 @@ public final class ChatTemplate {
   static final class RaisedException extends RuntimeException {
     RaisedException(String message) {
       super(message, null, false, false);
+    }
+  }
+
+  /** {@code x[::-1]} ({@link TemplateSource}): a string reversed is a string, anything iterable a list. */
+  static final class PyReverse implements Filter {
+    @Override
+    public String getName() {
+      return "py_reverse";
+    }
+
+    @Override
+    public Object filter(Object var, JinjavaInterpreter interpreter, String... args) {
+      if (var instanceof String s) {
+        return new StringBuilder(s).reverse().toString();  // reverses surrogate pairs as pairs
+      }
+      java.util.List<Object> out = new java.util.ArrayList<>();
+      if (var instanceof Iterable<?> items) {
+        items.forEach(out::add);
+      } else if (var instanceof Object[] array) {
+        out.addAll(java.util.Arrays.asList(array));
+      } else if (var != null) {
+        throw new IllegalArgumentException("object of type " + var.getClass().getSimpleName() + " is not subscriptable");
+      }
+      java.util.Collections.reverse(out);
+      return out;
     }
   }
 

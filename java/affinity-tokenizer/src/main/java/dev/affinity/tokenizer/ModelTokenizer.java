@@ -105,10 +105,14 @@ public final class ModelTokenizer implements AutoCloseable {
   }
 
   private static JsonNode readOptional(Path file) throws IOException {
+    if (!Files.exists(file)) {
+      return null;
+    }
     try {
       return JSON.readTree(file.toFile());
-    } catch (NoSuchFileException | java.io.FileNotFoundException e) {
-      return null;
+    } catch (IOException e) {
+      String why = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage();
+      throw new IOException(file + ": " + why, e);
     }
   }
 

@@ -20,9 +20,10 @@ import java.util.Map;
  * <ul>
  *   <li>each message as {@code role}, {@code content} and {@code media} ({@code []}): string content as is, text parts
  *       joined with {@code "\n"} (empty ones skipped), null or absent content as {@code ""};
- *   <li>assistant {@code tool_calls} as sent, each {@code function.arguments} JSON-decoded (kept as the string when it
- *       is not JSON; absent as {@code {}}); a tool message's {@code tool_call_id}; {@code reasoning} (else
- *       {@code reasoning_content}) as {@code reasoning_content}; a message's own {@code tools}; {@code name} dropped;
+ *   <li>assistant {@code tool_calls} as sent, each {@code function.arguments} JSON-decoded (kept as the string when
+ *       {@code json.loads} would fail: blank, not JSON, trailing data; absent as {@code {}}); a tool message's
+ *       {@code tool_call_id}; an assistant's {@code reasoning} (else {@code reasoning_content}) as
+ *       {@code reasoning_content}; a system message's own {@code tools}; {@code name} dropped;
  *   <li>{@code tools} as {@code {"type", "function": {"name", "description", "parameters", "strict"}}}, absent keys as
  *       null (pydantic's {@code model_dump}); kept whatever {@code tool_choice} says;
  *   <li>{@code add_generation_prompt} (default true) and {@code chat_template_kwargs}; {@code documents} when sent.
@@ -32,6 +33,8 @@ import java.util.Map;
  */
 public final class OpenAiChat {
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final com.fasterxml.jackson.databind.ObjectReader STRICT =
+      JSON.reader().with(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   private OpenAiChat() {}
 
@@ -66,7 +69,7 @@ public final class OpenAiChat {
     for (ChatMessage m : chat.messages()) {
       if (m.content() instanceof MessageContent.Parts parts) {
         for (ContentPart p : parts.parts()) {
-          if (!p.isText()) {
+          if (!p.isText() && !"text".equals(p.type())) {  // a text part without text is skipped, not media
             return true;
           }
         }
@@ -80,22 +83,23 @@ public final class OpenAiChat {
     out.put("role", m.role());
     out.put("content", content(m.content()));
     out.put("media", List.of());
-    if (m.toolCalls() != null) {
+    boolean assistant = "assistant".equals(m.role());
+    if (assistant && m.toolCalls() != null) {
       List<Object> calls = new ArrayList<>();
       for (ToolCall call : m.toolCalls()) {
         calls.add(toolCall(call));
       }
       out.put("tool_calls", calls);
     }
-    if (m.toolCallId() != null) {
+    if ("tool".equals(m.role()) && m.toolCallId() != null) {
       out.put("tool_call_id", m.toolCallId());
     }
     String reasoning = m.reasoning() != null ? m.reasoning() : m.reasoningContent();
-    if (reasoning != null) {
+    if (assistant && reasoning != null) {
       out.put("reasoning_content", reasoning);
     }
     JsonNode tools = m.extra().get("tools");
-    if (tools != null) {
+    if ("system".equals(m.role()) && tools != null) {
       out.put("tools", plain(tools));
     }
     return out;
@@ -128,12 +132,14 @@ public final class OpenAiChat {
     return out;
   }
 
+  /** {@code json.loads(arguments)}, or the string itself where that fails (blank, not JSON, trailing data). */
   private static Object arguments(String arguments) {
     if (arguments == null) {
       return new LinkedHashMap<>();
     }
     try {
-      return plain(JSON.readTree(arguments));
+      JsonNode node = STRICT.readTree(arguments);
+      return node == null || node.isMissingNode() ? arguments : plain(node);
     } catch (JsonProcessingException e) {
       return arguments;
     }

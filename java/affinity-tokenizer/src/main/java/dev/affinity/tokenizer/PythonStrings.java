@@ -47,9 +47,15 @@ final class PythonStrings extends ELResolver {
         if (p.length < 2) {
           return NO_SUCH_METHOD;
         }
-        return s.replace(String.valueOf(p[0]), String.valueOf(p[1]));
+        return replace(s, String.valueOf(p[0]), String.valueOf(p[1]), p.length > 2 ? ((Number) p[2]).intValue() : -1);
       }
-      case "find": return p.length == 0 ? NO_SUCH_METHOD : (long) s.indexOf(String.valueOf(p[0]));
+      case "find": {
+        if (p.length == 0) {
+          return NO_SUCH_METHOD;
+        }
+        int at = s.indexOf(String.valueOf(p[0]));
+        return at < 0 ? -1L : (long) s.codePointCount(0, at);  // Python counts code points
+      }
       case "count": {
         if (p.length == 0) {
           return NO_SUCH_METHOD;
@@ -83,6 +89,34 @@ final class PythonStrings extends ELResolver {
       }
       default: return NO_SUCH_METHOD;
     }
+  }
+
+  /** {@code str.replace(old, new, count)}: at most {@code count} replacements, all when negative. */
+  static String replace(String s, String from, String to, int count) {
+    if (count < 0) {
+      return s.replace(from, to);
+    }
+    StringBuilder out = new StringBuilder();
+    int start = 0;
+    for (int n = 0; n < count; n++) {
+      int at = s.indexOf(from, start);
+      if (at < 0 || (from.isEmpty() && at > s.length())) {
+        break;
+      }
+      out.append(s, start, at).append(to);
+      if (from.isEmpty()) {
+        if (at < s.length()) {
+          out.appendCodePoint(s.codePointAt(at));
+          start = at + Character.charCount(s.codePointAt(at));
+        } else {
+          start = at;
+          break;
+        }
+      } else {
+        start = at + from.length();
+      }
+    }
+    return out.append(s, Math.min(start, s.length()), s.length()).toString();
   }
 
   private static String arg(Object[] p, int i) {
@@ -147,7 +181,7 @@ final class PythonStrings extends ELResolver {
           break;
         }
         if (maxSplit >= 0 && out.size() == maxSplit) {
-          out.add(strip(s.substring(i), null, false, true));
+          out.add(s.substring(i));  // the rest as it is, its trailing whitespace included
           break;
         }
         int j = i;

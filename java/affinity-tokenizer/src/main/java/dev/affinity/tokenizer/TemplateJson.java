@@ -193,10 +193,17 @@ final class TemplateJson {
     if (d == 0) {
       return (1 / d < 0) ? "-0.0" : "0.0";
     }
-    // the shortest digits that round-trip, then Python's layout: positional for 1e-4 <= |d| < 1e16
-    BigDecimal shortest = new BigDecimal(Double.toString(d)).stripTrailingZeros();
+    // the shortest digits that round-trip (Python's repr; JDK 17's Double.toString is not always the shortest)
+    BigDecimal shortest = null;
+    for (int digits = 1; digits <= 17; digits++) {
+      BigDecimal candidate = new BigDecimal(d).round(new java.math.MathContext(digits, java.math.RoundingMode.HALF_EVEN));
+      if (candidate.doubleValue() == d) {
+        shortest = candidate.stripTrailingZeros();
+        break;
+      }
+    }
     String digits = shortest.unscaledValue().abs().toString();
-    int exponent = digits.length() - 1 - shortest.scale();  // d = 0.digits x 10^(exponent+1)
+    int exponent = digits.length() - 1 - shortest.scale();  // d = d.ddd x 10^exponent
     String sign = d < 0 ? "-" : "";
     if (exponent >= -4 && exponent < 16) {
       String plain = shortest.abs().toPlainString();

@@ -1,57 +1,136 @@
 package dev.affinity.tokenizer;
 
 /**
- * The two rewrites of a chat template's source that let jinjava parse what Jinja2 parses, each exact for what it
- * rewrites (anything else is left for jinjava, whose errors name the template line):
+ * A chat template's source made to render under jinjava as Jinja2 renders it in Hugging Face's environment. The
+ * rewrites are exact for what they touch; anything else is left for jinjava, whose errors name the template line.
  * <ul>
- *   <li>{@code x[::-1]} (a reversed copy; jinjava's slices take no step) becomes {@code (x|reverse|list)}, where
- *       {@code x} is the primary it follows (a name with its attribute, index and call suffixes, or a bracketed
- *       expression);
+ *   <li>Jinja2's lexer rules that jinjava's differ from, applied here with jinjava's own trim and lstrip off:
+ *       newlines normalized to {@code \n}; one trailing newline dropped ({@code keep_trailing_newline=False});
+ *       {@code lstrip_blocks} (spaces and tabs before a block or comment tag removed only when nothing else precedes
+ *       it on its line; {@code {%+} keeps them); {@code trim_blocks} (the first newline after a block or comment tag
+ *       removed; {@code +%}} keeps it). {@code {%-} and {@code -%}} stay jinjava's, which matches.
+ *   <li>{@code x[::-1]} (a reversed copy; jinjava's slices take no step) becomes {@code (x|py_reverse)} (a reversed
+ *       string for a string, a list otherwise), where {@code x} is the primary it follows (a name with its
+ *       attribute, index and call suffixes, or a bracketed expression);
  *   <li>keyword arguments of a call ({@code namespace(a=true, last=messages|length - 1)}) get their values bracketed,
  *       {@code (messages|length - 1)}, since jinjava binds {@code name=value} tighter than the filter and the
  *       arithmetic after it.
  * </ul>
- * Both act only inside {@code {{ }}} and {@code {% %}} tags, outside string literals.
+ * Expression rewrites act only inside {@code {{ }}} and {@code {% %}} tags, outside string literals; the text of a
+ * {@code {% raw %}} block is left as it is.
  */
 final class TemplateSource {
   private TemplateSource() {}
 
   static String rewrite(String source) {
-    StringBuilder out = new StringBuilder(source.length() + 64);
+    String src = source.replace("\r\n", "\n").replace('\r', '\n');
+    if (src.endsWith("\n")) {
+      src = src.substring(0, src.length() - 1);
+    }
+    StringBuilder out = new StringBuilder(src.length() + 64);
     int i = 0;
-    int n = source.length();
+    int n = src.length();
+    boolean trimNext = false;
     while (i < n) {
-      int open = nextTag(source, i);
+      int open = nextTag(src, i);
+      String text = src.substring(i, open < 0 ? n : open);
+      if (trimNext && text.startsWith("\n")) {
+        text = text.substring(1);
+      }
+      trimNext = false;
+      out.append(text);
       if (open < 0) {
-        out.append(source, i, n);
         break;
       }
-      out.append(source, i, open + 2);
-      String close = source.charAt(open + 1) == '{' ? "}}" : "%}";
-      int end = tagEnd(source, open + 2, close);
+      char kind = src.charAt(open + 1);
+      String close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
+      int end = kind == '#' ? src.indexOf("#}", open + 2) : tagEnd(src, open + 2, close);
       if (end < 0) {
-        out.append(source, open + 2, n);
+        out.append(src, open, n);
         break;
       }
-      out.append(rewriteExpression(source.substring(open + 2, end)));
+      String inner = src.substring(open + 2, end);
+      if (kind != '{') {
+        if (inner.startsWith("+")) {
+          inner = inner.substring(1);
+        } else if (!inner.startsWith("-")) {
+          lstrip(out, src, open);
+        }
+        if (inner.endsWith("+")) {
+          inner = inner.substring(0, inner.length() - 1);
+        } else if (!inner.endsWith("-")) {
+          trimNext = true;
+        }
+      }
+      out.append(src, open, open + 2);
+      out.append(kind == '#' ? inner : rewriteExpression(inner));
       out.append(close);
       i = end + 2;
+      if (kind == '%' && isRaw(inner)) {  // copy the raw text up to {% endraw %} as it is
+        int endRaw = endRaw(src, i);
+        if (endRaw < 0) {
+          out.append(src, i, n);
+          break;
+        }
+        String raw = src.substring(i, endRaw);
+        if (trimNext && raw.startsWith("\n")) {
+          raw = raw.substring(1);
+        }
+        trimNext = false;
+        out.append(raw);
+        i = endRaw;
+      }
     }
     return out.toString();
   }
 
+  /**
+   * lstrip_blocks: the spaces and tabs before the tag at {@code open}, when only they stand between it and the start of
+   * its source line, are removed from the end of {@code out} (where they were just copied).
+   */
+  private static void lstrip(StringBuilder out, String src, int open) {
+    int j = open;
+    while (j > 0 && (src.charAt(j - 1) == ' ' || src.charAt(j - 1) == '\t')) {
+      j--;
+    }
+    if (j < open && (j == 0 || src.charAt(j - 1) == '\n')) {
+      out.setLength(out.length() - (open - j));
+    }
+  }
+
+  private static boolean isRaw(String inner) {
+    String t = inner.strip();
+    if (t.startsWith("-") || t.startsWith("+")) {
+      t = t.substring(1);
+    }
+    if (t.endsWith("-") || t.endsWith("+")) {
+      t = t.substring(0, t.length() - 1);
+    }
+    return t.strip().equals("raw");
+  }
+
+  /** Where the {@code {% endraw %}} tag after {@code from} starts, or -1. */
+  private static int endRaw(String s, int from) {
+    for (int at = s.indexOf("{%", from); at >= 0; at = s.indexOf("{%", at + 2)) {
+      int end = s.indexOf("%}", at + 2);
+      if (end < 0) {
+        return -1;
+      }
+      String t = s.substring(at + 2, end).strip();
+      t = t.replaceFirst("^[-+]\\s*", "").replaceFirst("\\s*[-+]$", "");
+      if (t.equals("endraw")) {
+        return at;
+      }
+    }
+    return -1;
+  }
+
+  /** The next {@code {{}, {@code {%} or {@code {#} at or after {@code from}, or -1. */
   private static int nextTag(String s, int from) {
     for (int i = s.indexOf('{', from); i >= 0 && i + 1 < s.length(); i = s.indexOf('{', i + 1)) {
       char c = s.charAt(i + 1);
-      if (c == '{' || c == '%') {
+      if (c == '{' || c == '%' || c == '#') {
         return i;
-      }
-      if (c == '#') {  // a comment: skip to its end
-        int e = s.indexOf("#}", i + 2);
-        if (e < 0) {
-          return -1;
-        }
-        i = e;
       }
     }
     return -1;
@@ -95,7 +174,8 @@ final class TemplateSource {
     int at = find(e, marker, 0);
     while (at >= 0) {
       int start = primaryStart(e, at);
-      e = e.substring(0, start) + "(" + e.substring(start, at) + "|reverse|list)" + e.substring(at + marker.length());
+      e = e.substring(0, start) + "(" + e.substring(start, at).stripTrailing() + "|py_reverse)"
+          + e.substring(at + marker.length());
       at = find(e, marker, at + 1);
     }
     return e;
@@ -121,6 +201,9 @@ final class TemplateSource {
   /** The start of the primary expression (with its suffixes) that ends just before {@code end}. */
   private static int primaryStart(String e, int end) {
     int i = end;
+    while (i > 0 && e.charAt(i - 1) == ' ') {  // Jinja2 allows space before a subscript
+      i--;
+    }
     while (i > 0) {
       char c = e.charAt(i - 1);
       if (c == ']' || c == ')') {

@@ -187,7 +187,6 @@ class ModelTokenizerTest {
   }
 
   /** BUG (ModelTokenizer.load): an unreadable tokenizer_config.json is reported as "the tokenizer config in DIR". */
-  @Disabled("BUG: a malformed tokenizer_config.json is refused without naming the file (only its directory)")
   @Test
   void aBadTokenizerConfigIsRefusedNamingTheFile() {
     Path dir = TinyTokenizer.dir(tmp, "bad-config2", "{broken");

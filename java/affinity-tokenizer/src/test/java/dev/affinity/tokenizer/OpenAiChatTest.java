@@ -90,7 +90,6 @@ class OpenAiChatTest {
    * trailing text after a value is ignored ({@code '{"a": 1} trailing'} becomes {@code {"a": 1}}; upstream keeps the
    * string: "Extra data"). Upstream: {@code _normalize_tool_call_arguments} in tensorrt_llm/serve/chat_utils.py.
    */
-  @Disabled("BUG: tool-call arguments \"\" become null and '{...} trailing' is decoded; json.loads keeps both strings")
   @Test
   void argumentsThatJsonLoadsRefusesAreKeptAsTheString() {
     String empty = messagesJson("[{'role': 'assistant', 'tool_calls': [{'id': 'c1', 'type': 'function',"

@@ -102,7 +102,6 @@ class PythonStringsTest {
    * whitespace ({@code '  a b  c  '.split(None, 1) == ['a', 'b  c  ']}); the Java code right-strips it
    * ({@code ['a', 'b  c']}).
    */
-  @Disabled("BUG: PythonStrings.split(None, maxsplit) strips the remainder's trailing whitespace; CPython keeps it")
   @Test
   void splitWithoutSeparatorKeepsTrailingWhitespaceOfTheRemainder() {
     assertEquals(List.of("a", "b  c  "), call("  a b  c  ", "split", null, 1));
@@ -185,7 +184,6 @@ class PythonStringsTest {
   }
 
   /** Divergence: find() answers UTF-16 indexes where Python answers code point indexes. */
-  @Disabled("DIVERGENCE: PythonStrings.find returns a UTF-16 index ('😀😀a'.find('a') is 2 in Python, 4 here)")
   @Test
   void findCountsCodePoints() {
     assertEquals(2L, call("😀😀a", "find", "a"));
@@ -264,10 +262,22 @@ class PythonStringsTest {
     assertEquals("[a ]|[ a]", render("[{{ messages[0].content.lstrip() }}]|[{{ messages[0].content.rstrip() }}]", " a "));
   }
 
+  /**
+   * DIVERGENCE: a list printed as such ({@code {{ x.split() }}}) is Java's text ({@code [Hi, there]}), not Python's
+   * repr ({@code ['Hi', 'there']}): jinjava's Python-style printer escapes control characters in strings, and strings
+   * printed exactly matter more (ANSI codes in tool output). Templates index or join such lists.
+   */
+  @org.junit.jupiter.api.Disabled("DIVERGENCE: a printed list is Java's text, not Python's repr")
+  @Test
+  void aPrintedListIsPythonsRepr() {
+    assertEquals("['Hi', 'there']", render("{{ messages[0].content.split() }}", "Hi  there"));
+  }
+
   @Test
   void splitThroughTheTemplate() {
-    assertEquals("['Hi', 'there']['a', 'b', '', 'c']['a', 'b,,c']",
-        render("{{ messages[0].content.split() }}{{ 'a,b,,c'.split(',') }}{{ 'a,b,,c'.split(',', 1) }}", "Hi  there"));
+    assertEquals("[\"Hi\", \"there\"][\"a\", \"b\", \"\", \"c\"][\"a\", \"b,,c\"]", render(
+        "{{ messages[0].content.split()|tojson }}{{ 'a,b,,c'.split(',')|tojson }}{{ 'a,b,,c'.split(',', 1)|tojson }}",
+        "Hi  there"));
     assertEquals("x|y", render("{{ messages[0].content.split('-')[0] }}|{{ messages[0].content.split('-')[-1] }}", "x-y"));
   }
 

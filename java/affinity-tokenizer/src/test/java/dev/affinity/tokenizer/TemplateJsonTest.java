@@ -174,7 +174,6 @@ class TemplateJsonTest {
    * 40,000 random doubles with Python 3: 67 differ, e.g. {@code 1e+23} comes out as {@code 9.999999999999999e+22},
    * {@code 2**60} as {@code 1.15292150460684698e+18}, and {@code 5e-324} as {@code 4.9e-324} (that one on every JDK).
    */
-  @Disabled("BUG: TemplateJson.floatRepr relies on Double.toString, which is not shortest-repr on JDK 17")
   @ParameterizedTest(name = "{0} -> {1}")
   @CsvSource({
       "1e23, 1e+23",

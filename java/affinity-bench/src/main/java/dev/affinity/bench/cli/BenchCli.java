@@ -13,7 +13,8 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = BenchCli.Version.class,
     description = "Compare routing policies on agentic workloads and traces (simulated or live).",
-    subcommands = {CompareCommand.class, LiveCommand.class, WorkloadCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {CompareCommand.class, LiveCommand.class, WorkloadCommand.class,
+        dev.affinity.bench.live.ChatHitRatio.class, CommandLine.HelpCommand.class})
 public final class BenchCli {
 
   public static void main(String[] args) {
