@@ -67,8 +67,12 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
     return engineErrors.get();
   }
 
-  /** Prompts from this many characters are tokenized off the event loop (about 16k tokens; a few milliseconds). */
-  public static final int LONG_PROMPT_CHARS = 64 * 1024;
+  /**
+   * Prompts from this many characters are tokenized off the event loop: about a thousand tokens, which the Rust
+   * tokenizer encodes in about 4 ms on the project's 2-core machines (docs/benchmarks.md), long enough to delay every
+   * other connection of the loop.
+   */
+  public static final int LONG_PROMPT_CHARS = 4 * 1024;
 
   /** A prompt of {@link #LONG_PROMPT_CHARS} or more characters to tokenize (client-sent ids are not). */
   @Override
