@@ -44,6 +44,21 @@ class RequestAdmissionTest {
   }
 
   @Test
+  void withoutATokenizerTheIdsTheClientSentAreUsedAsTheyAre() {
+    RequestAdmission a = new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, PromptTokenizer.CLIENT_IDS);
+    HeaderSource none = HeaderSource.of(Map.of());
+    AdmittedRequest ids = a.admit(codec.parseCompletionRequest(
+        "{\"model\": \"m\", \"prompt\": [5, 6, 7]}".getBytes(StandardCharsets.UTF_8)), none);
+    assertArrayEquals(new int[] {5, 6, 7}, ids.promptTokens(), "a token prompt");
+    AdmittedRequest chatIds = a.admit(codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": "
+        + "\"user\", \"content\": \"x\"}], \"prompt_token_ids\": [8, 9]}").getBytes(StandardCharsets.UTF_8)), none);
+    assertArrayEquals(new int[] {8, 9}, chatIds.promptTokens(), "a chat's prompt_token_ids");
+    AdmittedRequest text = a.admit(completion(""), none);
+    assertNull(text.promptTokens(), "a text prompt: routers get its text");
+    assertTrue(!text.forwardTokens(), "nothing to forward");
+  }
+
+  @Test
   void aGoodRequestIsResolvedAndTokenizedOnce() {
     RequestAdmission a = admission(r -> new int[] {1, 2, 3});
     OpenAiRequest req = completion("");
