@@ -168,7 +168,7 @@ final class AffinityBlockReader {
    * against the config file's folder, which must hold a {@code tokenizer.json}.
    */
   private String tokenizerValue(String value, NodeTuple v, String k) {
-    if (AffinitySettings.BPE_ENCODINGS.contains(value.toLowerCase(Locale.ROOT)) || "model".equals(value)) {
+    if (AffinitySettings.namesCodec(value)) {
       return value;
     }
     java.nio.file.Path dir = java.nio.file.Path.of(value);

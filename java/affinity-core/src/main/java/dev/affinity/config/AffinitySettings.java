@@ -62,10 +62,19 @@ public record AffinitySettings(
   public static final java.util.List<String> BPE_ENCODINGS =
       java.util.List.of("cl100k_base", "o200k_base", "p50k_base", "p50k_edit", "r50k_base");
 
+  /** Whether {@code tokenizer} is one of {@link #BPE_ENCODINGS} (in any case). */
+  public static boolean isBpeEncoding(String tokenizer) {
+    return BPE_ENCODINGS.contains(tokenizer.toLowerCase(java.util.Locale.ROOT));
+  }
+
+  /** Whether a {@code tokenizer} value names a codec (a BPE encoding or {@code model}) rather than a directory. */
+  public static boolean namesCodec(String tokenizer) {
+    return isBpeEncoding(tokenizer) || "model".equals(tokenizer);
+  }
+
   /** The model's tokenizer directory when {@code tokenizer} names one. */
   public Optional<java.nio.file.Path> tokenizerDirectory() {
-    return BPE_ENCODINGS.contains(tokenizer.toLowerCase(java.util.Locale.ROOT)) || "model".equals(tokenizer)
-        ? Optional.empty() : Optional.of(java.nio.file.Path.of(tokenizer));
+    return namesCodec(tokenizer) ? Optional.empty() : Optional.of(java.nio.file.Path.of(tokenizer));
   }
 
   /** Dynamo's header that ends a session ({@code X-Dynamo-Session-Final: true}). */

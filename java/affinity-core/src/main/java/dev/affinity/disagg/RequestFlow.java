@@ -8,7 +8,6 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.RouteInfo.Placement;
 import dev.affinity.protocol.ChatCompletionRequest;
-import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ConversationParams;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
@@ -16,6 +15,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.TokenIds;
+import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.ContentKey;
 import dev.affinity.routing.RoutingRequest;
@@ -138,11 +138,6 @@ final class RequestFlow {
     return streamStarted;
   }
 
-  /** Whether admission's ids may replace the prompt on the legs (a resumed stream's continuation always is ids). */
-  private boolean forwardTokens() {
-    return admitted.forwardTokens() || promptTokens != admitted.promptTokens();
-  }
-
   /** The prompt's token ids from admission (a resumed stream's: the continuation's), or null. */
   int[] tokens() {
     return promptTokens;
@@ -173,7 +168,7 @@ final class RequestFlow {
   private Long contentKey(ChatCompletionRequest chat) {
     if (contentKeyOf != chat) {
       contentKey = ContentKey.of(chat, chat.promptTokenIds() != null ? chat.promptTokenIds().toArray()
-          : forwardTokens() ? tokens() : null);
+          : admitted.forwardTokens() ? tokens() : null);
       contentKeyOf = chat;
     }
     return contentKey;
@@ -227,7 +222,7 @@ final class RequestFlow {
    */
   OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds) {
     TokenIds ids = promptIds != null ? promptIds
-        : tokens() != null && !request.hasPromptTokenIds() && forwardTokens() ? TokenIds.of(tokens()) : null;
+        : tokens() != null && !request.hasPromptTokenIds() && admitted.forwardTokens() ? TokenIds.of(tokens()) : null;
     return body.forLeg(noStreaming, params,
         conversationId() == null ? null : new ConversationParams(conversationId()), ids);
   }
@@ -473,11 +468,9 @@ final class RequestFlow {
         || reported.promptTokenIds() == null)) {
       return admitted.promptTokens();
     }
-    if (client instanceof CompletionRequest c && c.promptTokenIds().isPresent()) {
-      return c.promptTokenIds().get().toArray();
-    }
-    if (client instanceof ChatCompletionRequest c && c.promptTokenIds() != null) {
-      return c.promptTokenIds().toArray();
+    int[] sent = PromptTokenizer.clientIds(client);
+    if (sent != null) {
+      return sent;
     }
     return reported != null && reported.promptTokenIds() != null ? reported.promptTokenIds().toArray() : null;
   }

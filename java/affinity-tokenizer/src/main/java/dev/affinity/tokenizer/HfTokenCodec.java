@@ -20,6 +20,11 @@ public final class HfTokenCodec implements TokenCodec {
     this.renderer = new PromptRenderer(tokenizer);
   }
 
+  /** The renderer of chats this codec encodes with (its fingerprint is the codec's {@link #renderFingerprint}). */
+  public PromptRenderer renderer() {
+    return renderer;
+  }
+
   @Override
   public int[] encode(String text) {
     return tokenizer.encode(text, false);

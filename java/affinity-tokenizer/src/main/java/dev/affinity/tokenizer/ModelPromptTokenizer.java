@@ -44,10 +44,11 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
    */
   @Override
   public int[] tokenize(OpenAiRequest request) {
+    int[] sent = PromptTokenizer.clientIds(request);
+    if (sent != null) {
+      return sent;
+    }
     if (request instanceof CompletionRequest c) {
-      if (c.promptTokenIds().isPresent()) {
-        return c.promptTokenIds().get().toArray();
-      }
       return renderer.tokenizer().encode(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
     }
     try {

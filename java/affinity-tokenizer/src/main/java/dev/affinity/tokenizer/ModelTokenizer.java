@@ -69,11 +69,11 @@ public final class ModelTokenizer implements AutoCloseable {
       throw new IllegalArgumentException(json + " not found: a model's tokenizer directory holds the tokenizer.json"
           + " of its fast (Rust) tokenizer");
     }
+    byte[] bytes;  // read once: parsed here, hashed, and handed to the native tokenizer
     TokenizerFile file;
-    String fingerprint;
     try {
-      file = TokenizerFile.read(json);
-      fingerprint = digest(json);
+      bytes = Files.readAllBytes(json);
+      file = TokenizerFile.read(bytes);
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot read " + json + ": " + e.getMessage(), e);
     }
@@ -94,13 +94,13 @@ public final class ModelTokenizer implements AutoCloseable {
       throw new IllegalArgumentException("cannot read the tokenizer config in " + dir + ": " + e.getMessage(), e);
     }
     HuggingFaceTokenizer hf;
-    try (InputStream in = Files.newInputStream(json)) {
+    try (InputStream in = new java.io.ByteArrayInputStream(bytes)) {
       hf = HuggingFaceTokenizer.newInstance(in, Map.of("addSpecialTokens", "false", "truncation", "false",
           "padding", "false"));
     } catch (IOException | RuntimeException e) {
       throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
     }
-    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), fingerprint,
+    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), digest(bytes),
         file.vocabularySize(), java.util.Collections.unmodifiableMap(special));
   }
 
@@ -128,20 +128,14 @@ public final class ModelTokenizer implements AutoCloseable {
     return content != null && content.isTextual() ? content.asText() : null;
   }
 
-  private static String digest(Path file) throws IOException {
+  private static String digest(byte[] bytes) {
     try {
-      MessageDigest sha = MessageDigest.getInstance("SHA-256");
-      try (InputStream in = Files.newInputStream(file)) {
-        byte[] buffer = new byte[1 << 16];
-        for (int n; (n = in.read(buffer)) > 0; ) {
-          sha.update(buffer, 0, n);
-        }
-      }
-      return HexFormat.of().formatHex(sha.digest(), 0, 16);
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes), 0, 16);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
   }
+
 
   /** The directory the tokenizer was loaded from. */
   public Path directory() {
@@ -244,11 +238,11 @@ public final class ModelTokenizer implements AutoCloseable {
 
   /** What the segment cache needs of tokenizer.json: its added tokens and whether its pre-tokenizer splits per input. */
   record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize) {
-    static TokenizerFile read(Path json) throws IOException {
+    static TokenizerFile read(byte[] json) throws IOException {
       Map<String, JsonNode> added = new LinkedHashMap<>();
       boolean firstOnly = false;
       int size = 0;
-      try (JsonParser p = JSON.createParser(json.toFile())) {
+      try (JsonParser p = JSON.createParser(json)) {
         if (p.nextToken() != JsonToken.START_OBJECT) {
           throw new IOException("not a JSON object");
         }

@@ -17,7 +17,7 @@ public final class BpeTokenCodec implements TokenCodec {
   public BpeTokenCodec(String encodingName) {
     EncodingType type = EncodingType.fromName(encodingName.toLowerCase(Locale.ROOT)).orElseThrow(
         () -> new IllegalArgumentException("unknown tokenizer encoding \"" + encodingName
-            + "\" (known: cl100k_base, o200k_base, p50k_base, p50k_edit, r50k_base)"));
+            + "\" (known: " + String.join(", ", dev.affinity.config.AffinitySettings.BPE_ENCODINGS) + ")"));
     this.encoding = REGISTRY.getEncoding(type);
     this.name = type.getName();
   }

@@ -221,17 +221,14 @@ public final class NativeWorker implements Worker {
   }
 
   public int[] promptTokens(OpenAiRequest body) {
+    int[] sent = dev.affinity.admission.PromptTokenizer.clientIds(body);
+    if (sent != null) {
+      return sent;
+    }
     if (body instanceof CompletionRequest c) {
-      if (c.promptTokenIds().isPresent()) {
-        return c.promptTokenIds().get().toArray();
-      }
       return codec.encodePrompt(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
     }
-    ChatCompletionRequest chat = (ChatCompletionRequest) body;
-    if (chat.promptTokenIds() != null) {
-      return chat.promptTokenIds().toArray();
-    }
-    return codec.encodeChat(chat);
+    return codec.encodeChat((ChatCompletionRequest) body);
   }
 
   @Override

@@ -11,7 +11,6 @@ import dev.affinity.config.TokenizerSource;
 import dev.affinity.tokenizer.ModelPromptTokenizer;
 import dev.affinity.tokenizer.ModelTokenizer;
 import dev.affinity.tokenizer.PromptRenderer;
-import dev.affinity.worker.TokenCodec;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.LocalParentLinks;
 import dev.affinity.conversation.ParentLinks;
@@ -158,17 +157,16 @@ public final class AffinityServer implements AutoCloseable {
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException(source.get().origin() + ": " + e.getMessage(), e);
       }
-      renderer = new PromptRenderer(modelCodecs.model());
+      renderer = modelCodecs.renderer();
       log.info("routing on the model's token ids: tokenizer {} (from {})", source.get().directory(), source.get().origin());
     }  // else ConfigWarnings says so at start-up when a KV-event router stands before remote workers
-    TokenCodec embeddedCodec = modelCodecs != null ? modelCodecs.codec()
-        : dev.affinity.nativebridge.worker.ModelTokenCodec.NAME.equals(config.affinity().tokenizer()) ? null
-        : new dev.affinity.nativebridge.worker.BpeTokenCodec(config.affinity().tokenizer());
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
       if (section.isEmbedded()) {
-        List<NativeWorker> created = EmbeddedWorkers.create(section, embeddedCodec, 128, handoff);
+        List<NativeWorker> created = modelCodecs != null
+            ? EmbeddedWorkers.create(section, modelCodecs.codec(), 128, handoff)
+            : EmbeddedWorkers.create(section, config.affinity().tokenizer(), 128, handoff);
         embedded.put(fleet, created);
         created.forEach(w -> models.put(w.id(), List.of(WorkerModels.modelOf(section.embedded().get()))));
         synchronized (workers) {

@@ -4,10 +4,10 @@ import dev.affinity.config.AffinitySettings;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
 import dev.affinity.tokenizer.HfTokenCodec;
 import dev.affinity.tokenizer.ModelTokenizer;
+import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.TokenCodec;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Locale;
 
 /**
  * The text-to-ids codec a tokenizer setting names ({@code affinity.tokenizer}, {@code affinity worker --tokenizer}):
@@ -24,7 +24,7 @@ public record Codecs(TokenCodec codec, ModelTokenizer model) implements AutoClos
    *     directory
    */
   public static Codecs open(String setting) {
-    if (AffinitySettings.BPE_ENCODINGS.contains(setting.toLowerCase(Locale.ROOT))) {
+    if (AffinitySettings.isBpeEncoding(setting)) {
       return new Codecs(new BpeTokenCodec(setting), null);
     }
     Path dir = Path.of(setting);
@@ -38,6 +38,11 @@ public record Codecs(TokenCodec codec, ModelTokenizer model) implements AutoClos
   /** The codec of a loaded model tokenizer (owned by the result). */
   public static Codecs of(ModelTokenizer model) {
     return new Codecs(new HfTokenCodec(model), model);
+  }
+
+  /** The chat renderer of a model tokenizer's codec, or null for a BPE encoding. */
+  public PromptRenderer renderer() {
+    return codec instanceof HfTokenCodec h ? h.renderer() : null;
   }
 
   @Override
