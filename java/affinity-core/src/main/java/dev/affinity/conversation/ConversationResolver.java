@@ -1,9 +1,5 @@
 package dev.affinity.conversation;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.function.Supplier;
@@ -90,22 +86,9 @@ public final class ConversationResolver {
     return roots.rooted(settings.tenantIsolation() ? r.scopedTo(tenantOf(headers)) : r);
   }
 
-  /**
-   * The tenant of a request under tenant isolation: {@code t-} and the first 16 hex digits of the
-   * SHA-256 of its bearer key (the key itself never becomes an id, a log line or a salt), or
-   * {@code anonymous} without one (a frontend with API keys never admits such a request).
-   */
+  /** The tenant of a request under tenant isolation ({@link PresentedKey#tenant()}). */
   public static String tenantOf(HeaderSource headers) {
-    String auth = headers.first("authorization");
-    if (auth == null || auth.length() < 8 || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      return "anonymous";
-    }
-    try {
-      byte[] d = MessageDigest.getInstance("SHA-256").digest(auth.substring(7).strip().getBytes(StandardCharsets.UTF_8));
-      return "t-" + HexFormat.of().formatHex(d, 0, 8);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is not available", e);
-    }
+    return PresentedKey.of(headers).tenant();
   }
 
   /** Rejects a routing header value that is too long or carries control characters. */

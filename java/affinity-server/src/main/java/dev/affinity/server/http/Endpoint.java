@@ -58,8 +58,7 @@ enum Endpoint {
   }
 
   /**
-   * Whether the endpoint speaks Anthropic's API: its errors use Anthropic's envelope and its API key may come in
-   * {@code x-api-key}.
+   * Whether the endpoint speaks Anthropic's API: its errors use Anthropic's envelope.
    */
   boolean anthropic() {
     return this == MESSAGES || this == MESSAGES_COUNT_TOKENS;

@@ -1,5 +1,6 @@
 package dev.affinity.server.http;
 
+import dev.affinity.conversation.PresentedKey;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
@@ -123,11 +124,7 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
       return Rejection.methodNotAllowed(meta.method(), meta.path(), allowed);
     }
     if (meta.authenticated()) {
-      String apiKey = meta.endpoint() != null && meta.endpoint().anthropic()
-          ? head.headers().get(ApiKeys.X_API_KEY) : null;
-      ApiKeys.Refusal refusal = apiKey != null
-          ? fc.apiKeys.checkKey(apiKey)
-          : fc.apiKeys.check(head.headers().get(HttpHeaderNames.AUTHORIZATION));
+      ApiKeys.Refusal refusal = fc.apiKeys.check(PresentedKey.of(head.headers()::get));
       if (refusal != null) {
         return Rejection.unauthorized(refusal.message());
       }

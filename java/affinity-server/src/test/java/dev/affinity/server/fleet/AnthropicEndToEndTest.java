@@ -226,7 +226,7 @@ class AnthropicEndToEndTest {
   }
 
   @Test
-  void xApiKeyIsAcceptedOnTheMessagesEndpoints() throws Exception {
+  void xApiKeyIsAcceptedOnEveryEndpoint() throws Exception {
     String keyedBase = "http://127.0.0.1:" + keyed.port();
     AnthropicClient right = AnthropicOkHttpClient.builder().baseUrl(keyedBase).apiKey("sk-right").maxRetries(0)
         .build();
@@ -245,8 +245,9 @@ class AnthropicEndToEndTest {
     assertEquals("authentication_error", JSON.readTree(none.body()).at("/error/type").asText(), none.body());
     assertEquals(200, post(keyedBase + "/v1/messages/count_tokens", body, "Authorization", "Bearer sk-right")
         .statusCode());
-    // x-api-key is only an Anthropic header: the OpenAI endpoints still want Authorization
-    assertEquals(401, post(keyedBase + "/v1/chat/completions", "{\"model\": \"" + MODEL + "\", \"max_tokens\": 2,"
-        + " \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", "x-api-key", "sk-right").statusCode());
+    // one rule on every endpoint: the OpenAI endpoints take x-api-key too (and the tenant is the same either way)
+    String chat = "{\"model\": \"" + MODEL + "\", \"max_tokens\": 2, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}";
+    assertEquals(200, post(keyedBase + "/v1/chat/completions", chat, "x-api-key", "sk-right").statusCode());
+    assertEquals(401, post(keyedBase + "/v1/chat/completions", chat, "x-api-key", "sk-wrong").statusCode());
   }
 }

@@ -10,6 +10,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.DisaggConfig;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.conversation.PresentedKey;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -18,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,21 +31,35 @@ class FrontendPartsTest {
   Path dir;
 
   @Test
-  void apiKeysAcceptOnlyConfiguredBearerKeys() {
+  void apiKeysAcceptOnlyConfiguredKeysInEitherHeader() {
     ApiKeys keys = new ApiKeys(List.of("alpha", "beta"));
     assertTrue(keys.enabled());
-    assertNull(keys.check("Bearer alpha"));
-    assertNull(keys.check("bearer beta"));
-    assertNull(keys.check("  BEARER   alpha  "));
-    assertTrue(keys.check(null).message().startsWith("missing API key"));
-    assertTrue(keys.check("").message().startsWith("missing API key"));
-    assertTrue(keys.check("Basic alpha").message().contains("Bearer scheme"));
-    assertEquals("invalid API key", keys.check("Bearer alph").message());
-    assertEquals("invalid API key", keys.check("Bearer alphaa").message());
-    assertTrue(keys.check("Bearer ").message().startsWith("missing API key"));
+    assertNull(keys.check(bearer("Bearer alpha")));
+    assertNull(keys.check(bearer("bearer beta")));
+    assertNull(keys.check(bearer("  BEARER   alpha  ")));
+    assertTrue(keys.check(bearer(null)).message().startsWith("missing API key"));
+    assertTrue(keys.check(bearer("")).message().startsWith("missing API key"));
+    assertTrue(keys.check(bearer("Basic alpha")).message().contains("Bearer scheme"));
+    assertEquals("invalid API key", keys.check(bearer("Bearer alph")).message());
+    assertEquals("invalid API key", keys.check(bearer("Bearer alphaa")).message());
+    assertTrue(keys.check(bearer("Bearer ")).message().startsWith("missing API key"));
+    assertNull(keys.check(presented(Map.of("x-api-key", " alpha "))));
+    assertEquals("invalid API key", keys.check(presented(Map.of("x-api-key", "gamma"))).message());
+    assertTrue(keys.check(presented(Map.of("x-api-key", " "))).message().startsWith("missing API key"));
+    assertNull(keys.check(presented(Map.of("x-api-key", "alpha", "authorization", "Bearer alpha"))));
+    assertTrue(keys.check(presented(Map.of("x-api-key", "alpha", "authorization", "Bearer beta"))).message()
+        .contains("different keys"), "two accepted keys that differ are refused");
     ApiKeys none = new ApiKeys(List.of());
     assertFalse(none.enabled());
-    assertNull(none.check(null));
+    assertNull(none.check(bearer(null)));
+  }
+
+  private static PresentedKey bearer(String authorization) {
+    return presented(authorization == null ? Map.of() : Map.of("authorization", authorization));
+  }
+
+  private static PresentedKey presented(Map<String, String> headers) {
+    return PresentedKey.of(HeaderSource.of(headers));
   }
 
   @Test
