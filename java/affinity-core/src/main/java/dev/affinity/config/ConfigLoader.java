@@ -174,6 +174,7 @@ public final class ConfigLoader {
       }
       subagentHeaders.forEach(h -> parentHeaderIsNotASessionHeader(h, aff.settings()));
       cluster.ifPresent(c -> checkStorageScope(c, hostname));
+      cluster.ifPresent(c -> checkStorageAuth(c, aff.settings(), authKey));
 
       if (conditional.isPresent() && gen != null && !"kv_cache_aware".equals(gen.router().type())) {
         r.error(top.get("conditional_disagg_config").getKeyNode(), "conditional_disagg_config",
@@ -201,7 +202,7 @@ public final class ConfigLoader {
     }
 
     /**
-     * The HTTP cluster storage is served by this frontend without authentication, so, as upstream
+     * The HTTP cluster storage is served by this frontend with at most a shared key, so, as upstream
      * ({@code validate_http_cluster_storage_scope}), it is for workers on this host only: the URI and the
      * frontend's hostname must both be loopback. etcd has no such limit.
      */
@@ -213,9 +214,23 @@ public final class ConfigLoader {
       String uriHost = c.httpHost();
       if (!DisaggConfig.DisaggClusterConfig.isLoopback(uriHost) || !DisaggConfig.DisaggClusterConfig.isLoopback(hostname)) {
         r.error(t.getKeyNode(), "disagg_cluster.cluster_uri", "the HTTP cluster storage (" + c.clusterUri()
-            + ") is loopback-only: it is served by this frontend without authentication, so the URI and hostname ("
+            + ") is loopback-only: it is served by this frontend to this host, so the URI and hostname ("
             + hostname + ") must both be localhost, 127.0.0.1 or ::1. For workers on other hosts use "
             + "cluster_uri: etcd://HOST:PORT");
+      }
+    }
+
+    /**
+     * With API keys the frontend is a trust boundary, and an open membership would let any process on its host
+     * register a worker that then receives tenants' prompts: the HTTP cluster storage then needs
+     * {@code internal_request_auth_key}, which signs every storage request (docs/workers.md).
+     */
+    private void checkStorageAuth(DisaggConfig.DisaggClusterConfig c, AffinitySettings settings, Optional<String> authKey) {
+      if (c.isHttp() && !settings.apiKeys().isEmpty() && authKey.filter(k -> !k.isEmpty()).isEmpty()) {
+        r.error(top.get("disagg_cluster").getKeyNode(), "disagg_cluster.cluster_uri", "the HTTP cluster storage ("
+            + c.clusterUri() + ") would be open to every process on this host while affinity.api_keys guards the "
+            + "completions: set internal_request_auth_key (the frontend then requires every storage request signed "
+            + "with it, and Affinity workers sign with the same key), or use cluster_uri: etcd://HOST:PORT");
       }
     }
 

@@ -51,6 +51,14 @@ public final class ConfigWarnings {
               + "sub-agents by their own id.",
           "set internal_request_auth_key here and on every worker"));
     }
+    if (c.disaggCluster().filter(DisaggConfig.DisaggClusterConfig::isHttp).isPresent()
+        && c.internalRequestAuthKey().filter(k -> !k.isEmpty()).isEmpty()) {
+      out.add(new ConfigWarning(Location.unknown(c.source()), "disagg_cluster.cluster_uri",
+          "the HTTP cluster storage takes no credential without internal_request_auth_key: any process on this host "
+              + "can register a worker (which then receives prompts) or delete one.",
+          "set internal_request_auth_key here and on every Affinity worker (--auth-key), or use cluster_uri: "
+              + "etcd://HOST:PORT"));
+    }
     TokenizerSource.warnings(c, out);
     return out;
   }

@@ -86,8 +86,12 @@ class UpstreamConfigsTest {
       // a KV-event router without a tokenizer directory is warned about (upstream's router would load the model's)
       boolean kvRouter = TokenizerSource.KV_EVENT_ROUTERS.contains(c.context().router().type())
           || TokenizerSource.KV_EVENT_ROUTERS.contains(c.generation().router().type());
-      assertEquals(kvRouter ? List.of("affinity.tokenizer") : List.of(),
-          loaded.warnings().stream().map(ConfigWarning::keyPath).toList(), f.toString());
+      // and so is the HTTP storage without internal_request_auth_key (open to every process on the host)
+      List<String> expected = new java.util.ArrayList<>(List.of("disagg_cluster.cluster_uri"));
+      if (kvRouter) {
+        expected.add("affinity.tokenizer");
+      }
+      assertEquals(expected, loaded.warnings().stream().map(ConfigWarning::keyPath).toList(), f.toString());
     }
     DisaggConfig conditional = ConfigLoader.load(DIR.resolve("harness/disagg_config_conditional.yaml")).config();
     assertEquals(100, conditional.conditionalDisagg().orElseThrow().maxLocalPrefillLength());

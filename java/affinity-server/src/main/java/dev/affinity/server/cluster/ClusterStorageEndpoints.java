@@ -15,30 +15,53 @@ import java.util.Map;
  * {@code HttpClusterStorageServer} mounts it: {@code POST /set}, {@code GET /get}, {@code DELETE /delete},
  * {@code GET /expire}, {@code GET /get_prefix}. Every answer is {@code {"result": ...}}, 400 when the result
  * is false or null and 200 otherwise (an empty string or map is 200, as upstream's newest rule). A body or
- * query that is not what the contract says gets 400 with an error naming the field; a client that is not on
- * this host gets 403 (the storage has no authentication: loopback only).
+ * query that is not what the contract says gets 400 with an error naming the field.
+ *
+ * <p>Who may call it: a client on this host only (403 otherwise, as upstream's
+ * {@code validate_http_cluster_storage_scope}), and, when the frontend has an {@code internal_request_auth_key},
+ * only with every request (reads too) signed with it ({@link StorageAuth}; 401 otherwise), so neither a local
+ * process nor a client behind a reverse proxy on this host can register a worker, delete one or read the
+ * membership. The checks run before the request is looked at, in that order.
  */
 public final class ClusterStorageEndpoints {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final InMemoryClusterStorage storage;
+  private final StorageAuth.Verifier auth;
 
-  public ClusterStorageEndpoints(InMemoryClusterStorage storage) {
+  /** @param auth checks each request's signature; null: the storage is open to this host (no key configured) */
+  public ClusterStorageEndpoints(InMemoryClusterStorage storage, StorageAuth.Verifier auth) {
     this.storage = storage;
+    this.auth = auth;
   }
 
   /** The five routes, by path. */
   public Map<String, ExtraEndpoint> endpoints() {
     return Map.of(
-        "/set", new ExtraEndpoint("POST", false, r -> {
-          checkLoopback(r.client());
-          return answer(r, set(r.body()));
-        }),
-        "/get", new ExtraEndpoint("GET", false, r -> answer(r, storage.get(required(r, "key")).orElse(null))),
-        "/delete", new ExtraEndpoint("DELETE", false, r -> answer(r, storage.delete(required(r, "key")))),
-        "/expire", new ExtraEndpoint("GET", false,
-            r -> answer(r, storage.expire(required(r, "key"), integer(required(r, "ttl"), "ttl")))),
-        "/get_prefix", new ExtraEndpoint("GET", false, r -> answer(r, prefix(r))));
+        "/set", route("POST", r -> set(r.body())),
+        "/get", route("GET", r -> storage.get(required(r, "key")).orElse(null)),
+        "/delete", route("DELETE", r -> storage.delete(required(r, "key"))),
+        "/expire", route("GET", r -> storage.expire(required(r, "key"), integer(required(r, "ttl"), "ttl"))),
+        "/get_prefix", route("GET", this::prefix));
+  }
+
+  /** A route that checks the caller first, then answers with {@code result}'s value. */
+  private ExtraEndpoint route(String method, java.util.function.Function<ExtraEndpoint.Request, Object> result) {
+    return new ExtraEndpoint(method, false, r -> {
+      checkLoopback(r.client());
+      checkSigned(r);
+      return answer(r, result.apply(r));
+    });
+  }
+
+  private void checkSigned(ExtraEndpoint.Request r) {
+    if (auth == null) {
+      return;
+    }
+    String refusal = auth.refusal(r.method(), r.path(), r.query(), r.headers(), r.body());
+    if (refusal != null) {
+      throw ProtocolException.of(401, refusal, null);
+    }
   }
 
   /** {@code {"result": value}} with upstream's status rule, for a client on this host. */
@@ -49,9 +72,7 @@ public final class ClusterStorageEndpoints {
     return new ExtraEndpoint.Answer(failed ? 400 : 200, body);
   }
 
-  /** Refuses clients that are not on this host; called first by every route. */
   private static String required(ExtraEndpoint.Request request, String name) {
-    checkLoopback(request.client());
     String v = request.param(name);
     if (v == null) {
       throw ProtocolException.invalidField(name, "required query parameter is missing");

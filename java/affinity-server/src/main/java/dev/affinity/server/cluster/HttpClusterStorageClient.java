@@ -3,6 +3,8 @@ package dev.affinity.server.cluster;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.protocol.InternalAuth;
+import dev.affinity.server.worker.LegAuth;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -10,8 +12,10 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;
@@ -21,7 +25,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A worker's view of a frontend's HTTP cluster storage, as upstream's {@code HttpClusterStorageClient}: every
  * call is one request with a 5 s budget; only status 200 is success; a connection failure is a failure (false,
- * empty). It cannot watch.
+ * empty). It cannot watch. With an {@code internal_request_auth_key} every request is signed
+ * ({@link StorageAuth}), as the frontend then requires.
  */
 public final class HttpClusterStorageClient implements ClusterStorage {
   private static final Logger LOG = LoggerFactory.getLogger(HttpClusterStorageClient.class);
@@ -30,35 +35,57 @@ public final class HttpClusterStorageClient implements ClusterStorage {
 
   private final String base;
   private final HttpClient http;
+  private final StorageAuth.Signer signer;
 
-  /** @param clusterUri {@code http(s)://host:port}; {@code http://} is added when the scheme is missing */
+  /** Unsigned requests (a frontend without {@code internal_request_auth_key}). */
   public HttpClusterStorageClient(String clusterUri) {
+    this(clusterUri, null);
+  }
+
+  /**
+   * @param clusterUri {@code http(s)://host:port}; {@code http://} is added when the scheme is missing
+   * @param auth signs every request with the shared key; null: unsigned
+   */
+  public HttpClusterStorageClient(String clusterUri, InternalAuth auth) {
     String u = clusterUri.strip();
     if (!u.startsWith("http://") && !u.startsWith("https://")) {
       u = "http://" + u;
     }
     this.base = u.endsWith("/") ? u.substring(0, u.length() - 1) : u;
     this.http = HttpClient.newBuilder().connectTimeout(TIMEOUT).version(HttpClient.Version.HTTP_1_1).build();
+    this.signer = auth == null ? null : new StorageAuth.Signer(auth, Clock.systemUTC());
   }
 
-  private HttpResponse<String> send(HttpRequest.Builder b) throws IOException, InterruptedException {
-    return http.send(b.timeout(TIMEOUT).build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  private URI uri(String endpoint, Map<String, String> params) {
+  /** One request to {@code /endpoint} with these query parameters and body (null: none), signed when keyed. */
+  private HttpRequest request(String method, String endpoint, Map<String, String> params, byte[] body) {
     StringBuilder sb = new StringBuilder(base).append('/').append(endpoint);
     char sep = '?';
+    Map<String, List<String>> query = new LinkedHashMap<>();
     for (Map.Entry<String, String> e : params.entrySet()) {
       sb.append(sep).append(e.getKey()).append('=').append(URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8));
       sep = '&';
+      query.put(e.getKey(), List.of(e.getValue()));
     }
-    return URI.create(sb.toString());
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(sb.toString())).timeout(TIMEOUT)
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
+    if (body != null) {
+      b.header("Content-Type", "application/json");
+    }
+    if (signer != null) {
+      b.header(LegAuth.HEADER, signer.sign(method, "/" + endpoint, query, body));
+    }
+    return b.build();
   }
 
   /** 200 or not; a failure to connect is "not" (logged at debug: workers retry). */
-  private boolean ok(String what, HttpRequest.Builder b) {
+  private boolean ok(String what, HttpRequest request) {
     try {
-      return send(b).statusCode() == 200;
+      int status = http.send(request, HttpResponse.BodyHandlers.ofString()).statusCode();
+      if (status == 401 || status == 403) {
+        LOG.warn("cluster storage {}: {} refused ({}): check internal_request_auth_key and that the storage is on "
+            + "this host", base, what, status);
+      }
+      return status == 200;
     } catch (IOException e) {
       LOG.debug("cluster storage {}: {} failed: {}", base, what, e.toString());
       return false;
@@ -68,9 +95,9 @@ public final class HttpClusterStorageClient implements ClusterStorage {
     }
   }
 
-  private Optional<JsonNode> result(String what, HttpRequest.Builder b) {
+  private Optional<JsonNode> result(String what, HttpRequest request) {
     try {
-      HttpResponse<String> r = send(b);
+      HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
       if (r.statusCode() != 200) {
         return Optional.empty();
       }
@@ -92,8 +119,7 @@ public final class HttpClusterStorageClient implements ClusterStorage {
     item.put("expire_time", -1);
     item.put("ttl", ttlSeconds);
     item.put("overwrite_if_exists", overwrite);
-    return ok("set " + key, HttpRequest.newBuilder(uri("set", Map.of())).header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofString(item.toString())));
+    return ok("set " + key, request("POST", "set", Map.of(), item.toString().getBytes(StandardCharsets.UTF_8)));
   }
 
   @Override
@@ -101,18 +127,18 @@ public final class HttpClusterStorageClient implements ClusterStorage {
     Map<String, String> q = new LinkedHashMap<>();
     q.put("key", key);
     q.put("ttl", Long.toString(ttlSeconds));
-    return ok("expire " + key, HttpRequest.newBuilder(uri("expire", q)).GET());
+    return ok("expire " + key, request("GET", "expire", q, null));
   }
 
   @Override
   public Optional<String> get(String key) {
-    return result("get " + key, HttpRequest.newBuilder(uri("get", Map.of("key", key))).GET())
+    return result("get " + key, request("GET", "get", Map.of("key", key), null))
         .filter(JsonNode::isTextual).map(JsonNode::asText);
   }
 
   @Override
   public boolean delete(String key) {
-    return ok("delete " + key, HttpRequest.newBuilder(uri("delete", Map.of("key", key))).DELETE());
+    return ok("delete " + key, request("DELETE", "delete", Map.of("key", key), null));
   }
 
   @Override
@@ -121,7 +147,7 @@ public final class HttpClusterStorageClient implements ClusterStorage {
     q.put("key_prefix", prefix);
     q.put("keys_only", "0");
     Map<String, String> out = new LinkedHashMap<>();
-    result("get_prefix " + prefix, HttpRequest.newBuilder(uri("get_prefix", q)).GET())
+    result("get_prefix " + prefix, request("GET", "get_prefix", q, null))
         .ifPresent(n -> n.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText())));
     return out;
   }

@@ -7,11 +7,8 @@ import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
-import dev.affinity.config.TokenizerSource;
-import dev.affinity.tokenizer.ModelPromptTokenizer;
-import dev.affinity.tokenizer.ModelTokenizer;
-import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.config.SubagentScope;
+import dev.affinity.config.TokenizerSource;
 import dev.affinity.conversation.LocalParentLinks;
 import dev.affinity.conversation.ParentLinks;
 import dev.affinity.disagg.DisaggService;
@@ -20,6 +17,7 @@ import dev.affinity.disagg.TextTokenizer;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.worker.NativeWorker;
+import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.PinKeeping;
 import dev.affinity.routing.Router;
@@ -35,6 +33,7 @@ import dev.affinity.server.cluster.PinSharingRouter;
 import dev.affinity.server.cluster.ServerRole;
 import dev.affinity.server.cluster.SharedParentLinks;
 import dev.affinity.server.cluster.SharedPins;
+import dev.affinity.server.cluster.StorageAuth;
 import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.http.FrontendOptions;
@@ -42,10 +41,14 @@ import dev.affinity.server.http.FrontendServer;
 import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
+import dev.affinity.server.worker.LegAuth;
 import dev.affinity.session.PinAndLinkRelease;
 import dev.affinity.session.SessionLifecycleHandler;
 import dev.affinity.session.SessionRegistry;
 import dev.affinity.timer.RealScheduler;
+import dev.affinity.tokenizer.ModelPromptTokenizer;
+import dev.affinity.tokenizer.ModelTokenizer;
+import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.Worker;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -53,6 +56,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -470,7 +474,12 @@ public final class AffinityServer implements AutoCloseable {
 
     @Override
     public Map<String, ExtraEndpoint> extraEndpoints() {
-      return storage instanceof InMemoryClusterStorage mem ? new ClusterStorageEndpoints(mem).endpoints() : Map.of();
+      if (!(storage instanceof InMemoryClusterStorage mem)) {
+        return Map.of();
+      }
+      StorageAuth.Verifier auth = InternalAuth.ofNullable(config.internalRequestAuthKey().orElse(null))
+          .map(k -> new StorageAuth.Verifier(k, Clock.systemUTC(), LegAuth.DEFAULT_WINDOW)).orElse(null);
+      return new ClusterStorageEndpoints(mem, auth).endpoints();
     }
 
     /**

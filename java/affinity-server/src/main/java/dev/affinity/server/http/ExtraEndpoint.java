@@ -1,5 +1,6 @@
 package dev.affinity.server.http;
 
+import dev.affinity.conversation.HeaderSource;
 import java.net.InetAddress;
 import java.util.List;
 import java.util.Locale;
@@ -42,13 +43,18 @@ public record ExtraEndpoint(String method, boolean authenticated, RequestHandler
    * One request to an extra route.
    *
    * @param method the request's method
+   * @param path the route's path (without the query)
    * @param body the body (empty for none)
    * @param query the query parameters, decoded, in order (several values per name possible)
+   * @param headers the request's headers
    * @param client the client's address (null when unknown)
    */
-  public record Request(String method, byte[] body, Map<String, List<String>> query, InetAddress client) {
+  public record Request(String method, String path, byte[] body, Map<String, List<String>> query,
+      HeaderSource headers, InetAddress client) {
     public Request {
+      Objects.requireNonNull(path, "path");
       Objects.requireNonNull(body, "body");
+      Objects.requireNonNull(headers, "headers");
       query = Map.copyOf(query);
     }
 

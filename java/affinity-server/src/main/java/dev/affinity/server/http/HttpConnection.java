@@ -262,8 +262,9 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
     try {
       java.net.InetAddress client = ctx.channel().remoteAddress() instanceof java.net.InetSocketAddress a
           ? a.getAddress() : null;
-      answer = meta.extra().handler().handle(new ExtraEndpoint.Request(meta.method(), body == null ? new byte[0] : body,
-          new io.netty.handler.codec.http.QueryStringDecoder(meta.uri()).parameters(), client));
+      answer = meta.extra().handler().handle(new ExtraEndpoint.Request(meta.method(), meta.path(),
+          body == null ? new byte[0] : body, new io.netty.handler.codec.http.QueryStringDecoder(meta.uri()).parameters(),
+          meta.headers()::get, client));
     } catch (ProtocolException e) {
       exchange.sendError(e.status(), e.toErrorResponse());
       return;

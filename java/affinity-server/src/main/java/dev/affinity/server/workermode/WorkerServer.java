@@ -55,12 +55,15 @@ public final class WorkerServer implements AutoCloseable {
   private final WorkerBackend backend;
   private final String host;
   private final Codecs codecs;
+  /** Signs the HTTP cluster storage requests (null without a key). */
+  private final InternalAuth auth;
   private volatile WorkerRegistration registration;
   private volatile ClusterStorage clusterStorage;
 
   private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend,
-      WorkerBackend backend, String host, Codecs codecs) {
+      WorkerBackend backend, String host, Codecs codecs, InternalAuth auth) {
     this.codecs = codecs;
+    this.auth = auth;
     this.worker = worker;
     this.registry = registry;
     this.frontend = frontend;
@@ -136,7 +139,7 @@ public final class WorkerServer implements AutoCloseable {
       FrontendServer frontend = FrontendServer.start(served, backend, registry);
       LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
           executor.tokensPerBlock(), served.host(), frontend.port());
-      return new WorkerServer(worker, registry, frontend, backend, served.host(), codecs);
+      return new WorkerServer(worker, registry, frontend, backend, served.host(), codecs, auth);
     } catch (IOException | RuntimeException e) {
       if (worker != null) {
         worker.close();
@@ -233,7 +236,8 @@ public final class WorkerServer implements AutoCloseable {
     if (registration != null) {
       throw new IllegalStateException("already in a cluster: " + registration.key());
     }
-    clusterStorage = cluster.isHttp() ? new HttpClusterStorageClient(cluster.uri())
+    clusterStorage = cluster.isHttp()
+        ? new HttpClusterStorageClient(cluster.uri(), auth)
         : new EtcdClusterStorage(cluster.etcdEndpoints());
     registration = new WorkerRegistration(clusterStorage, ClusterWorker.create(cluster.role(), host, port()),
         cluster.name(), cluster.heartbeatIntervalSec(), cluster.inactiveTimeoutSec(), cluster.retry());
