@@ -36,6 +36,43 @@ public record PromptLimit(long maxTokens, String source) {
   }
 
   /**
+   * Throws the same 400 as {@link #check} before tokenizing, when the prompt's text alone has more tokens than the
+   * limit by {@code tokenizer}'s characters-per-token bound: the texts every rendering keeps
+   * ({@link PromptTokenizer#keptTexts}), each less {@value #BOUNDARY_CHARS} characters that may combine with its
+   * neighbours, over {@link PromptTokenizer#maxCharsPerToken}. A cheap refusal of a huge prompt; nothing without a
+   * limit or a bound.
+   */
+  public void checkSize(OpenAiRequest request, PromptTokenizer tokenizer) {
+    if (maxTokens == 0) {
+      return;
+    }
+    java.util.List<String> texts = PromptTokenizer.keptTexts(request);
+    long chars = 0;
+    for (String t : texts) {
+      chars += Math.max(0, t.length() - BOUNDARY_CHARS);
+    }
+    if (chars <= maxTokens) {  // at least one char per token: it may fit whatever the tokenizer
+      return;
+    }
+    int perToken = tokenizer.maxCharsPerToken(texts);
+    if (perToken <= 0 || chars <= maxTokens * perToken) {
+      return;
+    }
+    long atLeast = (chars + perToken - 1) / perToken;
+    throw ProtocolException.invalidField(field(request), "the prompt has at least " + atLeast + " tokens (" + chars
+        + " characters, at most " + perToken + " per token of this tokenizer); at most " + maxTokens
+        + " fit (" + source + ")");
+  }
+
+  /** Characters at each end of a kept text that a normalizer may compose with the text around it. */
+  static final int BOUNDARY_CHARS = 4;
+
+  private static String field(OpenAiRequest request) {
+    return request instanceof ChatCompletionRequest c
+        ? (c.promptTokenIds() != null ? "prompt_token_ids" : "messages") : "prompt";
+  }
+
+  /**
    * Throws a 400 {@link ProtocolException} naming the prompt's field when the prompt is longer than the
    * limit: its token ids ({@code tokens}, when the frontend tokenized it) or the ids the client sent. A
    * text prompt the frontend cannot tokenize (remote workers without a frontend tokenizer) is left to the
@@ -49,9 +86,7 @@ public record PromptLimit(long maxTokens, String source) {
     if (length <= maxTokens) {
       return;
     }
-    String field = request instanceof ChatCompletionRequest c
-        ? (c.promptTokenIds() != null ? "prompt_token_ids" : "messages") : "prompt";
-    throw ProtocolException.invalidField(field, "the prompt has " + length + " tokens; at most " + maxTokens
+    throw ProtocolException.invalidField(field(request), "the prompt has " + length + " tokens; at most " + maxTokens
         + " fit (" + source + ")");
   }
 

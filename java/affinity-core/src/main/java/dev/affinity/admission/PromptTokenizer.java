@@ -3,6 +3,7 @@ package dev.affinity.admission;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
+import java.util.List;
 
 /**
  * Turns a request's prompt into token ids for routing (and, with embedded workers, for the executor).
@@ -27,6 +28,64 @@ public interface PromptTokenizer {
    */
   default boolean isLong(OpenAiRequest request) {
     return false;
+  }
+
+  /**
+   * The most characters one of its tokens stands for in {@code texts} (a request's {@link #keptTexts};
+   * {@link dev.affinity.worker.TokenCodec#maxCharsPerToken}): admission refuses a prompt longer than its limit allows
+   * by this bound before tokenizing it. 0 (the default): no bound, the prompt is tokenized and then checked.
+   */
+  default int maxCharsPerToken(List<String> texts) {
+    return 0;
+  }
+
+  /** Prompts from this many characters of text are tokenized off the event loop ({@link #longText}). */
+  int LONG_PROMPT_CHARS = 4 * 1024;
+
+  /**
+   * Whether {@code request} has {@link #LONG_PROMPT_CHARS} or more characters of text to tokenize (client-sent ids
+   * have none): about a thousand tokens, which a fast tokenizer encodes in milliseconds (docs/benchmarks.md), long
+   * enough to delay every other connection of an event loop.
+   */
+  static boolean longText(OpenAiRequest request) {
+    if (request instanceof CompletionRequest c) {
+      return c.promptTokenIds().isEmpty() && c.promptText().map(String::length).orElse(0) >= LONG_PROMPT_CHARS;
+    }
+    ChatCompletionRequest chat = (ChatCompletionRequest) request;
+    if (chat.promptTokenIds() != null) {
+      return false;
+    }
+    long chars = 0;
+    for (var m : chat.messages()) {
+      chars += m.contentText().length();
+      if (chars >= LONG_PROMPT_CHARS) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The texts of {@code request} that every rendering of it keeps, for a lower bound on its tokens: a completion's
+   * text prompt; a chat's system, developer, user and tool contents, stripped (chat templates trim contents and may
+   * drop parts of assistant turns, such as earlier reasoning). None for client-sent ids.
+   */
+  static List<String> keptTexts(OpenAiRequest request) {
+    if (request instanceof CompletionRequest c) {
+      return c.promptTokenIds().isPresent() ? List.of() : c.promptText().map(List::of).orElse(List.of());
+    }
+    ChatCompletionRequest chat = (ChatCompletionRequest) request;
+    if (chat.promptTokenIds() != null) {
+      return List.of();
+    }
+    List<String> texts = new java.util.ArrayList<>(chat.messages().size());
+    for (var m : chat.messages()) {
+      switch (m.role()) {
+        case "system", "developer", "user", "tool" -> texts.add(m.contentText().strip());
+        default -> { }
+      }
+    }
+    return texts;
   }
 
   /** No ids at all (routers hash text). */

@@ -22,7 +22,8 @@ import java.util.function.Predicate;
  * ({@link ClientRequestGuard}, 400 naming the field), the model ({@code 404} naming {@code model}), the
  * routing headers and the conversation ({@link ConversationResolver}, 400 naming the header), and the
  * prompt's token ids ({@link PromptTokenizer}) within the deployment's {@link PromptLimit} (400 naming the
- * prompt's field). The HTTP frontend, the fleet simulator and embedding
+ * prompt's field; a prompt whose characters alone exceed the limit by the tokenizer's
+ * {@link PromptTokenizer#maxCharsPerToken} bound is refused before it is tokenized). The HTTP frontend, the fleet simulator and embedding
  * services call it; orchestration receives its {@link AdmittedRequest} and checks nothing again.
  * Thread-safe when its parts are.
  */
@@ -94,6 +95,7 @@ public final class RequestAdmission {
             ErrorResponse.of(404, "The model `" + request.model() + "` does not exist.", "model"));
       }
       Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
+      limit.checkSize(request, tokenizer);
       int[] tokens = tokenizer.tokenize(request);
       limit.check(request, tokens);
       boolean forward = tokens != null && tokenizer.forwardsIds(request);

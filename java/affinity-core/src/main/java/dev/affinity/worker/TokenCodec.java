@@ -33,6 +33,15 @@ public interface TokenCodec {
     return encode(plainTemplate(chat));
   }
 
+  /**
+   * The most input characters one token of {@link #encode} stands for in {@code texts}, so that a text of
+   * {@code n} characters has at least {@code n / maxCharsPerToken(...)} tokens; 0 (the default) when the codec
+   * gives no such bound.
+   */
+  default int maxCharsPerToken(java.util.List<String> texts) {
+    return 0;
+  }
+
   /** Decodes ids; ids outside the vocabulary are skipped. */
   String decode(int[] tokens);
 

@@ -129,6 +129,52 @@ class RequestAdmissionTest {
         .admit(completion(""), HeaderSource.of(Map.of()));
   }
 
+  /** A tokenizer whose tokens stand for at most {@code perToken} characters, counting the calls that tokenize. */
+  private PromptTokenizer bounded(int perToken) {
+    return new PromptTokenizer() {
+      @Override
+      public int[] tokenize(OpenAiRequest request) {
+        tokenized.add(request);
+        return new int[] {1};
+      }
+
+      @Override
+      public int maxCharsPerToken(List<String> texts) {
+        return perToken;
+      }
+    };
+  }
+
+  @Test
+  void aPromptWhoseCharactersAloneExceedTheLimitIsRefusedBeforeTokenizing() {
+    PromptLimit limit = new PromptLimit(10, "affinity.max_prompt_tokens");
+    RequestAdmission a = new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, bounded(4), limit);
+    // 45 kept characters (49 less the 4 at its edge) over 4 per token: at least 12 tokens, more than 10
+    OpenAiRequest big = codec.parseCompletionRequest(("{\"model\": \"m\", \"prompt\": \"" + "x".repeat(49) + "\"}")
+        .getBytes(StandardCharsets.UTF_8));
+    RequestRejectedException e = assertThrows(RequestRejectedException.class, () -> a.admit(big, HeaderSource.of(Map.of())));
+    assertEquals("prompt", e.error().error().param());
+    assertTrue(e.error().error().message().contains("at least 12 tokens (45 characters, at most 4 per token"),
+        e.error().error().message());
+    assertTrue(tokenized.isEmpty(), "refused before tokenizing");
+    // 40 kept characters may be 10 tokens: tokenized (1 token) and admitted
+    a.admit(codec.parseCompletionRequest(("{\"model\": \"m\", \"prompt\": \"" + "x".repeat(44) + "\"}")
+        .getBytes(StandardCharsets.UTF_8)), HeaderSource.of(Map.of()));
+    assertEquals(1, tokenized.size());
+    // a chat counts what every template keeps: not the assistant's turns (templates may drop earlier reasoning)
+    OpenAiRequest chat = codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"assistant\", "
+        + "\"content\": \"" + "y".repeat(400) + "\"}, {\"role\": \"user\", \"content\": \"  hi  \"}]}").getBytes(StandardCharsets.UTF_8));
+    a.admit(chat, HeaderSource.of(Map.of()));
+    OpenAiRequest chatBig = codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"system\", "
+        + "\"content\": \"" + "s".repeat(30) + "\"}, {\"role\": \"user\", \"content\": \"" + "u".repeat(30) + "\"}]}")
+        .getBytes(StandardCharsets.UTF_8));
+    assertEquals("messages", assertThrows(RequestRejectedException.class,
+        () -> a.admit(chatBig, HeaderSource.of(Map.of()))).error().error().param());
+    // without a bound (0) nothing is refused before tokenizing
+    new RequestAdmission(ClientRequestGuard.strict(), "m"::equals, resolver, bounded(0), limit)
+        .admit(big, HeaderSource.of(Map.of()));
+  }
+
   @Test
   void idsTheClientSentAreCountedWhenTheFrontendCannotTokenize() {
     PromptLimit limit = new PromptLimit(2, "context_servers.max_seq_len");

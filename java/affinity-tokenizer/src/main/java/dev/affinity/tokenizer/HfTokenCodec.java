@@ -26,6 +26,11 @@ public final class HfTokenCodec implements TokenCodec {
   }
 
   @Override
+  public int maxCharsPerToken(java.util.List<String> texts) {
+    return tokenizer.maxCharsPerToken(texts);
+  }
+
+  @Override
   public int[] encode(String text) {
     return tokenizer.encode(text, false);
   }

@@ -68,31 +68,17 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
     return engineErrors.get();
   }
 
-  /**
-   * Prompts from this many characters are tokenized off the event loop: about a thousand tokens, which the Rust
-   * tokenizer encodes in about 4 ms on the project's 2-core machines (docs/benchmarks.md), long enough to delay every
-   * other connection of the loop.
-   */
-  public static final int LONG_PROMPT_CHARS = 4 * 1024;
+  /** Prompts from this many characters are tokenized off the event loop ({@link PromptTokenizer#longText}). */
+  public static final int LONG_PROMPT_CHARS = PromptTokenizer.LONG_PROMPT_CHARS;
 
-  /** A prompt of {@link #LONG_PROMPT_CHARS} or more characters to tokenize (client-sent ids are not). */
   @Override
   public boolean isLong(OpenAiRequest request) {
-    if (request instanceof CompletionRequest c) {
-      return c.promptTokenIds().isEmpty() && c.promptText().map(String::length).orElse(0) >= LONG_PROMPT_CHARS;
-    }
-    ChatCompletionRequest chat = (ChatCompletionRequest) request;
-    if (chat.promptTokenIds() != null) {
-      return false;
-    }
-    long chars = 0;
-    for (var m : chat.messages()) {
-      chars += m.contentText().length();
-      if (chars >= LONG_PROMPT_CHARS) {
-        return true;
-      }
-    }
-    return false;
+    return PromptTokenizer.longText(request);
+  }
+
+  @Override
+  public int maxCharsPerToken(java.util.List<String> texts) {
+    return renderer.tokenizer().maxCharsPerToken(texts);
   }
 
   @Override

@@ -16,6 +16,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -39,11 +40,13 @@ public final class ModelTokenizer implements AutoCloseable {
   private final SegmentCache segments;
   private final String fingerprint;
   private final int vocabularySize;
+  private final TokenizerFile file;
   private final Map<String, String> specialTokens;
 
   private ModelTokenizer(Path directory, HuggingFaceTokenizer tokenizer, ChatTemplates templates, SegmentCache segments,
-      String fingerprint, int vocabularySize, Map<String, String> specialTokens) {
-    this.vocabularySize = vocabularySize;
+      String fingerprint, TokenizerFile file, Map<String, String> specialTokens) {
+    this.vocabularySize = file.vocabularySize();
+    this.file = file;
     this.specialTokens = specialTokens;
     this.directory = directory;
     this.tokenizer = tokenizer;
@@ -101,7 +104,7 @@ public final class ModelTokenizer implements AutoCloseable {
       throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
     }
     return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), digest(bytes),
-        file.vocabularySize(), java.util.Collections.unmodifiableMap(special));
+        file, java.util.Collections.unmodifiableMap(special));
   }
 
   private static JsonNode readOptional(Path file) throws IOException {
@@ -150,6 +153,20 @@ public final class ModelTokenizer implements AutoCloseable {
   /** Ids below this are the model's (its vocabulary and added tokens). */
   public int vocabularySize() {
     return vocabularySize;
+  }
+
+  /**
+   * The most input characters one token stands for in {@code texts}: a text of {@code n} characters has at least
+   * {@code n / maxCharsPerToken(...)} tokens (the cheap bound admission refuses huge prompts by). A composing
+   * normalizer (NFC, NFKC) shrinks only texts not already in its form, so those texts are checked
+   * ({@link java.text.Normalizer#isNormalized}, a fast scan). 0 when the normalizer may delete input: no bound.
+   */
+  public int maxCharsPerToken(List<String> texts) {
+    boolean composed = file.composes() != null;
+    for (int i = 0; composed && i < texts.size(); i++) {
+      composed = java.text.Normalizer.isNormalized(texts.get(i), file.composes());
+    }
+    return file.maxCharsPerToken(composed);
   }
 
   /** The first 128 bits of the SHA-256 of {@code tokenizer.json}, hex: equal files, equal ids. */
@@ -236,12 +253,76 @@ public final class ModelTokenizer implements AutoCloseable {
   }
 
 
-  /** What the segment cache needs of tokenizer.json: its added tokens and whether its pre-tokenizer splits per input. */
-  record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize) {
+  /**
+   * What the segment cache needs of tokenizer.json (its added tokens and whether its pre-tokenizer splits per input),
+   * its vocabulary size, and what bounds the input characters one token stands for ({@link #maxCharsPerToken}).
+   *
+   * @param longestToken the longest token's text, in chars (vocabulary and added tokens; byte-level vocabularies
+   *     spell one char per byte, and every input char is at least one byte)
+   * @param shrink how many input chars the normalizer can turn into one ({@link #shrink}); 0: it may delete input
+   * @param composes the composing normal form the normalizer applies (NFC or NFKC), or null
+   */
+  record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize,
+      int longestToken, int shrink, java.text.Normalizer.Form composes) {
+    /** The longest token times the normalizer's shrink on texts already in its composed form (0: no bound). */
+    int maxCharsPerToken(boolean composed) {
+      int s = composed && composes != null ? shrink / 4 : shrink;
+      return longestToken * s;
+    }
+
+    /**
+     * How many input characters the normalizer can turn into one, or 0 when it may delete characters outright.
+     * None, decompositions, lower-casing, prepends and 1:1 replacements keep every character; NFC and NFKC compose
+     * at most 4 code points into one (Unicode's longest canonical decomposition); anything else (BERT's normalizer,
+     * strip, precompiled charsmaps, replacements by less) is not bounded.
+     */
+    static int shrink(JsonNode normalizer) {
+      if (normalizer == null || normalizer.isNull()) {
+        return 1;
+      }
+      switch (normalizer.path("type").asText()) {
+        case "NFD", "NFKD", "Lowercase", "Prepend":
+          return 1;
+        case "NFC", "NFKC":
+          return 4;
+        case "Replace": {
+          String pattern = normalizer.path("pattern").path("String").asText("");
+          int content = normalizer.path("content").asText("").length();
+          return pattern.isEmpty() || content == 0 ? 0 : Math.max(1, (pattern.length() + content - 1) / content);
+        }
+        case "Sequence": {
+          long product = 1;
+          int composing = 0;
+          for (JsonNode n : normalizer.path("normalizers")) {
+            String type = n.path("type").asText();
+            if (type.equals("NFC") || type.equals("NFKC")) {
+              if (composing++ > 0) {
+                continue;  // composing twice composes nothing more
+              }
+            }
+            product *= shrink(n);
+          }
+          return (int) Math.min(product, 1 << 10);
+        }
+        default:
+          return 0;
+      }
+    }
+
+    /** The composing form a normalizer applies: NFKC, NFC or null. */
+    static java.text.Normalizer.Form composes(JsonNode normalizer) {
+      String s = normalizer == null ? "" : normalizer.toString();
+      return s.contains("\"NFKC\"") ? java.text.Normalizer.Form.NFKC
+          : s.contains("\"NFC\"") ? java.text.Normalizer.Form.NFC : null;
+    }
+
     static TokenizerFile read(byte[] json) throws IOException {
       Map<String, JsonNode> added = new LinkedHashMap<>();
       boolean firstOnly = false;
       int size = 0;
+      int longest = 0;
+      int shrink = 1;
+      java.text.Normalizer.Form composes = null;
       try (JsonParser p = JSON.createParser(json)) {
         if (p.nextToken() != JsonToken.START_OBJECT) {
           throw new IOException("not a JSON object");
@@ -254,6 +335,7 @@ public final class ModelTokenizer implements AutoCloseable {
             for (JsonNode t : tokens) {
               if (t.path("content").isTextual()) {
                 added.put(t.get("content").asText(), t);
+                longest = Math.max(longest, t.get("content").asText().length());
                 size = Math.max(size, t.path("id").asInt(-1) + 1);
               }
             }
@@ -263,13 +345,15 @@ public final class ModelTokenizer implements AutoCloseable {
               JsonToken value = p.nextToken();
               if ("vocab".equals(key) && value == JsonToken.START_OBJECT) {  // BPE, WordPiece: token -> id
                 while (p.nextToken() == JsonToken.FIELD_NAME) {
+                  longest = Math.max(longest, p.currentName().length());
                   p.nextToken();
                   size = Math.max(size, p.getIntValue() + 1);
                 }
               } else if ("vocab".equals(key) && value == JsonToken.START_ARRAY) {  // Unigram: [piece, score] by id
                 int n = 0;
                 while (p.nextToken() != JsonToken.END_ARRAY) {
-                  p.skipChildren();
+                  JsonNode piece = p.readValueAsTree();
+                  longest = Math.max(longest, piece.path(0).asText("").length());
                   n++;
                 }
                 size = Math.max(size, n);
@@ -280,6 +364,10 @@ public final class ModelTokenizer implements AutoCloseable {
           } else if ("pre_tokenizer".equals(field) || "normalizer".equals(field)) {
             JsonNode node = p.readValueAsTree();
             firstOnly |= node != null && node.toString().contains("\"prepend_scheme\":\"first\"");
+            if ("normalizer".equals(field)) {
+              shrink = shrink(node);
+              composes = composes(node);
+            }
           } else {
             p.skipChildren();
           }
@@ -287,7 +375,7 @@ public final class ModelTokenizer implements AutoCloseable {
       } catch (UncheckedIOException e) {
         throw e.getCause();
       }
-      return new TokenizerFile(added, firstOnly, size);
+      return new TokenizerFile(added, firstOnly, size, longest, shrink, composes);
     }
   }
 }

@@ -13,6 +13,7 @@ public final class BpeTokenCodec implements TokenCodec {
   private static final EncodingRegistry REGISTRY = Encodings.newLazyEncodingRegistry();
   private final Encoding encoding;
   private final String name;
+  private volatile int maxCharsPerToken;
 
   public BpeTokenCodec(String encodingName) {
     EncodingType type = EncodingType.fromName(encodingName.toLowerCase(Locale.ROOT)).orElseThrow(
@@ -40,6 +41,31 @@ public final class BpeTokenCodec implements TokenCodec {
     } catch (IllegalArgumentException e) {
       return "";
     }
+  }
+
+  /**
+   * The longest token of the encoding in UTF-8 bytes (each input character is at least one byte, and these
+   * encodings have no normalizer): computed once, by decoding every id.
+   */
+  @Override
+  public int maxCharsPerToken(java.util.List<String> texts) {
+    int m = maxCharsPerToken;
+    if (m == 0) {
+      IntArrayList one = new IntArrayList(1);
+      int misses = 0;
+      for (int id = 0; misses < 4096; id++) {  // ids are dense; special tokens follow the last gap
+        one.clear();
+        one.add(id);
+        try {
+          m = Math.max(m, encoding.decodeBytes(one).length);
+          misses = 0;
+        } catch (RuntimeException e) {  // jtokkit: NullPointerException "Unknown token for decoding"
+          misses++;
+        }
+      }
+      maxCharsPerToken = m = Math.max(m, 1);
+    }
+    return m;
   }
 
   @Override

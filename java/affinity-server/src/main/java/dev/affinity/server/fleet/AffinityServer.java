@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.admission.PromptLimit;
+import dev.affinity.admission.CodecPromptTokenizer;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
@@ -180,7 +181,8 @@ public final class AffinityServer implements AutoCloseable {
     }
     PromptTokenizer tokenizer = renderer != null ? new ModelPromptTokenizer(renderer, this::workersRenderAlike)
         : embedded.values().stream().flatMap(List::stream).findFirst()
-            .<PromptTokenizer>map(w -> w::promptTokens).orElse(PromptTokenizer.CLIENT_IDS);
+            .<PromptTokenizer>map(w -> new CodecPromptTokenizer(w::promptTokens, w.codec()))
+            .orElse(PromptTokenizer.CLIENT_IDS);
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());

@@ -2,6 +2,8 @@ package dev.affinity.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.affinity.admission.PromptLimit;
+import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
@@ -28,6 +30,10 @@ final class TestBackend implements FrontendBackend {
 
   /** Read when a server starts. */
   volatile Map<String, ExtraEndpoint> extras = Map.of();
+  /** Read when a server starts. */
+  volatile PromptTokenizer tokenizer = PromptTokenizer.NONE;
+  /** Read when a server starts. */
+  volatile PromptLimit promptLimit = PromptLimit.NONE;
 
   final AtomicInteger calls = new AtomicInteger();
   volatile OpenAiRequest lastRequest;
@@ -41,6 +47,16 @@ final class TestBackend implements FrontendBackend {
       lastHeaders = admitted.headers();
       handler.handle(admitted.request(), admitted.headers(), sink);
     };
+  }
+
+  @Override
+  public PromptTokenizer tokenizer() {
+    return tokenizer;
+  }
+
+  @Override
+  public PromptLimit promptLimit() {
+    return promptLimit;
   }
 
   @Override
