@@ -24,7 +24,8 @@ final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
-      "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "workers");
+      "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
+      "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -90,6 +91,8 @@ final class AffinityBlockReader {
     double idleTtl = d.sessionIdleTtlSeconds();
     OptionalDouble softMargin = d.softPlacementMargin();
     int ioThreads = d.ioThreads();
+    long maxQueuedRequests = d.maxQueuedRequests();
+    long maxQueuedTokens = d.maxQueuedTokens();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -124,6 +127,8 @@ final class AffinityBlockReader {
             .filter(h -> headerName(h, v, k)).map(h -> h.toLowerCase(Locale.ROOT)).orElse(finalHeader);
         case "session_idle_ttl_seconds" -> idleTtl = r.number(v, k, 0).orElse(idleTtl);
         case "soft_placement_margin" -> softMargin = softPlacementMargin(v, k);
+        case "max_queued_requests" -> maxQueuedRequests = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedRequests);
+        case "max_queued_tokens" -> maxQueuedTokens = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedTokens);
         case "io_threads" -> ioThreads = r.integer(v, k, 0, 4096).map(Long::intValue).orElse(ioThreads);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
@@ -160,7 +165,7 @@ final class AffinityBlockReader {
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
-        maxConnections, finalHeader, idleTtl, softMargin, ioThreads), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**

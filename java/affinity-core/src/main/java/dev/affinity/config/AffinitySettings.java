@@ -37,6 +37,10 @@ import java.util.OptionalDouble;
  *     (>= 0), or -1 for off; empty: each router's default (on in {@code affinity}, off in {@code conversation})
  * @param ioThreads the frontend's event-loop threads (client connections and the worker connections that share
  *     them); 0: one per available processor
+ * @param maxQueuedRequests the most completion requests admitted and not yet answered; more get 503 with
+ *     {@code Retry-After}; 0: {@value #DEFAULT_MAX_QUEUED_REQUESTS}
+ * @param maxQueuedTokens the most prompt tokens of those requests; 0: derived (four times the context fleet's KV
+ *     cache when the frontend knows it, else no token bound)
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -56,7 +60,12 @@ public record AffinitySettings(
     String sessionFinalHeader,
     double sessionIdleTtlSeconds,
     OptionalDouble softPlacementMargin,
-    int ioThreads) {
+    int ioThreads,
+    long maxQueuedRequests,
+    long maxQueuedTokens) {
+
+  /** {@code max_queued_requests} when it is not set. */
+  public static final long DEFAULT_MAX_QUEUED_REQUESTS = 4096;
 
   /** The BPE encodings {@code tokenizer} may name (jtokkit's). */
   public static final java.util.List<String> BPE_ENCODINGS =
@@ -111,7 +120,7 @@ public record AffinitySettings(
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
-        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0);
+        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.CodecPromptTokenizer;
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.admission.QueueLimit;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.SubagentScope;
@@ -227,7 +228,8 @@ public final class AffinityServer implements AutoCloseable {
           .register(registry);
     }
     startSessions();
-    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded)), registry, io);
+    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded),
+        PromptLimits.queueLimit(config, embedded)), registry, io);
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
     }
@@ -415,10 +417,17 @@ public final class AffinityServer implements AutoCloseable {
   private final class Backend implements FrontendBackend {
     private final PromptTokenizer tokenizer;
     private final PromptLimit promptLimit;
+    private final QueueLimit queueLimit;
 
-    Backend(PromptTokenizer tokenizer, PromptLimit promptLimit) {
+    Backend(PromptTokenizer tokenizer, PromptLimit promptLimit, QueueLimit queueLimit) {
       this.tokenizer = tokenizer;
       this.promptLimit = promptLimit;
+      this.queueLimit = queueLimit;
+    }
+
+    @Override
+    public QueueLimit queueLimit() {
+      return queueLimit;
     }
 
     @Override

@@ -1,6 +1,8 @@
 package dev.affinity.server.fleet;
 
 import dev.affinity.admission.PromptLimit;
+import dev.affinity.admission.QueueLimit;
+import dev.affinity.config.AffinitySettings;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.executor.KvCacheStats;
@@ -17,6 +19,32 @@ import java.util.Map;
  */
 final class PromptLimits {
   private PromptLimits() {
+  }
+
+  /**
+   * The most work in flight: {@code affinity.max_queued_requests} (default
+   * {@value AffinitySettings#DEFAULT_MAX_QUEUED_REQUESTS}) requests, and {@code affinity.max_queued_tokens} prompt
+   * tokens, by default {@value QueueLimit#KV_CACHES_IN_FLIGHT} times the embedded context fleet's KV cache (every
+   * rank of every instance): a request beyond that would wait for several turnovers of the whole cache. Remote
+   * context workers do not report their cache, so without the setting only the request bound holds.
+   */
+  static QueueLimit queueLimit(DisaggConfig config, Map<Fleet, List<NativeWorker>> embedded) {
+    AffinitySettings a = config.affinity();
+    long requests = a.maxQueuedRequests() > 0 ? a.maxQueuedRequests() : AffinitySettings.DEFAULT_MAX_QUEUED_REQUESTS;
+    if (a.maxQueuedTokens() > 0) {
+      return new QueueLimit(requests, a.maxQueuedTokens(), "affinity.max_queued_tokens");
+    }
+    long kv = 0;
+    for (NativeWorker w : embedded.getOrDefault(Fleet.CONTEXT, List.of())) {
+      for (int rank = 0; rank < w.executor().numRanks(); rank++) {
+        KvCacheStats s = w.executor().kvCacheStats(rank);
+        kv += s.maxNumBlocks() * s.tokensPerBlock();
+      }
+    }
+    return kv > 0
+        ? new QueueLimit(requests, QueueLimit.KV_CACHES_IN_FLIGHT * kv, QueueLimit.KV_CACHES_IN_FLIGHT
+            + " x the context fleet's KV cache of " + kv + " tokens; affinity.max_queued_tokens sets another bound")
+        : new QueueLimit(requests, 0, "none");
   }
 
   static PromptLimit of(DisaggConfig config, Map<Fleet, List<NativeWorker>> embedded) {

@@ -1,6 +1,7 @@
 package dev.affinity.server.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.admission.QueueLimit;
 import dev.affinity.admission.RequestRejectedException;
 import dev.affinity.anthropic.AnthropicRequests;
 import dev.affinity.anthropic.AnthropicResponses;
@@ -112,6 +113,13 @@ final class CompletionEndpoint {
   /** An admitted request: its answer's format, then the handler. On the exchange's loop. */
   private void proceed(HttpExchange exchange, AdmittedRequest admitted, ObjectNode echo) {
     Endpoint endpoint = exchange.meta().endpoint();
+    long tokens = QueueLimit.tokensOf(admitted);
+    String full = fc.queued.tryAcquire(tokens);
+    if (full != null) {
+      exchange.sendError(503, ErrorResponse.of(503, full, null), java.util.Map.of("Retry-After", "1"), false);
+      return;
+    }
+    exchange.onComplete(() -> fc.queued.release(tokens));
     exchange.describe(admitted.request().model(), admitted.request().isStreaming());
     if (endpoint == Endpoint.MESSAGES) {
       String model = admitted.request().model();

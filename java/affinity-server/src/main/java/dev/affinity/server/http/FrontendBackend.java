@@ -44,6 +44,11 @@ public interface FrontendBackend {
     return java.util.concurrent.CompletableFuture.completedFuture(ids.length);
   }
 
+  /** The most work in flight ({@link QueueLimit}); more is answered 503 with {@code Retry-After}. */
+  default dev.affinity.admission.QueueLimit queueLimit() {
+    return dev.affinity.admission.QueueLimit.DEFAULT;
+  }
+
   /** The longest prompt accepted, checked at admission before routing. Default: no limit. */
   default PromptLimit promptLimit() {
     return PromptLimit.NONE;

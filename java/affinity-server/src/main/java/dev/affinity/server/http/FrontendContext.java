@@ -26,6 +26,7 @@ final class FrontendContext {
   final FrontendMetrics metrics;
   /** The heap completion requests in flight may hold (a quarter of the heap). */
   final PromptBudget promptBudget = PromptBudget.ofHeap();
+  final QueuedWork queued;
   final ApiKeys apiKeys;
   /** The one admission step of every completion request: client rules, model, routing headers, tokens. */
   final RequestAdmission admission;
@@ -48,6 +49,7 @@ final class FrontendContext {
     this.registry = registry;
     this.metrics = new FrontendMetrics(registry);
     this.apiKeys = new ApiKeys(options.apiKeys());
+    this.queued = new QueuedWork(backend.queueLimit());
     this.admission = new RequestAdmission(
         new ClientRequestGuard(options.allowClientDisaggregatedParams(), options.allowRequestChatTemplate()),
         this::serves, new ConversationResolver(options.routing(), UUID::randomUUID,

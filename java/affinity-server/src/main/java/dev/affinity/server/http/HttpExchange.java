@@ -467,12 +467,24 @@ final class HttpExchange implements ClientSink {
     ResponseHeaders.set(h, log.requestId(r), r, fc.options.debugHeaders());
   }
 
-  /** Runs {@code release} once when the exchange completes (a budget charge, say); at once if it already has. */
+  /**
+   * Runs {@code release} once when the exchange completes (a budget charge, say); at once if it already has. Each
+   * call adds one: they run in the order they were added.
+   */
   void onComplete(Runnable release) {
     if (state == State.DONE) {
       release.run();
-    } else {
+    } else if (onComplete == null) {
       onComplete = release;
+    } else {
+      Runnable before = onComplete;
+      onComplete = () -> {
+        try {
+          before.run();
+        } finally {
+          release.run();
+        }
+      };
     }
   }
 

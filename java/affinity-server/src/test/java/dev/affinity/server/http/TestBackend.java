@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.admission.QueueLimit;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
@@ -34,6 +35,8 @@ final class TestBackend implements FrontendBackend {
   volatile PromptTokenizer tokenizer = PromptTokenizer.NONE;
   /** Read when a server starts. */
   volatile PromptLimit promptLimit = PromptLimit.NONE;
+  /** Read when a server starts. */
+  volatile QueueLimit queueLimit = QueueLimit.DEFAULT;
 
   final AtomicInteger calls = new AtomicInteger();
   volatile OpenAiRequest lastRequest;
@@ -52,6 +55,11 @@ final class TestBackend implements FrontendBackend {
   @Override
   public PromptTokenizer tokenizer() {
     return tokenizer;
+  }
+
+  @Override
+  public QueueLimit queueLimit() {
+    return queueLimit;
   }
 
   @Override
