@@ -45,6 +45,7 @@ public final class ClientRequestGuard {
           "a chat template in the request is not accepted (set allow_request_chat_template: true to accept it)");
     }
     checkRanges(request);
+    FieldRules.check(request);
     String own = bodyConversationId(request);
     if (own != null) {
       String problem = ConversationResolver.problemWith(own);
@@ -81,6 +82,11 @@ public final class ClientRequestGuard {
         throw ProtocolException.invalidField(field, field + " must be at least 1, got " + max);
       }
     });
+    // both are checked: max_tokens wins when both are sent, but an invalid max_completion_tokens is still invalid
+    if (request instanceof ChatCompletionRequest c && c.maxCompletionTokens() != null && c.maxCompletionTokens() < 1) {
+      throw ProtocolException.invalidField("max_completion_tokens", "max_completion_tokens must be at least 1, got "
+          + c.maxCompletionTokens());
+    }
     if (request instanceof CompletionRequest c && c.logprobs() != null && (c.logprobs() < 0 || c.logprobs() > 5)) {
       throw ProtocolException.invalidField("logprobs", "logprobs must be in [0, 5], got " + c.logprobs());
     }

@@ -117,6 +117,11 @@ public final class ConversationResolver {
         return "contains a control character (0x" + Integer.toHexString(ch) + ") at position " + i;
       }
     }
+    int bad = dev.affinity.protocol.Utf8.firstInvalidInHeader(value);
+    if (bad >= 0) {
+      return "is not valid UTF-8 at byte " + bad + " (overlong forms, surrogates and code points above U+10FFFF are "
+          + "invalid)";
+    }
     return null;
   }
 }

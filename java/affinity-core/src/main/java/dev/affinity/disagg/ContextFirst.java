@@ -18,6 +18,11 @@ final class ContextFirst implements Schedule {
 
   @Override
   public void start(RequestFlow flow) {
+    if (!flow.generation().mayServe()) {
+      // no generation worker is alive: refuse now, not after the context leg has prefilled the prompt
+      flow.finishWithError(503, "no generation worker available: the generation fleet has no live worker");
+      return;
+    }
     Selection sel = flow.context().select();
     if (sel == null) {
       return;

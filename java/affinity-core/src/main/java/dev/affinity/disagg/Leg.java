@@ -11,12 +11,14 @@ import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
+import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
 import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -73,6 +75,24 @@ final class Leg {
       flow.finishWithError(503, e.getMessage());
       return null;
     }
+  }
+
+  /**
+   * Whether this leg's fleet could take a request now: a live worker, or no worker known at all (a fleet the
+   * configuration leaves empty, which a request may never need). Checked before the other leg runs, so a request
+   * whose second leg has nowhere to go is refused before its first leg spends anything.
+   */
+  boolean mayServe() {
+    List<Worker> known = router.workers();
+    if (known.isEmpty()) {
+      return true;
+    }
+    for (Worker w : known) {
+      if (w.isAlive() && !excluded.contains(w.id())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Sends this leg of the current attempt to the selected worker. */

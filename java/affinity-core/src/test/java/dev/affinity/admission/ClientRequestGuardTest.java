@@ -102,4 +102,62 @@ class ClientRequestGuardTest {
       ClientRequestGuard.strict().check(completion("{\"model\": \"m\", \"prompt\": \"hi\", " + ok + "}"));
     }
   }
+
+  private ChatCompletionRequest chat(String fields) {
+    return codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]"
+        + fields + "}").getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Each field the OpenAI API range- or type-checks is a 400 naming it (issue 31's probe found them accepted). */
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(delimiter = '|', value = {
+      "chat | , \"max_tokens\": 5, \"max_completion_tokens\": -1 | max_completion_tokens",
+      "chat | , \"frequency_penalty\": \"lots\" | frequency_penalty",
+      "chat | , \"presence_penalty\": 1e308 | presence_penalty",
+      "completion | , \"frequency_penalty\": -2.5 | frequency_penalty",
+      "completion | , \"min_tokens\": -1 | min_tokens",
+      "chat | , \"min_tokens\": 1.5 | min_tokens",
+      "chat | , \"logit_bias\": [1] | logit_bias",
+      "chat | , \"logit_bias\": {\"a\": 1} | logit_bias",
+      "completion | , \"logit_bias\": {\"50256\": -101} | logit_bias",
+      "chat | , \"tool_choice\": \"str\" | tool_choice",
+      "chat | , \"tool_choice\": {\"type\": \"function\"} | tool_choice.function.name",
+      "chat | , \"tools\": [1, \"a\"] | tools[0]",
+      "chat | , \"tools\": [{\"function\": {\"name\": \"f\"}}] | tools[0].type",
+      "completion | , \"best_of\": 0 | best_of",
+      "completion | , \"n\": 3, \"best_of\": 2 | best_of",
+      "completion | , \"suffix\": 7 | suffix",
+      "completion | , \"detokenize\": \"yes\" | detokenize",
+      "completion | , \"cache_salt\": \"s\" | cache_salt"})
+  void malformedFieldsAreRefusedNamingThem(String kind, String fields, String field) {
+    var request = kind.equals("chat") ? chat(fields)
+        : completion("{\"model\": \"m\", \"prompt\": \"hi\"" + fields + "}");
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(request));
+    assertEquals(400, e.status());
+    assertEquals(field, e.field(), e.getMessage());
+  }
+
+  @ParameterizedTest(name = "role {0}")
+  @CsvSource(delimiter = '|', value = {"''", "'\u0000'", "'us er'", "'user\n'", "'1user'"})
+  void aRoleMustBeARoleName(String role) {
+    String json = "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
+        + new com.fasterxml.jackson.databind.node.TextNode(role) + ", \"content\": \"y\"}]}";
+    ChatCompletionRequest chat = codec.parseChatCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
+    ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(chat));
+    assertEquals("messages[1].role", e.field(), e.getMessage());
+  }
+
+  @Test
+  void wellFormedValuesAndCustomRolesPass() {
+    ClientRequestGuard g = ClientRequestGuard.strict();
+    g.check(chat(", \"frequency_penalty\": 2, \"presence_penalty\": -2, \"min_tokens\": 0, \"logit_bias\": "
+        + "{\"50256\": -100, \"1\": 2.5}, \"tool_choice\": \"auto\", \"tools\": [{\"type\": \"function\", "
+        + "\"function\": {\"name\": \"f\"}}], \"max_tokens\": 3, \"max_completion_tokens\": 4"));
+    g.check(chat(", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}, \"frequency_penalty\": null"));
+    g.check(completion("{\"model\": \"m\", \"prompt\": \"hi\", \"best_of\": 2, \"n\": 2, \"suffix\": \"s\", "
+        + "\"detokenize\": false}"));
+    // upstream accepts custom roles (Llama 3.1's ipython): a role name passes
+    g.check(codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"ipython\", "
+        + "\"content\": \"x\"}]}").getBytes(StandardCharsets.UTF_8)));
+  }
 }

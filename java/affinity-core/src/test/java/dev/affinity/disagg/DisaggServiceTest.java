@@ -369,7 +369,8 @@ class DisaggServiceTest {
     RecordingSink first = new RecordingSink();
     handle(completion(false), headers(), first);
     assertEquals(List.of("fail 503"), first.events, "the retry finds no other generation worker");
-    assertEquals(2, c.released.size(), "each context whose generation failed was released");
+    assertEquals(1, c.released.size(), "the context whose generation failed was released");
+    assertEquals(1, c.received.size(), "and the retry ran no second context: no generation worker was left for it");
     g2.alive = true;
     RecordingSink second = new RecordingSink();
     handle(completion(false), headers(), second);
@@ -470,6 +471,19 @@ class DisaggServiceTest {
     RecordingSink sink = new RecordingSink();
     handle(completion(false), headers(), sink);
     assertEquals(List.of("fail 503"), sink.events);
+  }
+
+  @Test
+  void withoutALiveGenerationWorkerTheContextLegNeverRuns() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("genA", generation(1));
+    g.alive = false;
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    assertEquals(List.of("fail 503"), sink.events);
+    assertEquals(0, c.received.size(), "no prefill was spent on a request with nowhere to decode");
+    assertAllReleased();
   }
 
   @Test

@@ -55,7 +55,7 @@ final class CompletionEndpoint {
     ObjectNode echo = null;
     try {
       HeaderSource headers = headerSource(exchange.meta().headers());
-      byte[] json = fc.backend.requestBody(body, headers);
+      byte[] json = dev.affinity.protocol.Utf8.jsonBody(fc.backend.requestBody(body, headers));
       OpenAiRequest request;
       if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
         countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);

@@ -31,8 +31,10 @@ import org.slf4j.LoggerFactory;
  * <p>Half-closure: when the client shuts down its sending side, requests already read are still
  * answered, then the connection closes. A client that closed its socket entirely looks the same until
  * something is written to it, so while an answer is pending the exchange writes probes the client
- * ignores ({@link HttpExchange#probe()}); a closed client answers one with a reset, the next write
- * fails, and the request sees a disconnect.
+ * ignores ({@link HttpExchange#probe()}: a {@code 100 Continue} to a request that asked for one, SSE comments in a
+ * stream); a closed client answers one with a reset, the next write fails, and the request sees a disconnect.
+ * A request that did not ask for {@code 100 Continue} gets no probe before its answer: a client that closed its
+ * socket is then found when the answer is written.
  */
 final class HttpConnection extends ChannelInboundHandlerAdapter {
   private static final Logger LOG = LoggerFactory.getLogger(HttpConnection.class);

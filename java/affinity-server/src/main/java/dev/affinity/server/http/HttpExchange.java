@@ -298,12 +298,13 @@ final class HttpExchange implements ClientSink {
 
   /**
    * Checks that a client whose input ended still reads (see {@link HttpConnection}): writes something
-   * it ignores, an interim {@code 100 Continue} before the response head (HTTP/1.1 clients must accept
-   * unexpected 1xx responses, RFC 9110 §15.2) or an SSE comment in a quiet stream. A client that closed
-   * its socket answers with a reset, and a later write fails and closes the connection.
+   * it ignores, an interim {@code 100 Continue} before the response head, only to a request that asked for
+   * one ({@code Expect: 100-continue}: a client that did not ask gets no 1xx it did not ask for), or an SSE
+   * comment in a quiet stream. A client that closed its socket answers with a reset, and a later write fails
+   * and closes the connection.
    */
   void probe() {
-    if (state == State.NEW && meta.version().equals(HttpVersion.HTTP_1_1)) {
+    if (state == State.NEW && meta.version().equals(HttpVersion.HTTP_1_1) && meta.expectsContinue()) {
       channel.writeAndFlush(new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.CONTINUE,
           Unpooled.EMPTY_BUFFER));
     } else if (state == State.STREAMING && !wroteSinceProbe) {
@@ -335,6 +336,9 @@ final class HttpExchange implements ClientSink {
     h.setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
     commonHeaders(h, routeInfo);
     extraHeaders.forEach(h::set);
+    if (status.code() == 503 && !h.contains(HttpHeaderNames.RETRY_AFTER)) {
+      h.set(HttpHeaderNames.RETRY_AFTER, "1");  // every 503 is a passing condition: say when to come back
+    }
     boolean close = forceClose || !meta.keepAlive();
     HttpUtil.setKeepAlive(h, meta.version(), !close);
     long now = System.nanoTime();

@@ -11,6 +11,7 @@ import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 
@@ -99,7 +100,8 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     }
     Rejection rejection = check(meta, head, declared);
     if (rejection != null) {
-      boolean hasBody = HttpUtil.isTransferEncodingChunked(head) || declared > 0;
+      // another HTTP major version's framing cannot be trusted: answer it and close
+      boolean hasBody = HttpUtil.isTransferEncodingChunked(head) || declared > 0 || rejection.status() == 505;
       discard = hasBody ? Discard.ALL : Discard.THIS_REQUEST;
       ReferenceCountUtil.release(head);
       ctx.fireChannelRead(new Rejected(meta, rejection, hasBody));
@@ -116,6 +118,10 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
 
   /** The refusals that need no body, in order; null when the request may go on. */
   private Rejection check(RequestMeta meta, HttpRequest head, long declaredLength) {
+    HttpVersion version = head.protocolVersion();
+    if (version.majorVersion() != 1) {
+      return new Rejection(505, "HTTP version " + version.text() + " is not supported: send HTTP/1.1 (or HTTP/1.0)");
+    }
     String allowed = meta.allowedMethod();
     if (allowed == null) {
       return Rejection.notFound(meta.method(), meta.path());
@@ -144,7 +150,10 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     Endpoint endpoint = Endpoint.of(path);
     ExtraEndpoint extra = endpoint == null ? fc.extraEndpoints.get(path) : null;
     boolean keepAlive = HttpUtil.isKeepAlive(head) && !fc.options.keepAliveTimeout().isZero();
-    return new RequestMeta(id, head.method().name(), path, endpoint, extra, head.protocolVersion(), head.headers(),
-        keepAlive, remote, System.currentTimeMillis(), head.uri());
+    // answered in HTTP/1.1 unless the request is HTTP/1.0 (an HTTP/1.2 request gets 1.1, RFC 9110 §2.5; another
+    // major version its 505 in 1.1)
+    HttpVersion version = head.protocolVersion().equals(HttpVersion.HTTP_1_0) ? HttpVersion.HTTP_1_0 : HttpVersion.HTTP_1_1;
+    return new RequestMeta(id, head.method().name(), path, endpoint, extra, version, head.headers(),
+        keepAlive, remote, System.currentTimeMillis(), head.uri(), HttpUtil.is100ContinueExpected(head));
   }
 }

@@ -22,6 +22,8 @@ import java.net.URI;
  * @param remote the client's address
  * @param wallMillis when the request's head was read, epoch milliseconds
  * @param uri the request target as sent (path and query), {@code "-"} when the request line never arrived
+ * @param expectsContinue whether the request asked for {@code 100 Continue} ({@code Expect: 100-continue}; the
+ *     header itself is gone once Netty has answered it)
  */
 record RequestMeta(
     long localId,
@@ -34,7 +36,8 @@ record RequestMeta(
     boolean keepAlive,
     String remote,
     long wallMillis,
-    String uri) {
+    String uri,
+    boolean expectsContinue) {
 
   /** Longest path kept for logs and error messages. */
   static final int MAX_LOGGED_PATH = 256;
@@ -42,7 +45,7 @@ record RequestMeta(
   /** A request whose head never arrived or could not be parsed: no method, path or headers. */
   static RequestMeta unknown(long localId, String remote) {
     return new RequestMeta(localId, "-", "-", null, null, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, false,
-        remote, System.currentTimeMillis(), "-");
+        remote, System.currentTimeMillis(), "-", false);
   }
 
   /** The client's {@code ip:port} as the access log reports it. */

@@ -215,8 +215,10 @@ class FrontendConnectionTest {
       });
       handled.countDown();
     };
+    // a client that asked for 100 Continue is probed with it while it waits: its closed socket answers the probe
+    // with a reset (a client that did not ask gets no probe, and is found when its answer is written)
     try (Socket s = connect()) {
-      send(s, post("/v1/completions", COMPLETION));
+      send(s, post("/v1/completions", COMPLETION, "Expect: 100-continue"));
       await(handled, "the handler was called");
     }
     await(disconnected, "onDisconnect ran");
@@ -332,11 +334,12 @@ class FrontendConnectionTest {
       send(s, post("/v1/completions", COMPLETION));
       s.shutdownOutput();
       await(handled, "the handler was called");
-      // the frontend has seen the end of input and checked that the client still reads
-      String probe = readUntil(s, "HTTP/1.1 100 Continue\r\n\r\n");
+      // give the half-close probe its chance to run (it would have written within PROBE_FIRST_MILLIS); the request
+      // did not ask for 100 Continue, so none comes before the answer
+      Thread.sleep(3 * HttpConnection.PROBE_FIRST_MILLIS);
       sinkRef.get().respond(Fixtures.completionResponse("late"), ROUTE);
-      String response = probe + readToEnd(s);
-      assertTrue(response.contains("HTTP/1.1 200 OK\r\n"), response);
+      String response = readToEnd(s);
+      assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), "no unsolicited 100 Continue: " + response);
       assertTrue(response.contains("\"text\":\"late\""), response);
     }
     server.close();

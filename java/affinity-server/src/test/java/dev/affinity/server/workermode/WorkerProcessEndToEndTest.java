@@ -241,6 +241,7 @@ class WorkerProcessEndToEndTest {
     HttpResponse<String> none = post("/v1/completions", "{\"model\": \"m\", \"prompt\": \"anyone?\", \"max_tokens\": 4}");
     assertEquals(503, none.statusCode(), none.body());
     assertEquals("service_unavailable_error", JSON.readTree(none.body()).at("/error/type").asText());
+    assertEquals("1", none.headers().firstValue("retry-after").orElse(null), "every 503 says when to come back");
     HttpResponse<String> noneStreamed = post("/v1/completions",
         "{\"model\": \"m\", \"prompt\": \"anyone?\", \"max_tokens\": 4, \"stream\": true}");
     assertEquals(503, noneStreamed.statusCode(), noneStreamed.body());

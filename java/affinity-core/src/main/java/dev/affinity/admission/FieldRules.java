@@ -1,0 +1,214 @@
+package dev.affinity.admission;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatMessage;
+import dev.affinity.protocol.CompletionRequest;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.ProtocolException;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The OpenAI API's rules for the request fields the protocol records keep as they came ({@code extra()}: sampling
+ * knobs the frontend forwards without reading) and for the chat fields it keeps opaque ({@code tools},
+ * {@code tool_choice}, message roles): one table, each rule a 400 naming its field, as OpenAI's API answers. A
+ * field outside the table passes through unchecked, as before (workers check what they model).
+ */
+final class FieldRules {
+  private FieldRules() {}
+
+  /** Which requests a rule applies to. */
+  private enum Kind { BOTH, COMPLETION, CHAT }
+
+  /** One field's rule: its JSON type and, for numbers, the closed range. */
+  private record Rule(String field, Kind kind, String type, double min, double max) {
+    boolean appliesTo(OpenAiRequest r) {
+      return kind == Kind.BOTH || (kind == Kind.COMPLETION) == (r instanceof CompletionRequest);
+    }
+
+    void check(JsonNode v) {
+      if (v == null || v.isNull()) {
+        return;
+      }
+      switch (type) {
+        case "number" -> {
+          if (!v.isNumber()) {
+            throw wrongType(field, "a number", v);
+          }
+          inRange(v.asDouble());
+        }
+        case "integer" -> {
+          if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+            throw wrongType(field, "an integer", v);
+          }
+          inRange(v.asLong());
+        }
+        case "boolean" -> {
+          if (!v.isBoolean()) {
+            throw wrongType(field, "true or false", v);
+          }
+        }
+        case "string" -> {
+          if (!v.isTextual()) {
+            throw wrongType(field, "a string", v);
+          }
+        }
+        default -> throw new IllegalStateException(type);
+      }
+    }
+
+    private void inRange(double x) {
+      if (!(x >= min && x <= max)) {
+        throw ProtocolException.invalidField(field, field + " must be in [" + fmt(min) + ", " + fmt(max) + "], got "
+            + fmt(x));
+      }
+    }
+  }
+
+  private static final List<Rule> RULES = List.of(
+      new Rule("frequency_penalty", Kind.BOTH, "number", -2, 2),
+      new Rule("presence_penalty", Kind.BOTH, "number", -2, 2),
+      new Rule("min_tokens", Kind.BOTH, "integer", 0, Integer.MAX_VALUE),
+      new Rule("best_of", Kind.COMPLETION, "integer", 1, 20),
+      new Rule("suffix", Kind.COMPLETION, "string", 0, 0),
+      new Rule("detokenize", Kind.BOTH, "boolean", 0, 0),
+      new Rule("skip_special_tokens", Kind.BOTH, "boolean", 0, 0),
+      new Rule("parallel_tool_calls", Kind.CHAT, "boolean", 0, 0));
+
+  /** {@code tool_choice}'s string values (OpenAI's API). */
+  private static final Set<String> TOOL_CHOICES = Set.of("none", "auto", "required");
+  /** The longest message role accepted (upstream accepts custom roles, such as Llama 3.1's {@code ipython}). */
+  static final int MAX_ROLE_LENGTH = 64;
+
+  /** Throws a 400 {@link ProtocolException} naming the first field that breaks its rule. */
+  static void check(OpenAiRequest request) {
+    Map<String, JsonNode> extra = request instanceof CompletionRequest c ? c.extra()
+        : ((ChatCompletionRequest) request).extra();
+    for (Rule rule : RULES) {
+      if (rule.appliesTo(request)) {
+        rule.check(extra.get(rule.field()));
+      }
+    }
+    logitBias(extra.get("logit_bias"));
+    JsonNode bestOf = extra.get("best_of");
+    if (request instanceof CompletionRequest c && bestOf != null && bestOf.isIntegralNumber() && c.sampling().n() != null
+        && bestOf.asInt() < c.sampling().n()) {
+      throw ProtocolException.invalidField("best_of", "best_of must be at least n (" + c.sampling().n() + "), got "
+          + bestOf.asInt());
+    }
+    if (request instanceof CompletionRequest && extra.containsKey("cache_salt")) {
+      throw ProtocolException.invalidField("cache_salt", "cache_salt is accepted on chat completions only (TensorRT-LLM "
+          + "models it on chat requests): send the prompt as a chat, or leave cache_salt out");
+    }
+    if (request instanceof ChatCompletionRequest chat) {
+      tools(chat.tools());
+      toolChoice(chat.toolChoice());
+      for (int i = 0; i < chat.messages().size(); i++) {
+        role(chat.messages().get(i), i);
+      }
+    }
+  }
+
+  /** An object from token ids (integers, as strings) to biases in [-100, 100]. */
+  private static void logitBias(JsonNode v) {
+    if (v == null || v.isNull()) {
+      return;
+    }
+    if (!v.isObject()) {
+      throw wrongType("logit_bias", "an object from token ids to biases", v);
+    }
+    v.fields().forEachRemaining(e -> {
+      if (!e.getKey().matches("[0-9]{1,10}")) {
+        throw ProtocolException.invalidField("logit_bias", "logit_bias keys must be token ids, got \"" + e.getKey() + "\"");
+      }
+      JsonNode b = e.getValue();
+      if (!b.isNumber() || !(b.asDouble() >= -100 && b.asDouble() <= 100)) {
+        throw ProtocolException.invalidField("logit_bias", "logit_bias values must be numbers in [-100, 100], got "
+            + b + " for " + e.getKey());
+      }
+    });
+  }
+
+  /** Each tool an object with a string {@code type}; a function tool names its function. */
+  private static void tools(JsonNode tools) {
+    if (tools == null || tools.isNull()) {
+      return;
+    }
+    for (int i = 0; i < tools.size(); i++) {
+      JsonNode t = tools.get(i);
+      String at = "tools[" + i + "]";
+      if (!t.isObject()) {
+        throw wrongType(at, "an object", t);
+      }
+      if (!t.path("type").isTextual()) {
+        throw ProtocolException.invalidField(at + ".type", at + ".type is required: a string such as \"function\"");
+      }
+      if (t.get("type").asText().equals("function") && !t.path("function").path("name").isTextual()) {
+        throw ProtocolException.invalidField(at + ".function.name", at + ".function.name is required: a string");
+      }
+    }
+  }
+
+  /** {@code none}, {@code auto}, {@code required}, or an object naming a tool. */
+  private static void toolChoice(JsonNode choice) {
+    if (choice == null || choice.isNull()) {
+      return;
+    }
+    if (choice.isTextual()) {
+      if (!TOOL_CHOICES.contains(choice.asText())) {
+        throw ProtocolException.invalidField("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or an "
+            + "object naming a tool, got \"" + choice.asText() + "\"");
+      }
+      return;
+    }
+    if (!choice.path("type").isTextual()) {
+      throw ProtocolException.invalidField("tool_choice.type", "tool_choice.type is required: a string such as \"function\"");
+    }
+    if (choice.get("type").asText().equals("function") && !choice.path("function").path("name").isTextual()) {
+      throw ProtocolException.invalidField("tool_choice.function.name", "tool_choice.function.name is required: a string");
+    }
+  }
+
+  /** A role is a non-empty name of at most {@value #MAX_ROLE_LENGTH} letters, digits, {@code _} or {@code -}. */
+  private static void role(ChatMessage m, int i) {
+    String role = m.role();
+    if (role.isEmpty() || role.length() > MAX_ROLE_LENGTH || !role.matches("[A-Za-z][A-Za-z0-9_-]*")) {
+      throw ProtocolException.invalidField("messages[" + i + "].role", "messages[" + i + "].role must be a role name "
+          + "such as system, user, assistant or tool (letters, digits, _ and -; at most " + MAX_ROLE_LENGTH
+          + " characters), got \"" + printable(role) + "\"");
+    }
+  }
+
+  private static ProtocolException wrongType(String field, String expected, JsonNode got) {
+    return ProtocolException.invalidField(field, field + ": expected " + expected + " but got " + kindOf(got));
+  }
+
+  private static String kindOf(JsonNode v) {
+    return switch (v.getNodeType()) {
+      case STRING -> "a string";
+      case NUMBER -> "a number";
+      case BOOLEAN -> "a boolean";
+      case ARRAY -> "an array";
+      case OBJECT -> "an object";
+      default -> v.getNodeType().name().toLowerCase(java.util.Locale.ROOT);
+    };
+  }
+
+  private static String fmt(double x) {
+    return x == Math.rint(x) && Math.abs(x) < 1e15 ? Long.toString((long) x) : Double.toString(x);
+  }
+
+  private static String printable(String s) {
+    StringBuilder sb = new StringBuilder();
+    s.codePoints().limit(MAX_ROLE_LENGTH).forEach(c -> {
+      if (c < 0x20 || c == 0x7f) {
+        sb.append(String.format("\\u%04x", c));
+      } else {
+        sb.appendCodePoint(c);
+      }
+    });
+    return sb.toString();
+  }
+}
