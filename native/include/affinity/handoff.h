@@ -26,7 +26,8 @@ class HandoffRegistry;
 ///    meanwhile (its KV freed at shutdown), the request is served like a remote worker's context;
 ///  - on an executor of this process outside the domain (another fleet, or no domain at all):
 ///    ErrorKind::kContextNotFound;
-///  - in another process: trusted; that worker frees the KV on its own hold timeout.
+///  - in another process: trusted; that worker frees the KV when the generation side reports the pull
+///    (the Java worker process's /release_context), or on its own hold timeout.
 class HandoffDomain {
  public:
   HandoffDomain();

@@ -44,7 +44,7 @@ final class NativeCall {
     this.request = request;
     this.listener = listener;
     this.body = request.body();
-    this.translator = new OpenAiTranslator(request.requestId(), body, worker.codec());
+    this.translator = new OpenAiTranslator(request.requestId(), body, worker.codec(), worker.contextEndpoint());
   }
 
   /** Runs on cancel, before the call fails (e.g. stops waiting for a context). */

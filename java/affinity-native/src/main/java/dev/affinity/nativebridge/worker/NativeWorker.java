@@ -61,6 +61,7 @@ public final class NativeWorker implements Worker {
   /** The timer thread this worker owns (threaded workers); null when pumped. */
   private final RealScheduler ownTimers;
   private final AtomicBoolean closed = new AtomicBoolean();
+  private volatile String contextEndpoint;
   private volatile Thread eventPoller;
   private volatile Consumer<List<KvEvent>> pumpedKvSink;
 
@@ -174,6 +175,20 @@ public final class NativeWorker implements Worker {
 
   public Executor executor() {
     return executor;
+  }
+
+  /**
+   * The URL a generation worker in another process tells when it has pulled one of this worker's contexts
+   * ({@code POST <url>/release_context}), sent with each context's params as {@code ctx_info_endpoint} (the field
+   * upstream's disaggregated params carry the context side's transfer endpoint in); null (the default) sends none.
+   */
+  public void advertiseContextEndpoint(String url) {
+    this.contextEndpoint = url;
+  }
+
+  /** The URL {@link #advertiseContextEndpoint} set, or null. */
+  public String contextEndpoint() {
+    return contextEndpoint;
   }
 
   /** The worker's text-to-ids codec. */

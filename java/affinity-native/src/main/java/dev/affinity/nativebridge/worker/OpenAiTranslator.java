@@ -41,7 +41,15 @@ final class OpenAiTranslator {
   private boolean firstChunk = true;
   private ExecutorResponse last;
 
+  /** Where this worker takes the news that a context's KV was pulled ({@code ctx_info_endpoint}), or null. */
+  private final String contextEndpoint;
+
   OpenAiTranslator(long requestId, OpenAiRequest body, TokenCodec codec) {
+    this(requestId, body, codec, null);
+  }
+
+  OpenAiTranslator(long requestId, OpenAiRequest body, TokenCodec codec, String contextEndpoint) {
+    this.contextEndpoint = contextEndpoint;
     this.requestId = requestId;
     this.body = body;
     this.codec = codec;
@@ -93,6 +101,7 @@ final class OpenAiTranslator {
         .ctxDpRank(cp.ctxDpRank())
         .scheduleStyle(in == null ? null : in.scheduleStyle())
         .conversationId(in == null ? null : in.conversationId())
+        .ctxInfoEndpoint(contextEndpoint == null ? null : dev.affinity.protocol.StringOrList.of(contextEndpoint))
         .build();
   }
 

@@ -48,8 +48,19 @@ final class WorkerBackend implements FrontendBackend {
   private final LegAuth.Verifier legAuth;
   private final java.util.concurrent.atomic.AtomicBoolean warnedRefused = new java.util.concurrent.atomic.AtomicBoolean();
 
+  /** With a key: checks the signature of {@code /release_context} (audience {@value ContextReleaser#AUDIENCE}). */
+  private final LegAuth.Verifier releaseAuth;
+  /** Releases taken (a context pulled by a generation worker in another process). */
+  private final java.util.concurrent.atomic.AtomicLong released = new java.util.concurrent.atomic.AtomicLong();
+
   WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version,
       LegAuth.Verifier legAuth) {
+    this(worker, settings, handler, version, legAuth, null);
+  }
+
+  WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version,
+      LegAuth.Verifier legAuth, LegAuth.Verifier releaseAuth) {
+    this.releaseAuth = releaseAuth;
     this.worker = worker;
     this.settings = settings;
     this.handler = handler;
@@ -65,10 +76,11 @@ final class WorkerBackend implements FrontendBackend {
    */
   @Override
   public String authenticate(String method, String path, dev.affinity.conversation.HeaderSource headers, byte[] body) {
-    if (legAuth == null || !GUARDED.contains(path)) {
+    LegAuth.Verifier verifier = path.equals(ContextReleaser.PATH) ? releaseAuth : GUARDED.contains(path) ? legAuth : null;
+    if (verifier == null) {
       return null;
     }
-    String refusal = legAuth.refusal(method, path, headers, body);
+    String refusal = verifier.refusal(method, path, headers, body);
     if (refusal != null) {
       if (warnedRefused.compareAndSet(false, true)) {
         LOG.warn("worker {}: refused {} {} (401): {}; do the frontends use this worker's key? (logged once)",
@@ -148,7 +160,36 @@ final class WorkerBackend implements FrontendBackend {
         "/server_info", ExtraEndpoint.get(body -> serverInfo()),
         "/kv_cache_events", ExtraEndpoint.post(body -> drainKvEvents()),
         "/_internal/tokenize", ExtraEndpoint.post(this::tokenize),
-        "/steady_clock_offset", new ExtraEndpoint("GET, POST", false, this::steadyClockOffset));
+        "/steady_clock_offset", new ExtraEndpoint("GET, POST", false, this::steadyClockOffset),
+        ContextReleaser.PATH, ExtraEndpoint.post(this::releaseContext));
+  }
+
+  /**
+   * {@code POST /release_context {"ctx_request_id": n}}: a generation worker in another process has pulled this
+   * worker's context {@code n} (or no longer needs it), so its held KV is freed now rather than on the hold
+   * timeout. Idempotent: a context already pulled, released or expired is a no-op. With a key, signed
+   * ({@link ContextReleaser}).
+   */
+  Object releaseContext(byte[] body) {
+    JsonNode request;
+    try {
+      request = JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
+    }
+    JsonNode id = request == null ? null : request.get("ctx_request_id");
+    if (id == null || !id.isIntegralNumber() || !id.canConvertToLong()) {
+      throw dev.affinity.protocol.ProtocolException.invalidField("ctx_request_id", "must be an integer");
+    }
+    worker.releaseContext(dev.affinity.protocol.DisaggregatedParams.builder(
+        dev.affinity.protocol.DisaggRequestType.CONTEXT_ONLY).ctxRequestId(id.asLong()).build());
+    released.incrementAndGet();
+    return JsonNodeFactory.instance.objectNode();
+  }
+
+  /** Releases taken so far. */
+  long released() {
+    return released.get();
   }
 
   /**

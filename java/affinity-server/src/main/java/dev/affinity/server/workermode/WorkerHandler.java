@@ -33,6 +33,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code encoded_opaque_state}, or a context-only leg with {@code schedule_style} generation-first — the
  * hand-off between processes is context-first only), streamed context-only legs (400), and unsigned or
  * wrongly signed hand-off state when a key is configured (401).
+ *
+ * <p>A generation-only leg whose context names its worker's endpoint ({@code ctx_info_endpoint}) tells that worker
+ * the context is no longer needed as soon as the leg's first output (the KV has been transferred) or failure
+ * comes ({@link ContextReleaser}), so a context worker in another process frees the KV at once instead of on its
+ * hold timeout.
  */
 final class WorkerHandler implements CompletionHandler {
   private final Worker worker;
@@ -40,11 +45,18 @@ final class WorkerHandler implements CompletionHandler {
   private final Duration timeout;
   /** Ids of requests without a disagg_request_id: trtllm-serve's local range, below 2^40. */
   private final AtomicLong localIds = new AtomicLong();
+  /** Releases pulled contexts on their workers; null: none are released (the hold timeout frees them). */
+  private final ContextReleaser releaser;
 
   WorkerHandler(Worker worker, InternalHeaders internal, Duration timeout) {
+    this(worker, internal, timeout, null);
+  }
+
+  WorkerHandler(Worker worker, InternalHeaders internal, Duration timeout, ContextReleaser releaser) {
     this.worker = worker;
     this.internal = internal;
     this.timeout = timeout;
+    this.releaser = releaser;
   }
 
   @Override
@@ -73,9 +85,23 @@ final class WorkerHandler implements CompletionHandler {
     String affinity = internal.affinityId(request, headers);
     int rankHint = internal.rankHint(headers);
     route = route.withConversation(new RouteInfo.Conversation(conversation, affinity));
-    Relay relay = new Relay(sink, leg, request.isStreaming(), route);
+    Relay relay = new Relay(sink, leg, request.isStreaming(), route, pulled(leg, p));
     WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout), relay);
     sink.onDisconnect(call::cancel);
+  }
+
+  /**
+   * What to run once a generation-only leg no longer needs its context (its first output or its failure): the
+   * release of the context on the worker {@code ctx_info_endpoint} names; null when there is nothing to tell.
+   */
+  private Runnable pulled(DisaggRequestType leg, DisaggregatedParams p) {
+    if (releaser == null || leg != DisaggRequestType.GENERATION_ONLY || p.ctxInfoEndpoint() == null
+        || p.ctxInfoEndpoint().values().isEmpty() || p.ctxRequestId() == null) {
+      return null;
+    }
+    String endpoint = p.ctxInfoEndpoint().values().get(0);
+    long ctxRequestId = p.ctxRequestId();
+    return () -> releaser.release(endpoint, ctxRequestId);
   }
 
   /** Why a leg cannot run on an Affinity worker process, or null. */
@@ -102,16 +128,28 @@ final class WorkerHandler implements CompletionHandler {
     private RouteInfo route;
     private boolean started;
     private OpenAiResponse response;
+    /** Runs once, at the leg's first output or failure (its context is then transferred or abandoned). */
+    private Runnable pulled;
 
-    Relay(ClientSink sink, DisaggRequestType leg, boolean streaming, RouteInfo route) {
+    Relay(ClientSink sink, DisaggRequestType leg, boolean streaming, RouteInfo route, Runnable pulled) {
       this.sink = sink;
       this.leg = leg;
       this.streaming = streaming;
       this.route = route;
+      this.pulled = pulled;
+    }
+
+    private void contextDone() {
+      Runnable r = pulled;
+      if (r != null) {
+        pulled = null;
+        r.run();
+      }
     }
 
     @Override
     public synchronized void onChunk(OpenAiStreamChunk chunk) {
+      contextDone();
       if (!started) {
         started = true;
         sink.streamStart(route);
@@ -121,11 +159,13 @@ final class WorkerHandler implements CompletionHandler {
 
     @Override
     public synchronized void onResponse(OpenAiResponse r) {
+      contextDone();
       response = r;
     }
 
     @Override
     public synchronized void onComplete(WorkerReport report) {
+      contextDone();
       route = withReport(report);
       if (streaming) {
         sink.streamEnd(route);
@@ -138,6 +178,7 @@ final class WorkerHandler implements CompletionHandler {
 
     @Override
     public synchronized void onError(WorkerFailure failure) {
+      contextDone();
       if (started) {
         sink.abort(failure.message(), route);
         return;

@@ -55,13 +55,16 @@ public final class WorkerServer implements AutoCloseable {
   private final WorkerBackend backend;
   private final String host;
   private final Codecs codecs;
+  /** Tells context workers in other processes that their contexts were pulled. */
+  private final ContextReleaser releaser;
   /** Signs the HTTP cluster storage requests (null without a key). */
   private final InternalAuth auth;
   private volatile WorkerRegistration registration;
   private volatile ClusterStorage clusterStorage;
 
   private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend,
-      WorkerBackend backend, String host, Codecs codecs, InternalAuth auth) {
+      WorkerBackend backend, String host, Codecs codecs, InternalAuth auth, ContextReleaser releaser) {
+    this.releaser = releaser;
     this.codecs = codecs;
     this.auth = auth;
     this.worker = worker;
@@ -118,6 +121,7 @@ public final class WorkerServer implements AutoCloseable {
       throw e;
     }
     NativeWorker worker = null;
+    ContextReleaser releaser = null;
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     try {
       if (executor.clockMode() != ClockMode.REAL) {
@@ -127,7 +131,8 @@ public final class WorkerServer implements AutoCloseable {
       worker = new NativeWorker(settings.name(), executor, codec, settings.defaultMaxTokens(), handoff);
       InternalHeaders internal = new InternalHeaders(settings.name(), InternalAuth.ofNullable(settings.authKey()).orElse(null),
           executor.numRanks(), settings.requireInternalAuth());
-      WorkerHandler handler = new WorkerHandler(worker, internal, settings.requestTimeout());
+      releaser = new ContextReleaser(InternalAuth.ofNullable(settings.authKey()).orElse(null));
+      WorkerHandler handler = new WorkerHandler(worker, internal, settings.requestTimeout(), releaser);
       registerGauges(registry, worker);
       FrontendOptions served = options.withAllowClientDisaggregatedParams(true)
           .withModels(settings.model() == null ? List.of() : List.of(settings.model()))
@@ -135,20 +140,41 @@ public final class WorkerServer implements AutoCloseable {
       InternalAuth auth = InternalAuth.ofNullable(settings.authKey()).orElse(null);
       LegAuth.Verifier legAuth = auth == null ? null
           : new LegAuth.Verifier(auth, worker.id(), clock, settings.authWindow());
-      WorkerBackend backend = new WorkerBackend(worker, settings, handler, version, legAuth);
+      LegAuth.Verifier releaseAuth = auth == null ? null
+          : new LegAuth.Verifier(auth, ContextReleaser.AUDIENCE, clock, settings.authWindow());
+      WorkerBackend backend = new WorkerBackend(worker, settings, handler, version, legAuth, releaseAuth);
       FrontendServer frontend = FrontendServer.start(served, backend, registry);
+      worker.advertiseContextEndpoint("http://" + advertisedHost(served.host()) + ":" + frontend.port());
       LOG.info("worker {} serving {} ranks ({} tokens per block) on {}:{}", worker.id(), executor.numRanks(),
           executor.tokensPerBlock(), served.host(), frontend.port());
-      return new WorkerServer(worker, registry, frontend, backend, served.host(), codecs, auth);
+      return new WorkerServer(worker, registry, frontend, backend, served.host(), codecs, auth, releaser);
     } catch (IOException | RuntimeException e) {
       if (worker != null) {
         worker.close();
       } else {
         executor.close();
       }
+      if (releaser != null) {
+        releaser.close();
+      }
       codecs.close();
       registry.close();
       throw e;
+    }
+  }
+
+  /**
+   * The host other processes reach this worker at: the one it listens on, or for a wildcard address this host's
+   * name (what a generation worker then calls with a context's release).
+   */
+  static String advertisedHost(String listening) {
+    if (!listening.isEmpty() && !listening.equals("0.0.0.0") && !listening.equals("::") && !listening.equals("[::]")) {
+      return listening.contains(":") && !listening.startsWith("[") ? "[" + listening + "]" : listening;
+    }
+    try {
+      return java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.net.UnknownHostException e) {
+      return "localhost";
     }
   }
 
@@ -300,6 +326,7 @@ public final class WorkerServer implements AutoCloseable {
     }
     frontend.close();
     worker.close();
+    releaser.close();
     codecs.close();
     registry.close();
     ClusterStorage s = clusterStorage;

@@ -43,7 +43,8 @@ class ClusterJoinLeaveTest {
   static final ObjectMapper JSON = new ObjectMapper();
   /**
    * 20x faster than modelled; a context is held 1.5 s of wall time for its generation leg (in another process,
-   * which never tells this one it pulled it), so a leaving context worker drains that long.
+   * which tells this one when it pulled it; the hold is the backstop for legs that never come), so a leaving
+   * context worker drains at most that long.
    */
   static final String EXECUTOR = """
       {"num_ranks": 2, "tokens_per_block": 16, "clock": {"time_scale": 0.05}, "context_hold_timeout_ms": 1500}""";
