@@ -159,8 +159,12 @@ public final class HttpClusterStorageClient implements ClusterStorage {
 
   @Override
   public void close() {
-    // the JDK client's connections go with it (JDK 21+ closes them at once)
-    if (http instanceof AutoCloseable c) {
+    closeClient(http);
+  }
+
+  /** Closes a JDK HTTP client: on JDK 21+ its connections go at once; before that, with the client. */
+  public static void closeClient(HttpClient client) {
+    if (client instanceof AutoCloseable c) {
       try {
         c.close();
       } catch (Exception e) {

@@ -106,12 +106,6 @@ final class ContextReleaser implements AutoCloseable {
 
   @Override
   public void close() {
-    if (http instanceof AutoCloseable c) {
-      try {
-        c.close();
-      } catch (Exception e) {
-        LOG.debug("closing the release client: {}", e.toString());
-      }
-    }
+    dev.affinity.server.cluster.HttpClusterStorageClient.closeClient(http);
   }
 }

@@ -171,12 +171,7 @@ final class WorkerBackend implements FrontendBackend {
    * ({@link ContextReleaser}).
    */
   Object releaseContext(byte[] body) {
-    JsonNode request;
-    try {
-      request = JSON.readTree(body);
-    } catch (java.io.IOException e) {
-      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
-    }
+    JsonNode request = json(body);
     JsonNode id = request == null ? null : request.get("ctx_request_id");
     if (id == null || !id.isIntegralNumber() || !id.canConvertToLong()) {
       throw dev.affinity.protocol.ProtocolException.invalidField("ctx_request_id", "must be an integer");
@@ -185,6 +180,15 @@ final class WorkerBackend implements FrontendBackend {
         dev.affinity.protocol.DisaggRequestType.CONTEXT_ONLY).ctxRequestId(id.asLong()).build());
     released.incrementAndGet();
     return JsonNodeFactory.instance.objectNode();
+  }
+
+  /** A control endpoint's JSON body (null for an empty one); 400 when it is not JSON. */
+  private static JsonNode json(byte[] body) {
+    try {
+      return JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
+    }
   }
 
   /** Releases taken so far. */
@@ -199,12 +203,7 @@ final class WorkerBackend implements FrontendBackend {
    * A frontend asks it for the ids of a stream's text when it continues that stream on another worker.
    */
   Object tokenize(byte[] body) {
-    JsonNode request;
-    try {
-      request = JSON.readTree(body);
-    } catch (java.io.IOException e) {
-      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
-    }
+    JsonNode request = json(body);
     JsonNode prompt = request == null ? null : request.get("prompt");
     if (prompt == null || !prompt.isTextual()) {
       throw dev.affinity.protocol.ProtocolException.invalidField("prompt", "must be a string");
@@ -227,12 +226,7 @@ final class WorkerBackend implements FrontendBackend {
       double receive = System.nanoTime() / 1e9;
       return JsonNodeFactory.instance.objectNode().put("receive_ts", receive).put("transmit_ts", System.nanoTime() / 1e9);
     }
-    com.fasterxml.jackson.databind.JsonNode body;
-    try {
-      body = JSON.readTree(request.body());
-    } catch (java.io.IOException e) {
-      throw dev.affinity.protocol.ProtocolException.of(400, "malformed JSON: " + e.getMessage(), null);
-    }
+    JsonNode body = json(request.body());
     if (body == null || !body.path("offset").isNumber()) {
       throw dev.affinity.protocol.ProtocolException.invalidField("offset", "expected a number of seconds");
     }
