@@ -28,16 +28,24 @@ public record QueueLimit(long maxRequests, long maxTokens, String tokensSource) 
   }
 
   /**
-   * A request's prompt tokens for the bound: its token ids when admission has them, else its kept text
-   * ({@link PromptTokenizer#keptTexts}) at four characters a token (English text in the common BPE vocabularies).
+   * A request's prompt tokens for the bound, known before it is tokenized (the bound holds requests waiting to be
+   * tokenized too): the ids the client sent, else its text ({@link PromptTokenizer#keptTexts}, every message for a
+   * chat) at four characters a token, English text in the common BPE vocabularies.
    */
-  public static long tokensOf(dev.affinity.frontend.AdmittedRequest admitted) {
-    if (admitted.promptTokens() != null) {
-      return admitted.promptTokens().length;
+  public static long tokensOf(dev.affinity.protocol.OpenAiRequest request) {
+    int[] ids = PromptTokenizer.clientIds(request);
+    if (ids != null) {
+      return ids.length;
     }
     long chars = 0;
-    for (String t : PromptTokenizer.keptTexts(admitted.request())) {
-      chars += t.length();
+    if (request instanceof dev.affinity.protocol.ChatCompletionRequest chat) {
+      for (var m : chat.messages()) {
+        chars += m.contentText().length();
+      }
+    } else {
+      for (String t : PromptTokenizer.keptTexts(request)) {
+        chars += t.length();
+      }
     }
     return (chars + 3) / 4;
   }

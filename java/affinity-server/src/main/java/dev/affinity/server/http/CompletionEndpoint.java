@@ -69,6 +69,14 @@ final class CompletionEndpoint {
       } else {
         request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
       }
+      // the work in flight, counted before tokenizing (a queue of huge prompts waiting to be tokenized is work too)
+      long tokens = QueueLimit.tokensOf(request);
+      String full = fc.queued.tryAcquire(tokens);
+      if (full != null) {
+        exchange.sendError(503, ErrorResponse.of(503, full, null), java.util.Map.of("Retry-After", "1"), false);
+        return;
+      }
+      exchange.onComplete(() -> fc.queued.release(tokens));
       if (fc.admission.tokenizesLong(request)) {
         admitOffLoop(exchange, request, headers, echo);
         return;
@@ -113,13 +121,6 @@ final class CompletionEndpoint {
   /** An admitted request: its answer's format, then the handler. On the exchange's loop. */
   private void proceed(HttpExchange exchange, AdmittedRequest admitted, ObjectNode echo) {
     Endpoint endpoint = exchange.meta().endpoint();
-    long tokens = QueueLimit.tokensOf(admitted);
-    String full = fc.queued.tryAcquire(tokens);
-    if (full != null) {
-      exchange.sendError(503, ErrorResponse.of(503, full, null), java.util.Map.of("Retry-After", "1"), false);
-      return;
-    }
-    exchange.onComplete(() -> fc.queued.release(tokens));
     exchange.describe(admitted.request().model(), admitted.request().isStreaming());
     if (endpoint == Endpoint.MESSAGES) {
       String model = admitted.request().model();

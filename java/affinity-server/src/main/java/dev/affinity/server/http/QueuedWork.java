@@ -4,9 +4,9 @@ import dev.affinity.admission.QueueLimit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The completion requests the frontend holds admitted and not yet answered, and their prompt tokens, against its
- * {@link QueueLimit}: a request is counted when it is handed to the handler and released when its exchange
- * completes. As the heap budget, a request is always taken when nothing else is held, so one prompt larger than
+ * The completion requests the frontend holds and has not answered yet, and their prompt tokens, against its
+ * {@link QueueLimit}: a request is counted once its body is parsed (before it is tokenized: those waiting for the
+ * tokenizing threads are work in flight too) and released when its exchange completes. As the heap budget, a request is always taken when nothing else is held, so one prompt larger than
  * the token bound is not refused forever. Thread-safe.
  */
 final class QueuedWork {

@@ -87,23 +87,26 @@ class QueuedWorkTest {
     awaitHeld(2);
     assertFull(complete("third").get(30, TimeUnit.SECONDS), "affinity.max_queued_requests allows (2)");
     assertEquals(2, backend.calls.get(), "the refused request never reached the handler");
-    held.get(0).respond(Fixtures.completionResponse("done"), ROUTE);
-    assertEquals(200, a.get(30, TimeUnit.SECONDS).statusCode());
+    held.get(0).respond(Fixtures.completionResponse("done"), ROUTE);  // a's or b's, whichever arrived first
+    assertEquals(200, ((HttpResponse<?>) CompletableFuture.anyOf(a, b).get(30, TimeUnit.SECONDS)).statusCode());
     assertEquals(200, complete("third again").get(30, TimeUnit.SECONDS).statusCode(), "released on completion");
     held.get(1).respond(Fixtures.completionResponse("done"), ROUTE);
+    assertEquals(200, a.get(30, TimeUnit.SECONDS).statusCode());
     assertEquals(200, b.get(30, TimeUnit.SECONDS).statusCode());
   }
 
   @Test
   void pastTheTokenBoundA503NamingItsSourceAndOnePromptAloneIsAlwaysTaken() throws Exception {
     start(new QueueLimit(100, 100, "affinity.max_queued_tokens"));
-    CompletableFuture<HttpResponse<String>> big = complete("hold " + "x".repeat(75));  // 80 tokens
+    // counted before tokenizing, at four characters a token
+    CompletableFuture<HttpResponse<String>> big = complete("hold " + "x".repeat(315));  // 320 chars: 80 tokens
     awaitHeld(1);
-    assertFull(complete("y".repeat(30)).get(30, TimeUnit.SECONDS), "would pass the 100 allowed (affinity.max_queued_tokens)");
-    assertEquals(200, complete("z".repeat(10)).get(30, TimeUnit.SECONDS).statusCode(), "fits beside the held one");
+    assertFull(complete("y".repeat(120)).get(30, TimeUnit.SECONDS),
+        "this request's 30 would pass the 100 allowed (affinity.max_queued_tokens)");
+    assertEquals(200, complete("z".repeat(40)).get(30, TimeUnit.SECONDS).statusCode(), "fits beside the held one");
     held.get(0).respond(Fixtures.completionResponse("done"), ROUTE);
     assertEquals(200, big.get(30, TimeUnit.SECONDS).statusCode());
-    assertEquals(200, complete("w".repeat(500)).get(30, TimeUnit.SECONDS).statusCode(), "alone, a prompt over the bound");
+    assertEquals(200, complete("w".repeat(2000)).get(30, TimeUnit.SECONDS).statusCode(), "alone, a prompt over the bound");
   }
 
   @Test
