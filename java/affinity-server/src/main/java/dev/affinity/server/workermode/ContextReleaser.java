@@ -17,12 +17,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Tells a context worker in another process that its context's KV was pulled, as TensorRT-LLM's cache transceiver
- * completes a transfer: {@code POST <ctx_info_endpoint>/release_context {"ctx_request_id": n}}, signed with the
- * shared key ({@link LegAuth}, audience {@value #AUDIENCE}) when there is one. Idempotent on the context side (a
- * context already released, pulled or expired is a no-op), asynchronous (off the executor's threads), and retried a
- * bounded number of times on connection errors and 5xx ({@link #ATTEMPTS}); after that the context worker's hold
- * timeout is the backstop. Thread-safe.
+ * Tells a context worker in another process that its contexts' KV was pulled, as TensorRT-LLM's cache transceiver
+ * completes a transfer: {@code POST <ctx_info_endpoint>/release_context {"ctx_request_ids": [n, ...]}}, signed with
+ * the shared key ({@link LegAuth}, audience {@value #AUDIENCE}) when there is one. The releases for one endpoint
+ * that come within {@link #BATCH_MILLIS} go in one request (one HTTP exchange per endpoint and window instead of
+ * one per request: at thousands of requests a second a release each doubled the workers' CPU per request).
+ * Idempotent on the context side (a context already released, pulled or expired is a no-op), asynchronous (off the
+ * executor's threads), and retried a bounded number of times on connection errors and 5xx ({@link #ATTEMPTS});
+ * after that the context worker's hold timeout is the backstop. Thread-safe.
  */
 final class ContextReleaser implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ContextReleaser.class);
@@ -33,6 +35,15 @@ final class ContextReleaser implements AutoCloseable {
   /** Attempts per release (the first and two retries, 50 ms then 200 ms apart). */
   static final int ATTEMPTS = 3;
   private static final Duration TIMEOUT = Duration.ofSeconds(5);
+  /** How long a release waits for others to the same endpoint to share its request. */
+  static final long BATCH_MILLIS = 5;
+  /** The most ids one request carries. */
+  static final int MAX_BATCH = 4096;
+
+  /** Ids waiting for their endpoint's next request, by release URI; guarded by itself. */
+  private final java.util.Map<URI, java.util.List<Long>> pending = new java.util.HashMap<>();
+  private final java.util.concurrent.Executor later =
+      CompletableFuture.delayedExecutor(BATCH_MILLIS, TimeUnit.MILLISECONDS);
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(TIMEOUT).version(HttpClient.Version.HTTP_1_1)
       .build();
@@ -46,13 +57,20 @@ final class ContextReleaser implements AutoCloseable {
     this.signer = auth == null ? null : new LegAuth.Signer(auth, Clock.systemUTC());
   }
 
-  /** The body of a release. */
-  static byte[] body(long ctxRequestId) {
-    return ("{\"ctx_request_id\": " + ctxRequestId + "}").getBytes(StandardCharsets.UTF_8);
+  /** The body of a release of {@code ids}. */
+  static byte[] body(java.util.List<Long> ids) {
+    StringBuilder sb = new StringBuilder("{\"ctx_request_ids\": [");
+    for (int i = 0; i < ids.size(); i++) {
+      sb.append(i == 0 ? "" : ", ").append(ids.get(i));
+    }
+    return sb.append("]}").toString().getBytes(StandardCharsets.UTF_8);
   }
 
-  /** Releases context {@code ctxRequestId} at {@code endpoint} ({@code http(s)://host:port}); returns at once. */
-  CompletableFuture<Boolean> release(String endpoint, long ctxRequestId) {
+  /**
+   * Releases context {@code ctxRequestId} at {@code endpoint} ({@code http(s)://host:port}) with the others to that
+   * endpoint in the next {@link #BATCH_MILLIS}; returns at once.
+   */
+  void release(String endpoint, long ctxRequestId) {
     URI uri;
     try {
       uri = URI.create(endpoint.endsWith("/") ? endpoint.substring(0, endpoint.length() - 1) + PATH : endpoint + PATH);
@@ -61,9 +79,31 @@ final class ContextReleaser implements AutoCloseable {
       }
     } catch (IllegalArgumentException e) {
       LOG.debug("ctx_info_endpoint {} is not a context worker's URL: {}", endpoint, e.getMessage());
-      return CompletableFuture.completedFuture(false);
+      return;
     }
-    return attempt(uri, body(ctxRequestId), 1);
+    boolean first;
+    synchronized (pending) {
+      java.util.List<Long> ids = pending.computeIfAbsent(uri, u -> new java.util.ArrayList<>());
+      first = ids.isEmpty();
+      ids.add(ctxRequestId);
+    }
+    if (first) {
+      later.execute(() -> flush(uri));
+    }
+  }
+
+  /** Sends what waits for {@code uri}, in requests of at most {@link #MAX_BATCH} ids. */
+  private void flush(URI uri) {
+    java.util.List<Long> ids;
+    synchronized (pending) {
+      ids = pending.remove(uri);
+    }
+    if (ids == null) {
+      return;
+    }
+    for (int from = 0; from < ids.size(); from += MAX_BATCH) {
+      attempt(uri, body(ids.subList(from, Math.min(ids.size(), from + MAX_BATCH))), 1);
+    }
   }
 
   private CompletableFuture<Boolean> attempt(URI uri, byte[] body, int n) {

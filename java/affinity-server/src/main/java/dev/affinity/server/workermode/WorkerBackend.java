@@ -165,21 +165,41 @@ final class WorkerBackend implements FrontendBackend {
   }
 
   /**
-   * {@code POST /release_context {"ctx_request_id": n}}: a generation worker in another process has pulled this
-   * worker's context {@code n} (or no longer needs it), so its held KV is freed now rather than on the hold
-   * timeout. Idempotent: a context already pulled, released or expired is a no-op. With a key, signed
-   * ({@link ContextReleaser}).
+   * {@code POST /release_context {"ctx_request_ids": [n, ...]}} (or one {@code "ctx_request_id": n}): a generation
+   * worker in another process has pulled these contexts of this worker (or no longer needs them), so their held KV
+   * is freed now rather than on the hold timeout. Idempotent: a context already pulled, released or expired is a
+   * no-op. With a key, signed ({@link ContextReleaser}).
    */
   Object releaseContext(byte[] body) {
     JsonNode request = json(body);
-    JsonNode id = request == null ? null : request.get("ctx_request_id");
-    if (id == null || !id.isIntegralNumber() || !id.canConvertToLong()) {
-      throw dev.affinity.protocol.ProtocolException.invalidField("ctx_request_id", "must be an integer");
+    List<Long> ids = new ArrayList<>();
+    JsonNode one = request == null ? null : request.get("ctx_request_id");
+    JsonNode many = request == null ? null : request.get("ctx_request_ids");
+    if (one != null) {
+      ids.add(releaseId(one, "ctx_request_id"));
     }
-    worker.releaseContext(dev.affinity.protocol.DisaggregatedParams.builder(
-        dev.affinity.protocol.DisaggRequestType.CONTEXT_ONLY).ctxRequestId(id.asLong()).build());
-    released.incrementAndGet();
+    if (many != null) {
+      if (!many.isArray()) {
+        throw dev.affinity.protocol.ProtocolException.invalidField("ctx_request_ids", "must be an array of integers");
+      }
+      many.forEach(n -> ids.add(releaseId(n, "ctx_request_ids")));
+    }
+    if (one == null && many == null) {
+      throw dev.affinity.protocol.ProtocolException.invalidField("ctx_request_ids", "required: the contexts to release");
+    }
+    for (long id : ids) {
+      worker.releaseContext(dev.affinity.protocol.DisaggregatedParams.builder(
+          dev.affinity.protocol.DisaggRequestType.CONTEXT_ONLY).ctxRequestId(id).build());
+    }
+    released.addAndGet(ids.size());
     return JsonNodeFactory.instance.objectNode();
+  }
+
+  private static long releaseId(JsonNode n, String field) {
+    if (!n.isIntegralNumber() || !n.canConvertToLong()) {
+      throw dev.affinity.protocol.ProtocolException.invalidField(field, "must be an integer, got " + n);
+    }
+    return n.asLong();
   }
 
   /** A control endpoint's JSON body (null for an empty one); 400 when it is not JSON. */

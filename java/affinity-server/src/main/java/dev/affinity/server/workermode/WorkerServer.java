@@ -270,6 +270,11 @@ public final class WorkerServer implements AutoCloseable {
     registration.start();
   }
 
+  /** Contexts released by generation workers in other processes so far ({@code /release_context}). */
+  long releasedContexts() {
+    return backend.released();
+  }
+
   /** The cluster registration, or null outside a cluster. */
   public WorkerRegistration registration() {
     return registration;
