@@ -99,7 +99,7 @@ final class FieldRules {
           + bestOf.asInt());
     }
     if (request instanceof CompletionRequest && extra.containsKey("cache_salt")) {
-      throw ProtocolException.invalidField("cache_salt", "cache_salt is accepted on chat completions only (TensorRT-LLM "
+      throw ProtocolException.invalidField("cache_salt", "is accepted on chat completions only (TensorRT-LLM "
           + "models it on chat requests): send the prompt as a chat, or leave cache_salt out");
     }
     if (request instanceof ChatCompletionRequest chat) {
@@ -121,11 +121,11 @@ final class FieldRules {
     }
     v.fields().forEachRemaining(e -> {
       if (!e.getKey().matches("[0-9]{1,10}")) {
-        throw ProtocolException.invalidField("logit_bias", "logit_bias keys must be token ids, got \"" + e.getKey() + "\"");
+        throw ProtocolException.invalidField("logit_bias", "keys must be token ids, got \"" + e.getKey() + "\"");
       }
       JsonNode b = e.getValue();
       if (!b.isNumber() || !(b.asDouble() >= -100 && b.asDouble() <= 100)) {
-        throw ProtocolException.invalidField("logit_bias", "logit_bias values must be numbers in [-100, 100], got "
+        throw ProtocolException.invalidField("logit_bias", "values must be numbers in [-100, 100], got "
             + b + " for " + e.getKey());
       }
     });
@@ -143,10 +143,10 @@ final class FieldRules {
         throw wrongType(at, "an object", t);
       }
       if (!t.path("type").isTextual()) {
-        throw ProtocolException.invalidField(at + ".type", at + ".type is required: a string such as \"function\"");
+        throw ProtocolException.invalidField(at + ".type", "is required: a string such as \"function\"");
       }
       if (t.get("type").asText().equals("function") && !t.path("function").path("name").isTextual()) {
-        throw ProtocolException.invalidField(at + ".function.name", at + ".function.name is required: a string");
+        throw ProtocolException.invalidField(at + ".function.name", "is required: a string");
       }
     }
   }
@@ -158,16 +158,16 @@ final class FieldRules {
     }
     if (choice.isTextual()) {
       if (!TOOL_CHOICES.contains(choice.asText())) {
-        throw ProtocolException.invalidField("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or an "
+        throw ProtocolException.invalidField("tool_choice", "must be \"none\", \"auto\", \"required\" or an "
             + "object naming a tool, got \"" + choice.asText() + "\"");
       }
       return;
     }
     if (!choice.path("type").isTextual()) {
-      throw ProtocolException.invalidField("tool_choice.type", "tool_choice.type is required: a string such as \"function\"");
+      throw ProtocolException.invalidField("tool_choice.type", "is required: a string such as \"function\"");
     }
     if (choice.get("type").asText().equals("function") && !choice.path("function").path("name").isTextual()) {
-      throw ProtocolException.invalidField("tool_choice.function.name", "tool_choice.function.name is required: a string");
+      throw ProtocolException.invalidField("tool_choice.function.name", "is required: a string");
     }
   }
 
@@ -175,14 +175,14 @@ final class FieldRules {
   private static void role(ChatMessage m, int i) {
     String role = m.role();
     if (role.isEmpty() || role.length() > MAX_ROLE_LENGTH || !role.matches("[A-Za-z][A-Za-z0-9_-]*")) {
-      throw ProtocolException.invalidField("messages[" + i + "].role", "messages[" + i + "].role must be a role name "
+      throw ProtocolException.invalidField("messages[" + i + "].role", "must be a role name "
           + "such as system, user, assistant or tool (letters, digits, _ and -; at most " + MAX_ROLE_LENGTH
           + " characters), got \"" + printable(role) + "\"");
     }
   }
 
   private static ProtocolException wrongType(String field, String expected, JsonNode got) {
-    return ProtocolException.invalidField(field, field + ": expected " + expected + " but got " + kindOf(got));
+    return ProtocolException.invalidField(field, "expected " + expected + " but got " + kindOf(got));
   }
 
   private static String kindOf(JsonNode v) {

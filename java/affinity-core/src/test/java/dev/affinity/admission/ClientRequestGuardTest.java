@@ -3,6 +3,7 @@ package dev.affinity.admission;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.protocol.ChatCompletionRequest;
@@ -135,6 +136,14 @@ class ClientRequestGuardTest {
     ProtocolException e = assertThrows(ProtocolException.class, () -> ClientRequestGuard.strict().check(request));
     assertEquals(400, e.status());
     assertEquals(field, e.field(), e.getMessage());
+    assertTrue(!e.getMessage().startsWith(field + ": " + field + ":"), "the field is named once: " + e.getMessage());
+  }
+
+  @Test
+  void aWrongTypeSaysWhatWasExpected() {
+    ProtocolException e = assertThrows(ProtocolException.class,
+        () -> ClientRequestGuard.strict().check(chat(", \"frequency_penalty\": \"lots\"")));
+    assertEquals("frequency_penalty: expected a number but got a string", e.getMessage());
   }
 
   @ParameterizedTest(name = "role {0}")
