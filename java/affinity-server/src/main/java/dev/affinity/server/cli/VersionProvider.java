@@ -5,7 +5,7 @@ import picocli.CommandLine.IVersionProvider;
 
 /** Affinity's version, the Java runtime, and the native library (or why it did not load). */
 final class VersionProvider implements IVersionProvider {
-  static final String VERSION = "0.1.0";
+  static final String VERSION = dev.affinity.server.AffinityVersion.current();
 
   @Override
   public String[] getVersion() {

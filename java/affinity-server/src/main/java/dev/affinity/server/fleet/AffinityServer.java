@@ -73,7 +73,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class AffinityServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(AffinityServer.class);
-  public static final String VERSION = "0.1.0";
+  public static final String VERSION = dev.affinity.server.AffinityVersion.current();
 
   private final DisaggConfig config;
   private final List<Worker> workers = new ArrayList<>();

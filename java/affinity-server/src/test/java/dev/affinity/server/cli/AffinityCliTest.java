@@ -40,9 +40,13 @@ class AffinityCliTest {
   }
 
   @Test
-  void versionReportsTheNativeLibrary() {
+  void versionReportsThePomsVersionAndTheNativeLibrary() {
     Result r = run("--version");
     assertEquals(0, r.code());
+    String pom = System.getProperty("affinity.test.pom.version");
+    assertTrue(pom != null && !pom.isBlank(), "surefire passes the pom's version");
+    assertTrue(r.out().startsWith("affinity " + pom + System.lineSeparator()), "the pom's version: " + r.out());
+    assertEquals(pom, dev.affinity.server.AffinityVersion.current());
     assertTrue(r.out().contains("affinity-native"), r.out());
   }
 
