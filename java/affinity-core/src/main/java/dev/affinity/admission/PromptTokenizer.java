@@ -48,21 +48,26 @@ public interface PromptTokenizer {
    * enough to delay every other connection of an event loop.
    */
   static boolean longText(OpenAiRequest request) {
+    return textChars(request) >= LONG_PROMPT_CHARS;
+  }
+
+  /**
+   * The characters of text {@code request} has to tokenize: a completion's text prompt, every message content of a
+   * chat; 0 when the client sent ids.
+   */
+  static long textChars(OpenAiRequest request) {
     if (request instanceof CompletionRequest c) {
-      return c.promptTokenIds().isEmpty() && c.promptText().map(String::length).orElse(0) >= LONG_PROMPT_CHARS;
+      return c.promptTokenIds().isPresent() ? 0 : c.promptText().map(String::length).orElse(0);
     }
     ChatCompletionRequest chat = (ChatCompletionRequest) request;
     if (chat.promptTokenIds() != null) {
-      return false;
+      return 0;
     }
     long chars = 0;
     for (var m : chat.messages()) {
       chars += m.contentText().length();
-      if (chars >= LONG_PROMPT_CHARS) {
-        return true;
-      }
     }
-    return false;
+    return chars;
   }
 
   /**

@@ -29,24 +29,11 @@ public record QueueLimit(long maxRequests, long maxTokens, String tokensSource) 
 
   /**
    * A request's prompt tokens for the bound, known before it is tokenized (the bound holds requests waiting to be
-   * tokenized too): the ids the client sent, else its text ({@link PromptTokenizer#keptTexts}, every message for a
-   * chat) at four characters a token, English text in the common BPE vocabularies.
+   * tokenized too): the ids the client sent, else its text ({@link PromptTokenizer#textChars}) at four characters
+   * a token, English text in the common BPE vocabularies.
    */
   public static long tokensOf(dev.affinity.protocol.OpenAiRequest request) {
     int[] ids = PromptTokenizer.clientIds(request);
-    if (ids != null) {
-      return ids.length;
-    }
-    long chars = 0;
-    if (request instanceof dev.affinity.protocol.ChatCompletionRequest chat) {
-      for (var m : chat.messages()) {
-        chars += m.contentText().length();
-      }
-    } else {
-      for (String t : PromptTokenizer.keptTexts(request)) {
-        chars += t.length();
-      }
-    }
-    return (chars + 3) / 4;
+    return ids != null ? ids.length : (PromptTokenizer.textChars(request) + 3) / 4;
   }
 }

@@ -39,13 +39,11 @@ public final class ModelTokenizer implements AutoCloseable {
   private final ChatTemplates templates;
   private final SegmentCache segments;
   private final String fingerprint;
-  private final int vocabularySize;
   private final TokenizerFile file;
   private final Map<String, String> specialTokens;
 
   private ModelTokenizer(Path directory, HuggingFaceTokenizer tokenizer, ChatTemplates templates, SegmentCache segments,
       String fingerprint, TokenizerFile file, Map<String, String> specialTokens) {
-    this.vocabularySize = file.vocabularySize();
     this.file = file;
     this.specialTokens = specialTokens;
     this.directory = directory;
@@ -152,7 +150,7 @@ public final class ModelTokenizer implements AutoCloseable {
 
   /** Ids below this are the model's (its vocabulary and added tokens). */
   public int vocabularySize() {
-    return vocabularySize;
+    return file.vocabularySize();
   }
 
   /**

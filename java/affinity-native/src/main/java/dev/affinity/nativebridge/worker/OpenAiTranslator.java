@@ -44,10 +44,6 @@ final class OpenAiTranslator {
   /** Where this worker takes the news that a context's KV was pulled ({@code ctx_info_endpoint}), or null. */
   private final String contextEndpoint;
 
-  OpenAiTranslator(long requestId, OpenAiRequest body, TokenCodec codec) {
-    this(requestId, body, codec, null);
-  }
-
   OpenAiTranslator(long requestId, OpenAiRequest body, TokenCodec codec, String contextEndpoint) {
     this.contextEndpoint = contextEndpoint;
     this.requestId = requestId;

@@ -37,11 +37,6 @@ public final class HttpClusterStorageClient implements ClusterStorage {
   private final HttpClient http;
   private final StorageAuth.Signer signer;
 
-  /** Unsigned requests (a frontend without {@code internal_request_auth_key}). */
-  public HttpClusterStorageClient(String clusterUri) {
-    this(clusterUri, null);
-  }
-
   /**
    * @param clusterUri {@code http(s)://host:port}; {@code http://} is added when the scheme is missing
    * @param auth signs every request with the shared key; null: unsigned

@@ -1,7 +1,6 @@
 package dev.affinity.server.http;
 
 import dev.affinity.admission.QueueLimit;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The completion requests the frontend holds and has not answered yet, and their prompt tokens, against its
@@ -11,8 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class QueuedWork {
   private final QueueLimit limit;
-  private final AtomicLong requests = new AtomicLong();
-  private final AtomicLong tokens = new AtomicLong();
+  private long requests; // guarded by this
+  private long tokens; // guarded by this
 
   QueuedWork(QueueLimit limit) {
     this.limit = limit;
@@ -20,31 +19,29 @@ final class QueuedWork {
 
   /** Null when the request is taken (release it with {@link #release}), else why it is refused. */
   synchronized String tryAcquire(long promptTokens) {
-    long r = requests.get();
-    long t = tokens.get();
-    if (r > 0 && r + 1 > limit.maxRequests()) {
-      return "the frontend holds " + r + " requests in flight, the most affinity.max_queued_requests allows ("
+    if (requests > 0 && requests + 1 > limit.maxRequests()) {
+      return "the frontend holds " + requests + " requests in flight, the most affinity.max_queued_requests allows ("
           + limit.maxRequests() + "); retry shortly";
     }
-    if (r > 0 && limit.maxTokens() > 0 && t + promptTokens > limit.maxTokens()) {
-      return "the frontend holds " + t + " prompt tokens in flight; this request's " + promptTokens + " would pass the "
+    if (requests > 0 && limit.maxTokens() > 0 && tokens + promptTokens > limit.maxTokens()) {
+      return "the frontend holds " + tokens + " prompt tokens in flight; this request's " + promptTokens + " would pass the "
           + limit.maxTokens() + " allowed (" + limit.tokensSource() + "); retry shortly";
     }
-    requests.incrementAndGet();
-    tokens.addAndGet(promptTokens);
+    requests++;
+    tokens += promptTokens;
     return null;
   }
 
   synchronized void release(long promptTokens) {
-    requests.decrementAndGet();
-    tokens.addAndGet(-promptTokens);
+    requests--;
+    tokens -= promptTokens;
   }
 
-  long requests() {
-    return requests.get();
+  synchronized long requests() {
+    return requests;
   }
 
-  long tokens() {
-    return tokens.get();
+  synchronized long tokens() {
+    return tokens;
   }
 }

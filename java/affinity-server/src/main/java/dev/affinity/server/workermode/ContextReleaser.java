@@ -40,8 +40,8 @@ final class ContextReleaser implements AutoCloseable {
   /** The most ids one request carries. */
   static final int MAX_BATCH = 4096;
 
-  /** Ids waiting for their endpoint's next request, by release URI; guarded by itself. */
-  private final java.util.Map<URI, java.util.List<Long>> pending = new java.util.HashMap<>();
+  /** Ids waiting for their endpoint's next request, by endpoint; guarded by itself. */
+  private final java.util.Map<String, java.util.List<Long>> pending = new java.util.HashMap<>();
   private final java.util.concurrent.Executor later =
       CompletableFuture.delayedExecutor(BATCH_MILLIS, TimeUnit.MILLISECONDS);
 
@@ -71,6 +71,26 @@ final class ContextReleaser implements AutoCloseable {
    * endpoint in the next {@link #BATCH_MILLIS}; returns at once.
    */
   void release(String endpoint, long ctxRequestId) {
+    boolean first;
+    synchronized (pending) {
+      java.util.List<Long> ids = pending.computeIfAbsent(endpoint, u -> new java.util.ArrayList<>());
+      first = ids.isEmpty();
+      ids.add(ctxRequestId);
+    }
+    if (first) {
+      later.execute(() -> flush(endpoint));
+    }
+  }
+
+  /** Sends what waits for {@code endpoint}, in requests of at most {@link #MAX_BATCH} ids. */
+  private void flush(String endpoint) {
+    java.util.List<Long> ids;
+    synchronized (pending) {
+      ids = pending.remove(endpoint);
+    }
+    if (ids == null) {
+      return;
+    }
     URI uri;
     try {
       uri = URI.create(endpoint.endsWith("/") ? endpoint.substring(0, endpoint.length() - 1) + PATH : endpoint + PATH);
@@ -79,26 +99,6 @@ final class ContextReleaser implements AutoCloseable {
       }
     } catch (IllegalArgumentException e) {
       LOG.debug("ctx_info_endpoint {} is not a context worker's URL: {}", endpoint, e.getMessage());
-      return;
-    }
-    boolean first;
-    synchronized (pending) {
-      java.util.List<Long> ids = pending.computeIfAbsent(uri, u -> new java.util.ArrayList<>());
-      first = ids.isEmpty();
-      ids.add(ctxRequestId);
-    }
-    if (first) {
-      later.execute(() -> flush(uri));
-    }
-  }
-
-  /** Sends what waits for {@code uri}, in requests of at most {@link #MAX_BATCH} ids. */
-  private void flush(URI uri) {
-    java.util.List<Long> ids;
-    synchronized (pending) {
-      ids = pending.remove(uri);
-    }
-    if (ids == null) {
       return;
     }
     for (int from = 0; from < ids.size(); from += MAX_BATCH) {

@@ -54,11 +54,6 @@ final class WorkerBackend implements FrontendBackend {
   private final java.util.concurrent.atomic.AtomicLong released = new java.util.concurrent.atomic.AtomicLong();
 
   WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version,
-      LegAuth.Verifier legAuth) {
-    this(worker, settings, handler, version, legAuth, null);
-  }
-
-  WorkerBackend(NativeWorker worker, WorkerSettings settings, WorkerHandler handler, String version,
       LegAuth.Verifier legAuth, LegAuth.Verifier releaseAuth) {
     this.releaseAuth = releaseAuth;
     this.worker = worker;

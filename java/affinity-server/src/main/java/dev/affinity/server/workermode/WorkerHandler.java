@@ -48,10 +48,6 @@ final class WorkerHandler implements CompletionHandler {
   /** Releases pulled contexts on their workers; null: none are released (the hold timeout frees them). */
   private final ContextReleaser releaser;
 
-  WorkerHandler(Worker worker, InternalHeaders internal, Duration timeout) {
-    this(worker, internal, timeout, null);
-  }
-
   WorkerHandler(Worker worker, InternalHeaders internal, Duration timeout, ContextReleaser releaser) {
     this.worker = worker;
     this.internal = internal;

@@ -165,7 +165,7 @@ class ClusterStorageAuthTest {
 
     // the storage client with the key reads what the workers registered; without it, nothing
     try (HttpClusterStorageClient keyed = new HttpClusterStorageClient(uri, new InternalAuth(KEY));
-        HttpClusterStorageClient open = new HttpClusterStorageClient(uri)) {
+        HttpClusterStorageClient open = new HttpClusterStorageClient(uri, null)) {
       assertEquals(2, keyed.getPrefix(prefix).size());
       assertTrue(open.getPrefix(prefix).isEmpty());
       assertFalse(open.delete(realKey));
