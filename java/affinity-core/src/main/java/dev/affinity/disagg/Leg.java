@@ -169,6 +169,7 @@ final class Leg {
     @Override
     public void onChunk(OpenAiStreamChunk chunk) {
       synchronized (flow.lock()) {
+        traced.chunk();
         if (flow.isCurrent(attempt)) {
           events.onChunk(sel, chunk);
         }
@@ -178,6 +179,7 @@ final class Leg {
     @Override
     public void onEncodedChunk(EncodedChunk chunk) {
       synchronized (flow.lock()) {
+        traced.chunk();
         if (flow.isCurrent(attempt)) {
           events.onEncodedChunk(sel, chunk);
         }

@@ -441,6 +441,7 @@ final class RequestFlow {
             leg.fleet().name().toLowerCase(), sel.worker().id(), failure, plan.generated());
         retries++;
         trace.retried(retries, leg.fleet(), sel.worker().id(), failure);  // a resume is a retry
+        trace.resumed(plan.generated());
         leg.exclude(sel.worker().id());
         requestId = service.ids().next();
         releaseHeldContext();

@@ -43,6 +43,8 @@ public abstract class AbstractRouter implements Router {
   private final AtomicLong doubleReleases = new AtomicLong();
   private final Map<DecisionReason, LongAdder> decisions = new EnumMap<>(DecisionReason.class);
   private final KvEventApplier applier;
+  /** Counts of the KV events ingested (guarded by itself: events arrive on the workers' threads). */
+  private final KvIngestCounts kvIngest = new KvIngestCounts();
   private volatile long lastSweepNanos;
   private long rrCounter;
   private long rankRrCounter;
@@ -197,6 +199,9 @@ public abstract class AbstractRouter implements Router {
       }
     }
     index.clearWorker(workerId);
+    synchronized (kvIngest) {
+      kvIngest.forget(workerId);
+    }
   }
 
   /** Releases (as cancelled) every outstanding selection of a worker; returns how many. */
@@ -228,7 +233,12 @@ public abstract class AbstractRouter implements Router {
       w = workers.get(workerId);
     }
     if (w != null) {
+      long start = System.nanoTime();
       applier.apply(workerId, w.info().ranksVisible(), events);
+      long spent = System.nanoTime() - start;
+      synchronized (kvIngest) {
+        kvIngest.record(workerId, events, spent);
+      }
     }
   }
 
@@ -242,7 +252,25 @@ public abstract class AbstractRouter implements Router {
   public final RouterStats stats() {
     Map<DecisionReason, Long> d = new EnumMap<>(DecisionReason.class);
     decisions.forEach((k, v) -> d.put(k, v.sum()));
-    return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d);
+    RouterStats.KvIngest kv;
+    synchronized (kvIngest) {
+      kv = kvIngest.snapshot();
+    }
+    return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d, kv);
+  }
+
+  @Override
+  public final List<CandidateLoad> loads() {
+    List<CandidateLoad> out = new ArrayList<>();
+    for (Worker w : workerSnapshot) {
+      synchronized (lock) {
+        for (Candidate c : candidateSet(w).candidates()) {
+          Load l = load(c);
+          out.add(new CandidateLoad(c.workerId(), c.rank(), l.requests, l.tokens));
+        }
+      }
+    }
+    return out;
   }
 
   // -------------------------------------------------------------------------------------------

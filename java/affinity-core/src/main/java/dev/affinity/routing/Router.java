@@ -41,4 +41,12 @@ public interface Router {
   }
 
   RouterStats stats();
+
+  /**
+   * The router's in-flight work per candidate of every worker it knows, for metrics; by default none (a router that
+   * keeps no load). A snapshot, read under the router's own lock.
+   */
+  default List<CandidateLoad> loads() {
+    return List.of();
+  }
 }

@@ -2,15 +2,36 @@ package dev.affinity.routing;
 
 import java.util.Map;
 
-/** Counters of one router. */
+/**
+ * Counters of one router.
+ *
+ * @param kvEvents what its KV-event ingest applied, saw missing and spent
+ */
 public record RouterStats(
     String type,
     int workers,
     long outstandingSelections,
     long expiredSelections,
     long doubleReleases,
-    Map<DecisionReason, Long> decisions) {
+    Map<DecisionReason, Long> decisions,
+    KvIngest kvEvents) {
   public RouterStats {
     decisions = Map.copyOf(decisions);
+  }
+
+  /** Counters as before, no KV events seen. */
+  public RouterStats(String type, int workers, long outstandingSelections, long expiredSelections, long doubleReleases,
+      Map<DecisionReason, Long> decisions) {
+    this(type, workers, outstandingSelections, expiredSelections, doubleReleases, decisions, KvIngest.NONE);
+  }
+
+  /**
+   * The KV events a router ingested since it started: {@code applied} events in {@code batches} batches, taking
+   * {@code applyNanos} in all to apply to its prefix index; {@code dropped} events it never saw, counted from the
+   * gaps in each (worker, rank)'s event ids (a worker's event buffer overflowed between two polls, or a batch was
+   * lost).
+   */
+  public record KvIngest(long applied, long batches, long dropped, long applyNanos) {
+    public static final KvIngest NONE = new KvIngest(0, 0, 0, 0);
   }
 }

@@ -32,6 +32,9 @@ public interface RequestTrace {
       return null;
     }
 
+    /** A streamed chunk of this leg arrived (also when the request had moved on). */
+    default void chunk() {}
+
     /** The worker completed the leg. */
     default void completed(WorkerReport report) {}
 
@@ -75,6 +78,12 @@ public interface RequestTrace {
    * The request is tried again from the start ({@code retries} so far) after {@code fleet}'s worker failed.
    */
   default void retried(int retries, Fleet fleet, String workerId, WorkerFailure failure) {}
+
+  /**
+   * A stream its worker cut is continued on another worker after {@code generatedTokens} streamed tokens (counted
+   * as a retry too, through {@link #retried}).
+   */
+  default void resumed(int generatedTokens) {}
 
   /** The client's stream started (the first chunk is on its way). */
   default void streamStarted(RouteInfo route) {}

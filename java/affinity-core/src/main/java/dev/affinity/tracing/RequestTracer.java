@@ -17,4 +17,16 @@ public interface RequestTracer {
    * still goes on to its workers unchanged, so that the workers' spans join the client's trace.
    */
   RequestTracer NONE = request -> RequestTrace.propagating(TraceContext.from(request.headers()));
+
+  /**
+   * Both tracers hear every request (tracing and metrics, say): {@code first}'s trace context goes to the workers,
+   * {@code second}'s only when the first has none.
+   */
+  static RequestTracer both(RequestTracer first, RequestTracer second) {
+    return request -> {
+      RequestTrace a = first.start(request);
+      RequestTrace b = second.start(request);
+      return b == RequestTrace.NONE ? a : a == RequestTrace.NONE ? b : new BothTraces(a, b);
+    };
+  }
 }

@@ -160,6 +160,11 @@ public final class PinSharingRouter implements Router, PinKeeping {
   }
 
   @Override
+  public List<dev.affinity.routing.CandidateLoad> loads() {
+    return delegate.loads();
+  }
+
+  @Override
   public void onKvEvents(String workerId, List<KvEvent> events) {
     delegate.onKvEvents(workerId, events);
   }

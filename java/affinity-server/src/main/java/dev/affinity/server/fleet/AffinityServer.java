@@ -52,6 +52,10 @@ import dev.affinity.tokenizer.ModelPromptTokenizer;
 import dev.affinity.tokenizer.ModelTokenizer;
 import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.Worker;
+import dev.affinity.server.metrics.LegMetrics;
+import dev.affinity.server.metrics.RouterMeters;
+import dev.affinity.server.metrics.TimedPromptTokenizer;
+import dev.affinity.tracing.RequestTracer;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -95,6 +99,7 @@ public final class AffinityServer implements AutoCloseable {
   private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
   private final WorkerModels models = new WorkerModels();
   /** Meters registered per worker, removed when a cluster worker leaves. */
+  private final List<RouterMeters> routerMeters = new ArrayList<>();
   private final Map<Worker, List<io.micrometer.core.instrument.Meter>> workerMeters = new java.util.concurrent.ConcurrentHashMap<>();
   private Router ctxRouter;
   private Router genRouter;
@@ -184,6 +189,9 @@ public final class AffinityServer implements AutoCloseable {
         : embedded.values().stream().flatMap(List::stream).findFirst()
             .<PromptTokenizer>map(w -> new CodecPromptTokenizer(w::promptTokens, w.codec()))
             .orElse(PromptTokenizer.CLIENT_IDS);
+    if (tokenizer != PromptTokenizer.CLIENT_IDS) {
+      tokenizer = new TimedPromptTokenizer(tokenizer, registry);
+    }
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
@@ -192,7 +200,7 @@ public final class AffinityServer implements AutoCloseable {
     TextTokenizer textTokenizer = modelCodecs != null ? modelCodecs.codec()::encode
         : embedded.values().stream().flatMap(List::stream).findFirst().<TextTokenizer>map(w -> w::encodeText).orElse(null);
     Orchestration orchestration = Orchestration.build(config, new LoopScheduler(scheduler), System::nanoTime, new RequestIds(config.nodeId()),
-        this::sharePins, tracing.tracer(), textTokenizer);
+        this::sharePins, RequestTracer.both(tracing.tracer(), new LegMetrics(registry)), textTokenizer);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -217,15 +225,7 @@ public final class AffinityServer implements AutoCloseable {
           RemoteWorkers.RETRY);
     }
     for (Router r : List.of(ctxRouter, genRouter)) {
-      String fleet = r == ctxRouter ? "context" : "generation";
-      for (var reason : dev.affinity.routing.DecisionReason.values()) {
-        Gauge.builder("affinity_router_decisions", r, x -> x.stats().decisions().getOrDefault(reason, 0L))
-            .tag("fleet", fleet).tag("reason", reason.label()).register(registry);
-      }
-      Gauge.builder("affinity_router_expired_selections", r, x -> x.stats().expiredSelections()).tag("fleet", fleet)
-          .register(registry);
-      Gauge.builder("affinity_router_outstanding_selections", r, x -> x.stats().outstandingSelections()).tag("fleet", fleet)
-          .register(registry);
+      routerMeters.add(new RouterMeters(registry, r, r == ctxRouter ? "context" : "generation"));
     }
     startSessions();
     frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded),
@@ -373,7 +373,7 @@ public final class AffinityServer implements AutoCloseable {
           .tag("worker", w.id()).register(registry));
       meters.add(Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
           .tag("worker", w.id()).register(registry));
-      meters.add(Gauge.builder("affinity_worker_rejected_poll_items", n,
+      meters.add(FunctionCounter.builder("affinity_worker_rejected_poll_items", n,
               x -> x.isAlive() ? x.executor().iterationStats().rejectedPollItems() : 0)
           .description("KV events and statistics rows of an unexpected shape that the executor skipped")
           .tag("worker", w.id()).register(registry));
@@ -448,6 +448,11 @@ public final class AffinityServer implements AutoCloseable {
     @Override
     public PromptTokenizer tokenizer() {
       return tokenizer;
+    }
+
+    @Override
+    public void beforeScrape() {
+      routerMeters.forEach(RouterMeters::refresh);
     }
 
     /**

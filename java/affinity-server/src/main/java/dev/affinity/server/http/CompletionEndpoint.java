@@ -130,6 +130,7 @@ final class CompletionEndpoint {
       exchange.streamFormat(() -> new ResponsesStream(responseEcho));
       exchange.answerFormat(r -> ResponsesOutput.toResponse((ChatCompletionResponse) r, responseEcho));
     }
+    exchange.processing(admitted.request().isStreaming());
     try {
       fc.backend.handler().handle(admitted, exchange);
     } catch (ProtocolException e) {  // a handler may refuse what admission let through, naming the field

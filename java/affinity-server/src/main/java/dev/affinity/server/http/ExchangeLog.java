@@ -36,6 +36,11 @@ final class ExchangeLog {
     this.stream = streaming;
   }
 
+  /** The admitted completion request goes to the orchestration now (upstream's queue latency ends here). */
+  void processing(boolean streaming, long now) {
+    fc.metrics.processing(streaming, now - readNanos);
+  }
+
   /** The latest route the handler reported; null keeps the one known. */
   void route(RouteInfo routeInfo) {
     if (routeInfo != null) {
@@ -83,6 +88,9 @@ final class ExchangeLog {
   void complete(int status, String outcome, String error, long nowNanos) {
     long total = nowNanos - readNanos;
     fc.metrics.finished(meta.endpointTag(), status, outcome, total, bytes);
+    if (meta.endpoint() != null && meta.endpoint().isCompletion()) {
+      fc.metrics.completionAnswered(status);
+    }
     AccessLog accessLog = fc.options.accessLog();
     if (!accessLog.enabled()) {
       return;

@@ -14,6 +14,9 @@ import java.util.Map;
  */
 public interface FrontendBackend {
 
+  /** Brings the meters that are read as snapshots (per-rank loads) up to date; called before each scrape. */
+  default void beforeScrape() {}
+
   /**
    * Serves admitted completion requests. {@link CompletionHandler#handle} is called on the connection's
    * event loop: it must return quickly and answer through the sink later, from any thread.

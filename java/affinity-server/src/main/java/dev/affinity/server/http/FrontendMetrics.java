@@ -1,5 +1,6 @@
 package dev.affinity.server.http;
 
+import dev.affinity.server.metrics.Buckets;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
@@ -34,6 +35,7 @@ final class FrontendMetrics {
   static final String STREAM_BUFFERED = "affinity.frontend.stream.buffered";
 
   private final MeterRegistry registry;
+  private final UpstreamServerMeters upstream;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Counter streamPauses;
   private final DistributionSummary streamBuffered;
@@ -41,6 +43,7 @@ final class FrontendMetrics {
 
   FrontendMetrics(MeterRegistry registry) {
     this.registry = registry;
+    this.upstream = new UpstreamServerMeters(registry);
     Gauge.builder(IN_FLIGHT, inFlight, AtomicInteger::get)
         .description("Requests read and not yet answered")
         .register(registry);
@@ -63,6 +66,16 @@ final class FrontendMetrics {
 
   void started() {
     inFlight.incrementAndGet();
+  }
+
+  /** A completion request is handed to the orchestration {@code queuedNanos} after it was read. */
+  void processing(boolean stream, long queuedNanos) {
+    upstream.processing(stream, queuedNanos);
+  }
+
+  /** A completion request was answered with {@code status} (upstream's response and exception counters). */
+  void completionAnswered(int status) {
+    upstream.answered(status);
   }
 
   void finished(String endpoint, int status, String outcome, long durationNanos, long bytes) {
@@ -194,5 +207,61 @@ final class FrontendMetrics {
 
   int inFlight() {
     return inFlight.get();
+  }
+
+  /**
+   * The counters and the queue-latency histogram of upstream's disaggregated server, under its names and buckets
+   * ({@code SERVER_METRICS_DEFINITIONS} in {@code tensorrt_llm/serve/perf_metrics.py}; counted as
+   * {@code openai_disagg_server.py} does), so that dashboards built for {@code trtllm-serve disaggregated} read this
+   * frontend too. No labels, as upstream.
+   */
+  static final class UpstreamServerMeters {
+    private final Counter totalRequests;
+    private final Counter streamRequests;
+    private final Counter nonstreamRequests;
+    private final Counter validationExceptions;
+    private final Counter httpExceptions;
+    private final Counter internalErrors;
+    private final Counter totalResponses;
+    private final Timer queueLatency;
+
+    UpstreamServerMeters(MeterRegistry registry) {
+      totalRequests = counter(registry, "total.requests", "Total number of requests");
+      streamRequests = counter(registry, "stream.requests", "Total number of stream requests");
+      nonstreamRequests = counter(registry, "nonstream.requests", "Total number of non-stream requests");
+      validationExceptions = counter(registry, "validation.exceptions", "Total number of validation exceptions");
+      httpExceptions = counter(registry, "http.exceptions", "Total number of HTTP exceptions");
+      internalErrors = counter(registry, "internal.errors", "Total number of internal errors");
+      totalResponses = counter(registry, "total.responses", "Total number of responses");
+      queueLatency = Buckets.histogram(registry, "queue.latency",
+          "Histogram of latency from request arrival to being processed in seconds", Buckets.SHORT);
+    }
+
+    private static Counter counter(MeterRegistry registry, String name, String description) {
+      return Counter.builder(name).description(description).register(registry);
+    }
+
+    void processing(boolean stream, long queuedNanos) {
+      totalRequests.increment();
+      (stream ? streamRequests : nonstreamRequests).increment();
+      queueLatency.record(queuedNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Upstream counts a response when its handler returned one, a validation exception for a body its model
+     * refused (400), an internal error for a 500, and an HTTP exception for every other error status; a client that
+     * went away (499) is none of them.
+     */
+    void answered(int status) {
+      if (status < 400) {
+        totalResponses.increment();
+      } else if (status == 400 || status == 422) {
+        validationExceptions.increment();
+      } else if (status == 500) {
+        internalErrors.increment();
+      } else if (status != 499) {
+        httpExceptions.increment();
+      }
+    }
   }
 }

@@ -249,8 +249,10 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
         case CLUSTER_INFO -> exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(fc.backend.clusterInfo()));
         case VERSION -> exchange.sendJson(HttpResponseStatus.OK,
             fc.codec.toJsonBytes(new FrontendContext.VersionBody(fc.options.version())));
-        case METRICS, PROMETHEUS_METRICS -> exchange.sendText(HttpResponseStatus.OK, FrontendServer.PROMETHEUS_TEXT,
-            fc.registry.scrape());
+        case METRICS, PROMETHEUS_METRICS -> {
+          fc.backend.beforeScrape();
+          exchange.sendText(HttpResponseStatus.OK, FrontendServer.PROMETHEUS_TEXT, fc.registry.scrape());
+        }
       }
     } catch (RuntimeException e) {
       LOG.error("request {} {} {} failed", work.meta().localId(), work.meta().method(), work.meta().path(), e);

@@ -132,6 +132,11 @@ final class HttpExchange implements ClientSink {
   }
 
   /** What the access log reports of a completion request. */
+  /** The admitted completion request goes to the orchestration now. */
+  void processing(boolean streaming) {
+    log.processing(streaming, System.nanoTime());
+  }
+
   void describe(String requestModel, boolean streaming) {
     log.describe(requestModel, streaming);
   }

@@ -205,7 +205,7 @@ public final class WorkerServer implements AutoCloseable {
    */
   private static void registerGauges(PrometheusMeterRegistry registry, NativeWorker worker) {
     Executor executor = worker.executor();
-    Gauge.builder("affinity_worker_rejected_poll_items", executor,
+    io.micrometer.core.instrument.FunctionCounter.builder("affinity_worker_rejected_poll_items", executor,
             e -> e.isClosed() ? Double.NaN : e.iterationStats().rejectedPollItems())
         .description("KV events and statistics rows of an unexpected shape that the executor skipped")
         .register(registry);

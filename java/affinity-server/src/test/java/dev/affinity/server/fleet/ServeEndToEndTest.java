@@ -159,10 +159,10 @@ class ServeEndToEndTest {
     post("/v1/completions", "{\"model\": \"affinity-sim\", \"prompt\": \"metrics\", \"max_tokens\": 2}", "X-Session-ID", "m-1");
     String metrics = http.send(java.net.http.HttpRequest.newBuilder(URI.create(base + "/prometheus/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
-    assertTrue(metrics.contains("affinity_router_decisions{fleet=\"context\",reason=\"new_pin\"}"), metrics);
+    assertTrue(metrics.contains("affinity_router_decisions_total{fleet=\"context\",reason=\"new_pin\"}"), metrics);
     assertTrue(metrics.contains("affinity_worker_in_flight{worker=\"ctx-0\"}"), metrics);
     assertTrue(metrics.contains("affinity_worker_prefix_hit_ratio{worker=\"gen-0\"}"), metrics);
-    assertTrue(metrics.contains("affinity_router_expired_selections{fleet=\"generation\"}"), metrics);
+    assertTrue(metrics.contains("affinity_router_expired_selections_total{fleet=\"generation\"}"), metrics);
     assertTrue(metrics.contains("affinity_frontend_ttft_seconds"), metrics);
   }
 
