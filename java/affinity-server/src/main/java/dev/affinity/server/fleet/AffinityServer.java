@@ -53,6 +53,7 @@ import dev.affinity.tokenizer.ModelTokenizer;
 import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.Worker;
 import dev.affinity.server.metrics.LegMetrics;
+import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
 import dev.affinity.server.metrics.TimedPromptTokenizer;
 import dev.affinity.tracing.RequestTracer;
@@ -100,6 +101,7 @@ public final class AffinityServer implements AutoCloseable {
   private final WorkerModels models = new WorkerModels();
   /** Meters registered per worker, removed when a cluster worker leaves. */
   private final List<RouterMeters> routerMeters = new ArrayList<>();
+  private PerfMetricsLog perfLog;
   private final Map<Worker, List<io.micrometer.core.instrument.Meter>> workerMeters = new java.util.concurrent.ConcurrentHashMap<>();
   private Router ctxRouter;
   private Router genRouter;
@@ -199,8 +201,10 @@ public final class AffinityServer implements AutoCloseable {
     parentLinks = createParentLinks();
     TextTokenizer textTokenizer = modelCodecs != null ? modelCodecs.codec()::encode
         : embedded.values().stream().flatMap(List::stream).findFirst().<TextTokenizer>map(w -> w::encodeText).orElse(null);
+    perfLog = new PerfMetricsLog(config.perfMetricsMaxRequests(), System::nanoTime);
     Orchestration orchestration = Orchestration.build(config, new LoopScheduler(scheduler), System::nanoTime, new RequestIds(config.nodeId()),
-        this::sharePins, RequestTracer.both(tracing.tracer(), new LegMetrics(registry)), textTokenizer);
+        this::sharePins, RequestTracer.both(RequestTracer.both(tracing.tracer(), new LegMetrics(registry)), perfLog),
+        textTokenizer);
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
@@ -448,6 +452,11 @@ public final class AffinityServer implements AutoCloseable {
     @Override
     public PromptTokenizer tokenizer() {
       return tokenizer;
+    }
+
+    @Override
+    public JsonNode perfMetrics() {
+      return perfLog.drain();
     }
 
     @Override

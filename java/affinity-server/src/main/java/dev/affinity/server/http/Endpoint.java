@@ -23,6 +23,8 @@ enum Endpoint {
   CLUSTER_INFO("/cluster_info", HttpMethod.GET, true),
   VERSION("/version", HttpMethod.GET, false),
   METRICS("/metrics", HttpMethod.GET, false),
+  /** Upstream's per-request aggregator ({@code perf_metrics_max_requests}; docs/metrics.md). */
+  PERF_METRICS("/perf_metrics", HttpMethod.GET, true),
   PROMETHEUS_METRICS("/prometheus/metrics", HttpMethod.GET, false);
 
   /** The metric tag of a path that matches no endpoint (keeps tag values bounded). */

@@ -14,6 +14,14 @@ import java.util.Map;
  */
 public interface FrontendBackend {
 
+  /**
+   * {@code GET /perf_metrics}: the per-request records gathered since the last call (upstream's aggregator shape),
+   * each handed out once; by default none.
+   */
+  default JsonNode perfMetrics() {
+    return com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+  }
+
   /** Brings the meters that are read as snapshots (per-rank loads) up to date; called before each scrape. */
   default void beforeScrape() {}
 

@@ -246,6 +246,7 @@ final class HttpConnection extends ChannelInboundHandlerAdapter {
             exchange.sendError(503, ErrorResponse.of(503, "cluster is not ready", null));
           }
         }
+        case PERF_METRICS -> exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(fc.backend.perfMetrics()));
         case CLUSTER_INFO -> exchange.sendJson(HttpResponseStatus.OK, fc.codec.toJsonBytes(fc.backend.clusterInfo()));
         case VERSION -> exchange.sendJson(HttpResponseStatus.OK,
             fc.codec.toJsonBytes(new FrontendContext.VersionBody(fc.options.version())));

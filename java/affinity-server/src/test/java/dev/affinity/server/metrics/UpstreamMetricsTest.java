@@ -32,6 +32,7 @@ class UpstreamMetricsTest {
     String yaml = """
         hostname: 127.0.0.1
         port: 8000
+        perf_metrics_max_requests: 2
         context_servers:
           num_instances: 2
           router: {type: affinity}
@@ -102,6 +103,28 @@ class UpstreamMetricsTest {
     assertEquals(1, scrape.value("gen_first_token_latency_seconds_count"));
     assertTrue(scrape.value("gen_per_token_latency_seconds_count") >= 1,
         "chunks after the first: " + scrape.value("gen_per_token_latency_seconds_count"));
+  }
+
+  @Test
+  void perfMetricsKeepsTheLatestRequestsAndHandsEachOutOnce() throws Exception {
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    com.fasterxml.jackson.databind.JsonNode records = json.readTree(http.send(
+        HttpRequest.newBuilder(URI.create(base + "/perf_metrics")).build(), HttpResponse.BodyHandlers.ofString()).body());
+    assertEquals(2, records.size(), "perf_metrics_max_requests: 2 of the 4 answered: " + records);
+    for (var r : records) {
+      assertTrue(r.get("ctx_server").asText().startsWith("ctx-"), r.toString());
+      assertTrue(r.get("gen_server").asText().startsWith("gen-"), r.toString());
+      double arrival = r.get("disagg_server_arrival_time").asDouble();
+      double first = r.get("disagg_server_first_token_time").asDouble();
+      assertTrue(first >= arrival, r.toString());
+      assertEquals(r.get("ctx_request_id").asLong(), r.get("ctx_perf_metrics").get("ctx_request_id").asLong());
+      var kv = r.get("ctx_perf_metrics").get("perf_metrics").get("kv_cache_metrics");
+      assertTrue(kv.get("num_reused_blocks").asLong() > 0, "the shared prefix, reused: " + r);
+      assertEquals(kv.get("num_total_allocated_blocks").asLong(),
+          kv.get("num_reused_blocks").asLong() + kv.get("num_new_allocated_blocks").asLong());
+    }
+    assertEquals(0, json.readTree(http.send(HttpRequest.newBuilder(URI.create(base + "/perf_metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body()).size(), "each record is handed out once");
   }
 
   @Test
