@@ -128,6 +128,28 @@ class UpstreamMetricsTest {
   }
 
   @Test
+  void everySeriesTheDashboardQueriesIsOnALiveScrape() throws Exception {
+    var dashboard = new com.fasterxml.jackson.databind.ObjectMapper().readTree(
+        java.nio.file.Path.of("../../deploy/grafana/affinity-dashboard.json").toFile());
+    java.util.Set<String> queried = DashboardQueries.metricNames(dashboard);
+    assertTrue(queried.size() >= 25, "the dashboard's series: " + queried);
+    java.util.Set<String> missing = new java.util.TreeSet<>(queried);
+    missing.removeAll(scrape.names());
+    assertEquals(java.util.Set.of(), missing, "queried by a panel, absent from /metrics");
+    for (var panel : dashboard.get("panels")) {
+      assertTrue(panel.get("targets").size() > 0, panel.get("title").asText());
+    }
+  }
+
+  @Test
+  void theQueryReaderFindsTheMetricsAndNothingElse() {
+    assertEquals(java.util.Set.of("a_bucket"),
+        DashboardQueries.metricNames("histogram_quantile(0.9, sum by (le, fleet) (rate(a_bucket{job=~\"$job\"}[5m])))"));
+    assertEquals(java.util.Set.of("x_total", "y_total"),
+        DashboardQueries.metricNames("sum(rate(x_total[$__rate_interval])) / sum without (rank) (y_total)"));
+  }
+
+  @Test
   void theHistogramsHaveUpstreamsBuckets() {
     List<Double> shortBuckets = Arrays.stream(Buckets.SHORT).boxed().toList();
     List<Double> longBuckets = Arrays.stream(Buckets.LONG).boxed().toList();
