@@ -374,15 +374,17 @@ public final class AffinityServer implements AutoCloseable {
     List<io.micrometer.core.instrument.Meter> meters = new ArrayList<>();
     if (w instanceof NativeWorker n) {
       meters.add(Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
-          .tag("worker", w.id()).register(registry));
+          .description("Requests the worker has admitted and not finished").tag("worker", w.id()).register(registry));
       meters.add(Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
+          .description("Share of the prompt tokens the in-process worker served from its KV cache")
           .tag("worker", w.id()).register(registry));
       meters.add(FunctionCounter.builder("affinity_worker_rejected_poll_items", n,
               x -> x.isAlive() ? x.executor().iterationStats().rejectedPollItems() : 0)
           .description("KV events and statistics rows of an unexpected shape that the executor skipped")
           .tag("worker", w.id()).register(registry));
     } else if (w instanceof HttpWorker h) {
-      meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight()).tag("worker", w.id()).register(registry));
+      meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight())
+          .description("Requests the frontend has in flight at the remote worker").tag("worker", w.id()).register(registry));
     }
     workerMeters.put(w, meters);
   }
