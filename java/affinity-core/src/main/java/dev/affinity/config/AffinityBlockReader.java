@@ -29,16 +29,22 @@ final class AffinityBlockReader {
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
+  /** {@code api_keys} given from outside the YAML ({@link ConfigSecrets}), which then must not set them. */
+  private final Optional<ConfigSecrets.Given<List<String>>> givenKeys;
 
-  AffinityBlockReader(YamlReader r) {
+  AffinityBlockReader(YamlReader r, Optional<ConfigSecrets.Given<List<String>>> givenKeys) {
     this.r = r;
+    this.givenKeys = givenKeys;
   }
 
   /** What the block says: the settings, and each fleet's embedded worker pool when it has one. */
   record AffinityBlock(AffinitySettings settings, Optional<WorkerPool> context, Optional<WorkerPool> generation,
       org.yaml.snakeyaml.nodes.Node requireInternalAuthNode) {
-    static AffinityBlock empty() {
-      return new AffinityBlock(AffinitySettings.defaults(), Optional.empty(), Optional.empty(), null);
+    /** No {@code affinity:} block: the defaults, with the API keys given from outside the YAML if any. */
+    static AffinityBlock empty(Optional<ConfigSecrets.Given<List<String>>> givenKeys) {
+      AffinitySettings d = AffinitySettings.defaults();
+      return new AffinityBlock(givenKeys.map(g -> d.withApiKeys(g.value())).orElse(d), Optional.empty(),
+          Optional.empty(), null);
     }
   }
 
@@ -112,7 +118,14 @@ final class AffinityBlockReader {
         case "session_headers" -> headers = r.stringList(v, k).map(l -> l.stream().map(h -> h.strip().toLowerCase(Locale.ROOT)).toList()).orElse(headers);
         case "debug_headers" -> debug = r.bool(v, k).orElse(debug);
         case "access_log" -> accessLog = accessLog(v, k);
-        case "api_keys" -> keys = r.stringList(v, k).orElse(keys);
+        case "api_keys" -> {
+          if (givenKeys.isPresent()) {
+            r.error(v.getKeyNode(), k, "is also given by " + givenKeys.get().origin()
+                + ": keep the keys in one place (remove api_keys from the YAML)");
+          } else {
+            keys = r.stringList(v, k).orElse(keys);
+          }
+        }
         case "allow_client_disaggregated_params" -> allowParams = r.bool(v, k).orElse(allowParams);
         case "request_timeout_seconds" -> timeout = r.number(v, k, 0).orElse(timeout);
         case "max_request_body_bytes" -> maxBody = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxBody);
@@ -142,6 +155,9 @@ final class AffinityBlockReader {
         }
         default -> r.error(v.getKeyNode(), k, "unknown key (known: " + String.join(", ", KNOWN_ORDER) + ")");
       }
+    }
+    if (givenKeys.isPresent()) {
+      keys = givenKeys.get().value();
     }
     for (int i = 0; i < headers.size(); i++) {
       if (headers.get(i).isEmpty()) {

@@ -123,6 +123,14 @@ public record AffinitySettings(
         DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0);
   }
 
+  /** These settings with {@code apiKeys} in place of theirs. */
+  public AffinitySettings withApiKeys(List<String> apiKeys) {
+    return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
+        requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
+        tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
+        maxQueuedRequests, maxQueuedTokens);
+  }
+
   /** The configured model, or {@value #DEFAULT_MODEL}. */
   public String modelOrDefault() {
     return model.orElse(DEFAULT_MODEL);

@@ -46,12 +46,26 @@ public final class ConfigLoader {
   private ConfigLoader() {}
 
   public static LoadedConfig load(Path path) throws IOException {
-    return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString());
+    return load(path, ConfigSecrets.NONE);
+  }
+
+  /** Reads {@code path} with the secrets given from outside it ({@link ConfigSecrets}). */
+  public static LoadedConfig load(Path path, ConfigSecrets secrets) throws IOException {
+    return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString(), secrets);
   }
 
   /** Parses YAML text; {@code source} names it in messages. Throws {@link ConfigException} with every error. */
   public static LoadedConfig parse(String yaml, String source) {
+    return parse(yaml, source, ConfigSecrets.NONE);
+  }
+
+  /**
+   * Parses YAML text with the secrets given from outside it: each takes the place of its YAML key, and the YAML
+   * setting that key as well is an error naming both.
+   */
+  public static LoadedConfig parse(String yaml, String source, ConfigSecrets secrets) {
     Objects.requireNonNull(yaml, "yaml");
+    Objects.requireNonNull(secrets, "secrets");
     YamlReader r = new YamlReader(source);
     Node root;
     try {
@@ -70,7 +84,7 @@ public final class ConfigLoader {
       throw new ConfigException(List.of(new ConfigProblem(Location.unknown(source), "",
           "the file is empty; expected a mapping with context_servers and generation_servers")));
     }
-    Builder builder = new Builder(r, root);
+    Builder builder = new Builder(r, root, secrets);
     DisaggConfig cfg = builder.build();
     if (!r.problems().isEmpty()) {
       List<ConfigProblem> sorted = new ArrayList<>(r.problems());
@@ -88,11 +102,13 @@ public final class ConfigLoader {
     private final YamlReader r;
     private final Map<String, NodeTuple> top;
     private final ServerSectionReader sections;
+    private final ConfigSecrets secrets;
     /** Warnings that need the node of a key (where it was written). */
     final List<ConfigWarning> notes = new ArrayList<>();
 
-    Builder(YamlReader r, Node root) {
+    Builder(YamlReader r, Node root, ConfigSecrets secrets) {
       this.r = r;
+      this.secrets = secrets;
       this.top = r.entries(root, "");
       this.sections = new ServerSectionReader(r, root, top);
     }
@@ -138,7 +154,7 @@ public final class ConfigLoader {
               + "through etcd instead, so " + url + " is never contacted.",
           "drop disagg_coordinator_url and give every frontend the same disagg_cluster with cluster_uri: etcd://HOST:PORT")));
       int keepAlive = get("server_keep_alive_timeout").flatMap(t -> r.integer(t, "server_keep_alive_timeout", 0, 86400)).map(Long::intValue).orElse(10);
-      Optional<String> authKey = get("internal_request_auth_key").flatMap(t -> r.string(t, "internal_request_auth_key"));
+      Optional<String> authKey = authKey();
       List<String> subagentHeaders = get("conversation_affinity_header_for_subagents").map(this::subagentHeaders)
           .orElse(List.of());
       Optional<String> subagentHeader = subagentHeaders.stream().findFirst();
@@ -159,8 +175,8 @@ public final class ConfigLoader {
         inherited.put("return_perf_metrics", true);
       }
 
-      AffinityBlockReader.AffinityBlock aff = get("affinity").map(new AffinityBlockReader(r)::read)
-          .orElseGet(AffinityBlockReader.AffinityBlock::empty);
+      AffinityBlockReader.AffinityBlock aff = get("affinity").map(new AffinityBlockReader(r, secrets.apiKeys())::read)
+          .orElseGet(() -> AffinityBlockReader.AffinityBlock.empty(secrets.apiKeys()));
       boolean dynamic = get("disagg_cluster").isPresent(); // even when invalid: one error, not a second one
       ServerSection ctx = sections.read("context_servers", inherited, inheritedNodes, aff.context(), dynamic);
       ServerSection gen = sections.read("generation_servers", inherited, inheritedNodes, aff.generation(), dynamic);
@@ -187,6 +203,21 @@ public final class ConfigLoader {
       return new DisaggConfig(r.file(), hostname, port, ctx, gen, maxRetries, style, nodeId, conditional, otlp,
           cluster, perfMax, returnPerf, perfDir, allowTemplate, strip, tokids, numWorkers, coordinator, keepAlive,
           authKey, subagentHeaders, scope, inherited, aff.settings());
+    }
+
+    /**
+     * {@code internal_request_auth_key}: the one given from outside the YAML ({@link ConfigSecrets}), which then
+     * must not set it, or the YAML's.
+     */
+    private Optional<String> authKey() {
+      Optional<String> yaml = get("internal_request_auth_key").flatMap(t -> r.string(t, "internal_request_auth_key"));
+      if (secrets.internalRequestAuthKey().isEmpty()) {
+        return yaml;
+      }
+      ConfigSecrets.Given<String> given = secrets.internalRequestAuthKey().get();
+      get("internal_request_auth_key").ifPresent(t -> r.error(t.getKeyNode(), "internal_request_auth_key",
+          "is also given by " + given.origin() + ": keep the key in one place (remove it from the YAML)"));
+      return Optional.of(given.value());
     }
 
     /** Upstream's docs ask for a separate parent header: one that is also a session header names both ids. */

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -68,6 +69,35 @@ class ConfigLoaderTest {
     TokenizerSource fromGen = TokenizerSource.of(parse(MINIMAL.replace("urls: [\"g0:8002\"]",
         "urls: [\"g0:8002\"]\n  router: {type: kv_cache_aware, model_path: /models/p}")).config()).orElseThrow();
     assertEquals(Path.of("/models/p"), fromGen.directory());
+  }
+
+  @Test
+  void secretsGivenFromOutsideTheYamlReplaceItsKeysBeforeValidationAndMustNotBeSetTwice() {
+    ConfigSecrets given = new ConfigSecrets(Optional.of(new ConfigSecrets.Given<>("k3y", "--auth-key-file /s/k")),
+        Optional.of(new ConfigSecrets.Given<>(List.of("a", "b"), "--api-keys-file /s/a")));
+    String guarded = "affinity:\n  require_internal_auth: true\n  tenant_isolation: true\n" + MINIMAL;
+    ConfigException alone = fails(guarded);
+    assertTrue(alone.getMessage().contains("affinity.require_internal_auth"), alone.getMessage());
+    assertTrue(alone.getMessage().contains("affinity.tenant_isolation"), alone.getMessage());
+    DisaggConfig c = ConfigLoader.parse(guarded, "test.yaml", given).config();
+    assertEquals(Optional.of("k3y"), c.internalRequestAuthKey());
+    assertEquals(List.of("a", "b"), c.affinity().apiKeys());
+    assertTrue(c.affinity().tenantIsolation());
+    assertEquals(List.of("a", "b"), ConfigLoader.parse(MINIMAL, "test.yaml", given).config().affinity().apiKeys(),
+        "without an affinity block too");
+
+    ConfigException twice = assertThrows(ConfigException.class, () -> ConfigLoader.parse(
+        "internal_request_auth_key: clear\naffinity:\n  api_keys: [clear]\n" + MINIMAL, "test.yaml", given));
+    assertEquals(2, twice.problems().size(), twice.getMessage());
+    assertEquals("test.yaml:1:1: internal_request_auth_key: is also given by --auth-key-file /s/k: keep the key in one "
+        + "place (remove it from the YAML)", twice.problems().get(0).format());
+    assertEquals("test.yaml:3:3: affinity.api_keys: is also given by --api-keys-file /s/a: keep the keys in one place "
+        + "(remove api_keys from the YAML)", twice.problems().get(1).format());
+    assertFalse(twice.getMessage().contains("k3y"), "no message carries a secret");
+    assertEquals(List.of("a", "b"), ConfigLoader.parse("affinity:\n  api_keys: null\n" + MINIMAL, "test.yaml", given)
+        .config().affinity().apiKeys(), "an explicit null is absent, as everywhere");
+    assertThrows(IllegalArgumentException.class, () -> new ConfigSecrets(Optional.empty(),
+        Optional.of(new ConfigSecrets.Given<>(List.of(), "x"))));
   }
 
   @Test

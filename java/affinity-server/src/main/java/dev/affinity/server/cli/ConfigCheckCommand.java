@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.ConfigProblem;
+import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.ConfigWarning;
 import dev.affinity.config.LoadedConfig;
 import dev.affinity.config.ServerSection;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -42,6 +44,9 @@ final class ConfigCheckCommand implements Callable<Integer> {
   @Parameters(index = "0", paramLabel = "FILE", description = "The YAML file to check.")
   Path file;
 
+  @Mixin
+  SecretFileOptions secrets;
+
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
@@ -50,9 +55,16 @@ final class ConfigCheckCommand implements Callable<Integer> {
       err.println(file + ": no such file");
       return 1;
     }
+    ConfigSecrets given;
+    try {
+      given = secrets.read();
+    } catch (IllegalArgumentException e) {
+      err.println(e.getMessage());
+      return 1;
+    }
     LoadedConfig loaded;
     try {
-      loaded = ConfigLoader.load(file);
+      loaded = ConfigLoader.load(file, given);
     } catch (ConfigException e) {
       for (ConfigProblem p : e.problems()) {
         err.println(p.format());

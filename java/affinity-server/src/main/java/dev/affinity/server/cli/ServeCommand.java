@@ -3,6 +3,7 @@ package dev.affinity.server.cli;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.ConfigProblem;
+import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.ConfigWarning;
 import dev.affinity.config.LoadedConfig;
 import dev.affinity.server.fleet.AffinityServer;
@@ -12,10 +13,12 @@ import java.io.InputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import dev.affinity.routing.RouterFactory;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -32,6 +35,13 @@ import picocli.CommandLine.Model.CommandSpec;
 final class ServeCommand implements Callable<Integer> {
   static final String DEFAULT_CONFIG = "/dev/affinity/server/sim-workers.yaml";
 
+  /**
+   * On SIGTERM: how long the frontend, no longer accepting connections, lets the requests in flight (streams
+   * included) finish before it closes them. A supervisor's grace period (Kubernetes'
+   * {@code terminationGracePeriodSeconds}) must be longer, or streams are cut by its SIGKILL instead.
+   */
+  static final Duration DRAIN_TIMEOUT = Duration.ofSeconds(30);
+
   @Spec
   CommandSpec spec;
 
@@ -44,13 +54,24 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--port", description = "Override the config's port (0 = any free port).")
   Integer port;
 
+  @Mixin
+  SecretFileOptions secrets;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     LoadedConfig loaded;
+    ConfigSecrets given;
     try {
-      loaded = config != null ? ConfigLoader.load(config) : ConfigLoader.parse(defaultConfig(), "embedded default (sim-workers.yaml)");
+      given = secrets.read();
+    } catch (IllegalArgumentException e) {
+      err.println("affinity serve: " + e.getMessage());
+      return 1;
+    }
+    try {
+      loaded = config != null ? ConfigLoader.load(config, given)
+          : ConfigLoader.parse(defaultConfig(), "embedded default (sim-workers.yaml)", given);
     } catch (ConfigException e) {
       e.problems().stream().map(ConfigProblem::format).forEach(err::println);
       return 1;
@@ -81,8 +102,8 @@ final class ServeCommand implements Callable<Integer> {
       err.println("affinity serve: " + e.getMessage());
       return 1;
     }
-    // SIGTERM / Ctrl-C: stop accepting, let in-flight streams finish (up to 30 s), then close.
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(java.time.Duration.ofSeconds(30)), "affinity-shutdown"));
+    // SIGTERM / Ctrl-C: stop accepting, let in-flight streams finish (up to DRAIN_TIMEOUT), then close.
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(DRAIN_TIMEOUT), "affinity-shutdown"));
     String url = "http://" + (options.host().equals("0.0.0.0") ? "localhost" : options.host()) + ":" + server.port();
     String model = loaded.config().affinity().modelOrDefault();
     out.println("Affinity " + AffinityServer.VERSION + " listening on " + url + " (" + server.workers().size() + " workers)");

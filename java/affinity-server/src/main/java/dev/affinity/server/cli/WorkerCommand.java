@@ -62,6 +62,10 @@ final class WorkerCommand implements Callable<Integer> {
       description = "internal_request_auth_key shared with the frontends (default: $AFFINITY_AUTH_KEY). With it, completions and /kv_cache_events need a valid x-affinity-leg-auth (401 otherwise); without it, requests are accepted unsigned and sub-agent affinity ids are ignored.")
   String authKey;
 
+  @Option(names = SecretFileOptions.AUTH_KEY_FILE, paramLabel = "FILE",
+      description = "internal_request_auth_key read from FILE (its text, surrounding whitespace stripped, as serve's --auth-key-file reads it) instead of --auth-key or $AFFINITY_AUTH_KEY, which then must not be set.")
+  Path authKeyFile;
+
   @Option(names = "--tokenizer", defaultValue = WorkerSettings.DEFAULT_TOKENIZER,
       description = "BPE encoding of text prompts (default: ${DEFAULT-VALUE}), or a model's tokenizer directory (tokenizer.json, tokenizer_config.json): prompts, chats and KV events then use the model's own ids.")
   String tokenizer;
@@ -123,7 +127,7 @@ final class WorkerCommand implements Callable<Integer> {
     WorkerCluster cluster = null;
     try {
       config = executorConfig();
-      settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey).withTokenizer(tokenizer)
+      settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey()).withTokenizer(tokenizer)
           .withRequestTimeout(Duration.ofSeconds(requestTimeoutSeconds)).withRequireInternalAuth(requireInternalAuth)
           .withAuthWindow(Duration.ofSeconds(authWindowSec));
       if (clusterUri != null) {
@@ -168,6 +172,21 @@ final class WorkerCommand implements Callable<Integer> {
     out.flush();
     server.awaitClose();
     return 0;
+  }
+
+  /**
+   * The key of {@code --auth-key} (or $AFFINITY_AUTH_KEY), or of {@code --auth-key-file}, read as serve reads its
+   * file ({@link SecretFileOptions}); both at once is an error.
+   */
+  String authKey() {
+    if (authKeyFile == null) {
+      return authKey;
+    }
+    if (authKey != null) {
+      throw new IllegalArgumentException("--auth-key-file " + authKeyFile + " and --auth-key (or $AFFINITY_AUTH_KEY) are "
+          + "both set: give the key one way");
+    }
+    return SecretFileOptions.authKey(authKeyFile);
   }
 
   private String executorConfig() throws IOException {
