@@ -25,7 +25,7 @@ final class AffinityBlockReader {
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
-      "workers");
+      "warm_up_requests", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -99,6 +99,7 @@ final class AffinityBlockReader {
     int ioThreads = d.ioThreads();
     long maxQueuedRequests = d.maxQueuedRequests();
     long maxQueuedTokens = d.maxQueuedTokens();
+    int warmUp = d.warmUpRequests();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -142,6 +143,7 @@ final class AffinityBlockReader {
         case "soft_placement_margin" -> softMargin = softPlacementMargin(v, k);
         case "max_queued_requests" -> maxQueuedRequests = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedRequests);
         case "max_queued_tokens" -> maxQueuedTokens = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedTokens);
+        case "warm_up_requests" -> warmUp = r.integer(v, k, 0, 10_000_000).map(Long::intValue).orElse(warmUp);
         case "io_threads" -> ioThreads = r.integer(v, k, 0, 4096).map(Long::intValue).orElse(ioThreads);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
@@ -181,7 +183,7 @@ final class AffinityBlockReader {
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
-        maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**

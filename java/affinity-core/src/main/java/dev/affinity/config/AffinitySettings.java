@@ -62,7 +62,14 @@ public record AffinitySettings(
     OptionalDouble softPlacementMargin,
     int ioThreads,
     long maxQueuedRequests,
-    long maxQueuedTokens) {
+    long maxQueuedTokens,
+    int warmUpRequests) {
+
+  /**
+   * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of
+   * its request path before it listens (docs/configuration.md#warm-up).
+   */
+  public static final int DEFAULT_WARM_UP_REQUESTS = 20_000;
 
   /** {@code max_queued_requests} when it is not set. */
   public static final long DEFAULT_MAX_QUEUED_REQUESTS = 4096;
@@ -112,6 +119,9 @@ public record AffinitySettings(
     if (ioThreads < 0) {
       throw new IllegalArgumentException("ioThreads must be >= 0, got " + ioThreads);
     }
+    if (warmUpRequests < 0) {
+      throw new IllegalArgumentException("warmUpRequests must be >= 0, got " + warmUpRequests);
+    }
     if (!(sessionIdleTtlSeconds > 0)) {
       throw new IllegalArgumentException("sessionIdleTtlSeconds must be > 0, got " + sessionIdleTtlSeconds);
     }
@@ -120,7 +130,7 @@ public record AffinitySettings(
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
-        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0);
+        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS);
   }
 
   /** These settings with {@code apiKeys} in place of theirs. */
@@ -128,7 +138,15 @@ public record AffinitySettings(
     return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
         requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens);
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests);
+  }
+
+  /** These settings with {@code warmUpRequests} in place of theirs. */
+  public AffinitySettings withWarmUpRequests(int warmUpRequests) {
+    return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
+        requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
+        tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -7,6 +7,7 @@ import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.ConfigWarning;
 import dev.affinity.config.LoadedConfig;
 import dev.affinity.server.fleet.AffinityServer;
+import dev.affinity.server.fleet.WarmUp;
 import dev.affinity.server.http.FrontendOptions;
 import java.io.IOException;
 import java.io.InputStream;
@@ -91,6 +92,13 @@ final class ServeCommand implements Callable<Integer> {
     }
     if (port != null) {
       options = options.withPort(port);
+    }
+    WarmUp.Result warm = WarmUp.run(loaded.config());  // before listening: /health turns ready on a warm JVM
+    if (warm.answered() > 0) {
+      err.println("affinity serve: warmed up with " + warm.answered() + " requests in "
+          + String.format(java.util.Locale.ROOT, "%.1f", warm.took().toNanos() / 1e9) + " s"
+          + (warm.failed() > 0 ? " (" + warm.failed() + " failed)" : "") + " (affinity.warm_up_requests)");
+      err.flush();
     }
     AffinityServer server;
     try {

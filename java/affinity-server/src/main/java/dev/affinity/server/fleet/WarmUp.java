@@ -1,0 +1,198 @@
+package dev.affinity.server.fleet;
+
+import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.DisaggConfig;
+import dev.affinity.config.RouterConfig;
+import dev.affinity.config.ServerSection;
+import dev.affinity.nativebridge.HandoffDomain;
+import dev.affinity.server.http.AccessLog;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.workermode.WorkerServer;
+import dev.affinity.server.workermode.WorkerSettings;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.yaml.snakeyaml.DumperOptions;
+import org.yaml.snakeyaml.Yaml;
+
+/**
+ * Runs the request path hot before the frontend listens, so that a restarted frontend does not spend its first
+ * thousands of requests in the interpreter (issue 29: a cold frontend paid 13x the warm CPU per request over its
+ * first 10 s). A throw-away copy of the configured path (the same routers, schedule, sub-agent header, tokenizer,
+ * and HTTP legs to loopback worker servers wherever the real fleet is remote, embedded executors wherever it is
+ * embedded, all with a zero-cost timing model) serves {@code affinity.warm_up_requests} requests from a loopback
+ * client, a mix of chats and completions, streamed and whole, with session and sub-agent headers; then everything
+ * of it is closed. The JIT's compiled code and the JVM's grown heap stay. Nothing of the real fleet is touched:
+ * its routers, caches, sessions and metrics start empty.
+ */
+public final class WarmUp {
+  private static final Logger log = LoggerFactory.getLogger(WarmUp.class);
+  private static final int CONCURRENCY = 16;
+  /** Every timing term of the CPU executor at zero: the legs cost only the code they run. */
+  static final Map<String, Object> ZERO_TIMING = Map.of("iteration_overhead_us", 0, "prefill_us_per_token", 0,
+      "prefill_us_per_token_sq", 0, "decode_base_us", 0, "decode_us_per_seq", 0, "decode_us_per_kv_token", 0,
+      "transfer_latency_us", 0);
+
+  /** What a warm-up did: requests answered and failed, and how long it took. */
+  public record Result(int answered, int failed, Duration took) {}
+
+  private WarmUp() {}
+
+  /**
+   * Warms the path {@code real} describes with {@code real.affinity().warmUpRequests()} requests (none: returns at
+   * once). Never throws for a failure of the warm-up itself: it is logged, and the frontend starts cold.
+   */
+  public static Result run(DisaggConfig real) {
+    int requests = real.affinity().warmUpRequests();
+    if (requests <= 0) {
+      return new Result(0, 0, Duration.ZERO);
+    }
+    long start = System.nanoTime();
+    List<AutoCloseable> opened = new ArrayList<>();
+    try (HandoffDomain handoff = new HandoffDomain()) {
+      Map<String, Object> yaml = new LinkedHashMap<>();
+      yaml.put("hostname", "127.0.0.1");
+      yaml.put("port", 8000);  // replaced by an ephemeral port below
+      yaml.put("schedule_style", real.scheduleStyle().name().toLowerCase(java.util.Locale.ROOT));
+      real.subagentHeader().ifPresent(h -> {
+        yaml.put("conversation_affinity_header_for_subagents", h);
+        yaml.put("subagent_affinity_scope", real.subagentScope().name().toLowerCase(java.util.Locale.ROOT));
+      });
+      Map<String, Object> affinity = new LinkedHashMap<>();
+      affinity.put("model", real.affinity().modelOrDefault());
+      affinity.put("tokenizer", real.affinity().tokenizer());
+      affinity.put("io_threads", real.affinity().ioThreads());
+      affinity.put("session_headers", real.affinity().sessionHeaders());
+      affinity.put("warm_up_requests", 0);
+      Map<String, Object> embedded = new LinkedHashMap<>();
+      yaml.put("context_servers", section(real.context(), "context", real, handoff, opened, embedded));
+      yaml.put("generation_servers", section(real.generation(), "generation", real, handoff, opened, embedded));
+      if (!embedded.isEmpty()) {
+        affinity.put("workers", embedded);
+      }
+      yaml.put("affinity", affinity);
+      DumperOptions dump = new DumperOptions();
+      dump.setDefaultFlowStyle(DumperOptions.FlowStyle.BLOCK);
+      DisaggConfig config = ConfigLoader.parse(new Yaml(dump).dump(yaml), "warm-up (from " + real.source() + ")")
+          .config();
+      AffinityServer server = AffinityServer.start(config, FrontendOptions.fromConfig(config, AffinityServer.VERSION)
+          .withPort(0).withAccessLog(AccessLog.none()));
+      opened.add(0, server);
+      Result r = drive(server.port(), requests, real, start);
+      log.info("warm-up: {} requests through a copy of the request path in {} ms ({} failed)", r.answered(),
+          r.took().toMillis(), r.failed());
+      return r;
+    } catch (Exception | LinkageError e) {
+      log.warn("warm-up skipped, the frontend starts cold: {}", e.toString(), e);
+      return new Result(0, 0, Duration.ofNanos(System.nanoTime() - start));
+    } finally {
+      for (AutoCloseable c : opened) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          log.debug("warm-up: closing {} failed", c, e);
+        }
+      }
+    }
+  }
+
+  /** One fleet of the copy: a loopback worker server for a remote fleet, a zero-cost embedded pool for an embedded one. */
+  private static Map<String, Object> section(ServerSection realSection, String fleet, DisaggConfig real,
+      HandoffDomain handoff, List<AutoCloseable> opened, Map<String, Object> embedded) throws IOException {
+    Map<String, Object> s = new LinkedHashMap<>();
+    s.put("num_instances", 1);
+    s.put("router", router(realSection.router()));
+    int ranks = realSection.embedded().map(p -> p.executorConfig().get("num_ranks"))
+        .filter(Number.class::isInstance).map(n -> ((Number) n).intValue()).orElse(WorkerServer.DEFAULT_RANKS);
+    Map<String, Object> executor = new LinkedHashMap<>();
+    executor.put("num_ranks", ranks);
+    executor.put("timing", ZERO_TIMING);
+    if (realSection.isEmbedded()) {
+      embedded.put(fleet, Map.of("instances", 1, "ranks", ranks, "executor", Map.of("timing", ZERO_TIMING)));
+      return s;
+    }
+    String json = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(executor);
+    WorkerSettings settings = WorkerSettings.defaults().withName("warm-up-" + fleet)
+        .withModel(real.affinity().modelOrDefault()).withTokenizer(real.affinity().tokenizer());
+    WorkerServer w = WorkerServer.start(json, settings, FrontendOptions.defaults().withHost("127.0.0.1").withPort(0)
+        .withIoThreads(1).withAccessLog(AccessLog.none()), AffinityServer.VERSION, handoff);
+    opened.add(w);
+    s.put("urls", List.of("127.0.0.1:" + w.port()));
+    return s;
+  }
+
+  private static Map<String, Object> router(RouterConfig r) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("type", r.type());
+    m.putAll(r.args());
+    return m;
+  }
+
+  /** Waits for the copy to be ready, then sends the requests, {@value #CONCURRENCY} at a time. */
+  private static Result drive(int port, int requests, DisaggConfig real, long start) throws Exception {
+    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    String base = "http://127.0.0.1:" + port;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (true) {
+      HttpResponse<Void> h = http.send(HttpRequest.newBuilder(URI.create(base + "/health")).build(),
+          HttpResponse.BodyHandlers.discarding());
+      if (h.statusCode() == 200) {
+        break;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IOException("the warm-up copy did not become ready in 60 s");
+      }
+      Thread.sleep(20);
+    }
+    String model = real.affinity().modelOrDefault();
+    String subagentHeader = real.subagentHeader().orElse(null);
+    String sessionHeader = real.affinity().sessionHeaders().isEmpty() ? null : real.affinity().sessionHeaders().get(0);
+    Semaphore slots = new Semaphore(CONCURRENCY);
+    AtomicInteger answered = new AtomicInteger();
+    AtomicInteger failed = new AtomicInteger();
+    for (int i = 0; i < requests; i++) {
+      slots.acquire();
+      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + (i % 2 == 0 ? "/v1/chat/completions"
+          : "/v1/completions"))).header("Content-Type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString(body(i, model)));
+      if (sessionHeader != null) {
+        b.header(sessionHeader, "warm-up-" + (i % 64));
+      }
+      if (subagentHeader != null && i % 8 == 3) {
+        b.header(subagentHeader, "warm-up-" + ((i + 1) % 64));
+      }
+      CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(b.build(), HttpResponse.BodyHandlers.ofByteArray());
+      f.whenComplete((r, e) -> {
+        (e == null && r.statusCode() == 200 ? answered : failed).incrementAndGet();
+        slots.release();
+      });
+    }
+    slots.acquire(CONCURRENCY);
+    return new Result(answered.get(), failed.get(), Duration.ofNanos(System.nanoTime() - start));
+  }
+
+  /** The i-th request's body: chats and completions in turn, every fourth streamed, each session's turns longer. */
+  static String body(int i, String model) {
+    boolean stream = i % 4 >= 2;
+    String turn = "Warm-up turn " + (i / 64) + " of session " + (i % 64) + ": summarise the plan and list the next step.";
+    if (i % 2 == 0) {
+      return "{\"model\": \"" + model + "\", \"messages\": [{\"role\": \"system\", \"content\": \"You are a careful"
+          + " coding agent.\"}, {\"role\": \"user\", \"content\": \"" + turn + "\"}], \"max_tokens\": 4, \"stream\": "
+          + stream + "}";
+    }
+    return "{\"model\": \"" + model + "\", \"prompt\": \"" + turn + "\", \"max_tokens\": 4, \"stream\": " + stream + "}";
+  }
+}
