@@ -127,7 +127,7 @@ class MultiFrontendTest {
           conversation_affinity_header_for_subagents: X-Dynamo-Parent-Session-ID
           context_servers: {router: {type: conversation}}
           generation_servers: {router: {type: round_robin}}
-          affinity: {model: m, debug_headers: true, access_log: false}
+          affinity: {model: m, debug_headers: true, access_log: false, warm_up_requests: 0}
           """.formatted(etcd.uri()));
       List<WorkerProcess> frontends = new ArrayList<>();
       for (int i = 0; i < 3; i++) {

@@ -1,0 +1,70 @@
+package dev.affinity.server.fleet;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.affinity.config.ConfigException;
+import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.DisaggConfig;
+import org.junit.jupiter.api.Test;
+
+/** The warm-up runs the configured path on a throw-away copy and answers every request it sends. */
+class WarmUpTest {
+  @Test
+  void remoteFleetsAreWarmedThroughLoopbackWorkerServers() throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse("""
+        hostname: 127.0.0.1
+        port: 8000
+        conversation_affinity_header_for_subagents: X-Dynamo-Parent-Session-ID
+        context_servers: {num_instances: 1, urls: ["127.0.0.1:1"], router: {type: conversation}}
+        generation_servers: {num_instances: 1, urls: ["127.0.0.1:2"], router: {type: load_balancing}}
+        affinity: {model: affinity-sim, warm_up_requests: 300}
+        """, "remote").config();
+    WarmUp.Result r = WarmUp.run(cfg);
+    assertEquals(300, r.answered(), r.toString());
+    assertEquals(0, r.failed(), r.toString());
+  }
+
+  @Test
+  void embeddedFleetsAreWarmedWithZeroCostExecutors() throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse("""
+        hostname: 127.0.0.1
+        port: 8000
+        context_servers: {num_instances: 1, router: {type: affinity}}
+        generation_servers: {num_instances: 1, router: {type: load_balancing}}
+        affinity:
+          model: affinity-sim
+          warm_up_requests: 200
+          workers:
+            context: {instances: 1, ranks: 2, time_scale: 0.01}
+            generation: {instances: 1, ranks: 2, time_scale: 0.01}
+        """, "embedded").config();
+    WarmUp.Result r = WarmUp.run(cfg);
+    assertEquals(200, r.answered(), r.toString());
+    assertEquals(0, r.failed(), r.toString());
+  }
+
+  @Test
+  void zeroTurnsItOffAndANegativeCountIsAConfigError() throws Exception {
+    DisaggConfig off = ConfigLoader.parse("""
+        context_servers: {num_instances: 1, urls: ["127.0.0.1:1"]}
+        generation_servers: {num_instances: 1, urls: ["127.0.0.1:2"]}
+        affinity: {warm_up_requests: 0}
+        """, "off").config();
+    assertEquals(new WarmUp.Result(0, 0, java.time.Duration.ZERO), WarmUp.run(off));
+    ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.parse("""
+        context_servers: {num_instances: 1, urls: ["127.0.0.1:1"]}
+        generation_servers: {num_instances: 1, urls: ["127.0.0.1:2"]}
+        affinity: {warm_up_requests: -5}
+        """, "negative"));
+    assertTrue(e.getMessage().contains("affinity.warm_up_requests"), e.getMessage());
+  }
+
+  @Test
+  void theBodiesMixChatsCompletionsAndStreams() {
+    assertTrue(WarmUp.body(0, "m").contains("\"messages\"") && WarmUp.body(0, "m").contains("\"stream\": false"));
+    assertTrue(WarmUp.body(1, "m").contains("\"prompt\""));
+    assertTrue(WarmUp.body(2, "m").contains("\"stream\": true"));
+  }
+}
