@@ -140,6 +140,12 @@ class KubernetesManifestTest {
     FrontendRoutes.Route live = fe.probeRoute("livenessProbe");
     assertNotEquals(FrontendRoutes.health().path(), live.path(),
         "liveness must not be /health: a frontend waiting for workers (503) would be restarted");
+    FrontendRoutes.Route startup = fe.probeRoute("startupProbe");
+    assertNotEquals(FrontendRoutes.health().path(), startup.path(), "the startup probe waits for the port, not workers");
+    Map<String, Object> probe = fe.probe("startupProbe");
+    int allowed = ((Number) probe.get("periodSeconds")).intValue() * ((Number) probe.get("failureThreshold")).intValue();
+    assertTrue(allowed >= 60, "the frontend listens only after its warm-up (affinity.warm_up_requests): the startup"
+        + " probe must allow at least a minute, allows " + allowed + " s");
   }
 
   @Test
