@@ -1,5 +1,3 @@
-package dev.affinity.tools;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
