@@ -44,7 +44,7 @@ public final class HandoffDomain extends NativeResource {
 
   private synchronized HandoffDomainPeer peer() {
     if (peer == null) {
-      NativeBridge.ensureAvailability();
+      NativeRequirement.system().require("an in-process hand-off domain");
       peer = new HandoffDomainPeer();
     }
     return peer;

@@ -55,11 +55,12 @@ public final class NativeExecutor extends NativeResource implements Executor {
    * "pytorch" TensorRT-LLM's PyTorch executor in an embedded CPython) from a JSON configuration
    * ("" or "{}" for defaults), in a fleet's hand-off domain (null: none, so it takes over no context
    * held by another executor of this process). Throws {@link ExecutorException} naming an unknown
-   * backend or a bad key, {@link IllegalStateException} for a closed domain.
+   * backend or a bad key, {@link IllegalStateException} for a closed domain, {@link NativeUnavailableException}
+   * (one line) when the native library is not available.
    */
   public static NativeExecutor create(String backend, String configJson, HandoffDomain handoff) {
     Objects.requireNonNull(backend, "backend");
-    NativeBridge.ensureAvailability();
+    NativeRequirement.system().require("the " + backend + " executor");
     ExecutorBackendProvider provider = ExecutorBackends.get(backend);
     String config = provider.prepareCreate(configJson == null ? "" : configJson);
     ExecutorPeer p;
@@ -88,7 +89,7 @@ public final class NativeExecutor extends NativeResource implements Executor {
    */
   public static void checkConfig(String backend, String configJson) {
     Objects.requireNonNull(backend, "backend");
-    NativeBridge.ensureAvailability();
+    NativeRequirement.system().require("checking the " + backend + " executor's settings");
     String config = ExecutorBackends.get(backend).prepareCheck(configJson == null ? "" : configJson);
     try (BytePointer b = new BytePointer(backend, StandardCharsets.UTF_8);
         BytePointer c = new BytePointer(config == null ? "" : config, StandardCharsets.UTF_8)) {

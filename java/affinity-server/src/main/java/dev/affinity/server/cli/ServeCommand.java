@@ -106,7 +106,8 @@ final class ServeCommand implements Callable<Integer> {
     } catch (ConfigException e) {
       e.problems().stream().map(ConfigProblem::format).forEach(err::println);
       return 1;
-    } catch (IOException | IllegalArgumentException | dev.affinity.executor.ExecutorException e) {
+    } catch (IOException | IllegalArgumentException | dev.affinity.executor.ExecutorException
+        | dev.affinity.nativebridge.NativeUnavailableException e) {
       err.println("affinity serve: " + e.getMessage());
       return 1;
     }

@@ -1,6 +1,7 @@
 package dev.affinity.server.cli;
 
 import dev.affinity.executor.ExecutorException;
+import dev.affinity.nativebridge.NativeUnavailableException;
 import dev.affinity.server.fleet.AffinityServer;
 import dev.affinity.server.http.AccessLog;
 import dev.affinity.server.http.FrontendOptions;
@@ -154,7 +155,7 @@ final class WorkerCommand implements Callable<Integer> {
     WorkerServer server;
     try {
       server = WorkerServer.start(config, settings, options, AffinityServer.VERSION);
-    } catch (ExecutorException | IllegalArgumentException | IOException e) {
+    } catch (ExecutorException | IllegalArgumentException | IOException | NativeUnavailableException e) {
       err.println("affinity worker: " + e.getMessage());
       return 1;
     }

@@ -18,6 +18,8 @@ import dev.affinity.disagg.RequestIds;
 import dev.affinity.disagg.TextTokenizer;
 import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.nativebridge.HandoffDomain;
+import dev.affinity.nativebridge.NativeRequirement;
+import dev.affinity.nativebridge.NativeUnavailableException;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Fleet;
@@ -143,11 +145,25 @@ public final class AffinityServer implements AutoCloseable {
   public static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing) throws IOException {
     AffinityServer s = new AffinityServer(config, java.util.Objects.requireNonNull(tracing, "tracing"));
     try {
+      requireNative(config, NativeRequirement.system());
       s.build(options);
       return s;
     } catch (IOException | RuntimeException e) {
       s.close();
       throw e;
+    }
+  }
+
+  /**
+   * Throws {@link NativeUnavailableException} (one line naming the fleet and what is missing) when a fleet of
+   * {@code config} has embedded workers and {@code nativeLibrary} says the library is absent. A config whose workers
+   * are all URLs never asks: the router-only build serves it.
+   */
+  public static void requireNative(DisaggConfig config, NativeRequirement nativeLibrary) {
+    for (ServerSection section : List.of(config.context(), config.generation())) {
+      if (section.isEmbedded()) {
+        nativeLibrary.require(section.name() + " (embedded workers, backend " + section.embedded().get().backend() + ")");
+      }
     }
   }
 

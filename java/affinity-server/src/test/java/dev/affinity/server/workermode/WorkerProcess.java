@@ -35,10 +35,12 @@ final class WorkerProcess implements AutoCloseable {
   private final CompletableFuture<Integer> port = new CompletableFuture<>();
   private final Deque<String> output = new ArrayDeque<>();
 
+  private final Thread reader;
+
   private WorkerProcess(String name, Process process) {
     this.name = name;
     this.process = process;
-    Thread reader = new Thread(this::readOutput, "worker-process-" + name);
+    reader = new Thread(this::readOutput, "worker-process-" + name);
     reader.setDaemon(true);
     reader.start();
   }
@@ -64,12 +66,18 @@ final class WorkerProcess implements AutoCloseable {
   }
 
   private static WorkerProcess launch(String name, List<String> cliArgs) throws IOException {
+    return launch(name, List.of(), cliArgs);
+  }
+
+  /** Any {@code affinity} command line in a child JVM with these extra JVM options. */
+  static WorkerProcess launch(String name, List<String> jvmArgs, List<String> cliArgs) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.add("--enable-native-access=ALL-UNNAMED");
     cmd.add("-Dorg.bytedeco.javacpp.maxPhysicalBytes=0");
     cmd.add("-Dorg.bytedeco.javacpp.maxBytes=0");
     cmd.add("-XX:TieredStopAtLevel=1"); // quick start; these workers live for seconds
+    cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add("dev.affinity.server.cli.AffinityCli");
@@ -125,6 +133,22 @@ final class WorkerProcess implements AutoCloseable {
 
   int port() {
     return port.join();
+  }
+
+  /** Waits for the process to exit on its own and returns its exit code, with all of its output read. */
+  int awaitExit(Duration within) throws InterruptedException {
+    if (!process.waitFor(within.toMillis(), TimeUnit.MILLISECONDS)) {
+      throw new AssertionError(name + " did not exit within " + within + "\n" + output());
+    }
+    reader.join(within.toMillis());
+    return process.exitValue();
+  }
+
+  /** The output's last lines (up to 200). */
+  List<String> lines() {
+    synchronized (output) {
+      return List.copyOf(output);
+    }
   }
 
   String url() {
