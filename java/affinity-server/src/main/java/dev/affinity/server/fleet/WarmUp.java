@@ -60,6 +60,10 @@ public final class WarmUp {
     if (requests <= 0) {
       return new Result(0, 0, Duration.ZERO);
     }
+    if (!dev.affinity.nativebridge.NativeRequirement.system().isAvailable()) {
+      log.info("warm-up skipped: its loopback workers need the native layer, which this build does not have");
+      return new Result(0, 0, Duration.ZERO);
+    }
     long start = System.nanoTime();
     List<AutoCloseable> opened = new ArrayList<>();
     try (HandoffDomain handoff = new HandoffDomain()) {
