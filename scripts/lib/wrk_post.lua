@@ -1,23 +1,10 @@
 -- wrk script for scripts/bench-frontend: POSTs one non-streaming completion per request and prints one
 -- machine-readable line at the end (wrk's own report stays above it).
 -- The body comes from WRK_BODY; the default asks for 4 tokens.
--- With WRK_MAX_REQUESTS=N each thread stops after N answers (the cold-start runs use -t1 for an exact total,
--- so that a run covers the first N requests of a fresh frontend whatever their speed).
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("WRK_BODY")
   or '{"model": "affinity-sim", "prompt": "Tell me a story about a fox", "max_tokens": 4}'
-
-local max = tonumber(os.getenv("WRK_MAX_REQUESTS") or "")
-if max then
-  local answered = 0
-  function response(status, headers, body)
-    answered = answered + 1
-    if answered >= max then
-      wrk.thread:stop()
-    end
-  end
-end
 
 function done(summary, latency, requests)
   local e = summary.errors

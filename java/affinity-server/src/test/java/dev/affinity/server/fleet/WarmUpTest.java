@@ -66,5 +66,6 @@ class WarmUpTest {
     assertTrue(WarmUp.body(0, "m").contains("\"messages\"") && WarmUp.body(0, "m").contains("\"stream\": false"));
     assertTrue(WarmUp.body(1, "m").contains("\"prompt\""));
     assertTrue(WarmUp.body(2, "m").contains("\"stream\": true"));
+    assertTrue(WarmUp.body(63, "m").length() > dev.affinity.admission.PromptTokenizer.LONG_PROMPT_CHARS);
   }
 }
