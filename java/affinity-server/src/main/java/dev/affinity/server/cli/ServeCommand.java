@@ -93,6 +93,12 @@ final class ServeCommand implements Callable<Integer> {
     if (port != null) {
       options = options.withPort(port);
     }
+    int warmUp = loaded.config().affinity().warmUpRequests();
+    if (warmUp > 0) {
+      err.println("affinity serve: warming up with " + warmUp + " requests through a copy of the request path before"
+          + " listening (affinity.warm_up_requests; 0 turns it off)...");
+      err.flush();
+    }
     WarmUp.Result warm = WarmUp.run(loaded.config());  // before listening: /health turns ready on a warm JVM
     if (warm.answered() > 0) {
       err.println("affinity serve: warmed up with " + warm.answered() + " requests in "
