@@ -10,21 +10,13 @@ import picocli.CommandLine;
 
 class AffinityCliTest {
 
-  private record Result(int code, String out, String err) {}
-
-  private static Result run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = AffinityCli.commandLine();
-    cmd.setOut(new PrintWriter(out));
-    cmd.setErr(new PrintWriter(err));
-    int code = cmd.execute(args);
-    return new Result(code, out.toString(), err.toString());
+  private static CliRun run(String... args) {
+    return CliRun.of(args);
   }
 
   @Test
   void helpListsTheSubcommands() {
-    Result r = run("--help");
+    CliRun r = run("--help");
     assertEquals(0, r.code());
     assertTrue(r.out().contains("native-info"), r.out());
     assertTrue(r.out().contains("sim"), r.out());
@@ -33,7 +25,7 @@ class AffinityCliTest {
   @Test
   void everySubcommandHasHelp() {
     for (String sub : new String[] {"native-info", "sim", "worker"}) {
-      Result r = run(sub, "--help");
+      CliRun r = run(sub, "--help");
       assertEquals(0, r.code(), sub);
       assertTrue(r.out().contains("Usage: affinity " + sub), r.out());
     }
@@ -41,7 +33,7 @@ class AffinityCliTest {
 
   @Test
   void versionReportsThePomsVersionAndTheNativeLibrary() {
-    Result r = run("--version");
+    CliRun r = run("--version");
     assertEquals(0, r.code());
     String pom = System.getProperty("affinity.test.pom.version");
     assertTrue(pom != null && !pom.isBlank(), "surefire passes the pom's version");
@@ -52,7 +44,7 @@ class AffinityCliTest {
 
   @Test
   void nativeInfoResolvesTheDefaultConfig() {
-    Result r = run("native-info");
+    CliRun r = run("native-info");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("backends: sim"), r.out());
     assertTrue(r.out().contains("\"preset\":\"llama3-70b-h100-tp8\""), r.out());
@@ -60,14 +52,14 @@ class AffinityCliTest {
 
   @Test
   void nativeInfoReportsABadConfigKey() {
-    Result r = run("native-info", "--config", "{\"num_rank\": 2}");
+    CliRun r = run("native-info", "--config", "{\"num_rank\": 2}");
     assertEquals(1, r.code());
     assertTrue(r.err().contains("'num_rank': unknown key"), r.err());
   }
 
   @Test
   void simRunsASmallWorkloadAndReportsReuse() {
-    Result r = run("sim", "--requests", "40", "--prompt-tokens", "512", "--shared-prefix-tokens", "384",
+    CliRun r = run("sim", "--requests", "40", "--prompt-tokens", "512", "--shared-prefix-tokens", "384",
         "--prefix-groups", "2", "--max-new-tokens", "8", "--config", "{\"num_ranks\": 2, \"tokens_per_block\": 32}");
     assertEquals(0, r.code(), r.err());
     assertTrue(r.out().contains("requests           40 (0 errors)"), r.out());
@@ -77,30 +69,30 @@ class AffinityCliTest {
 
   @Test
   void simRejectsBadArguments() {
-    Result r = run("sim", "--requests", "0");
+    CliRun r = run("sim", "--requests", "0");
     assertEquals(2, r.code());
     assertTrue(r.err().contains("must be > 0"), r.err());
   }
 
   @Test
   void workerRefusesBadConfigurationsBeforeListening() {
-    Result bad = run("worker", "--port", "0", "--executor-json", "{\"num_rank\": 2}");
+    CliRun bad = run("worker", "--port", "0", "--executor-json", "{\"num_rank\": 2}");
     assertEquals(1, bad.code());
     assertTrue(bad.err().contains("num_rank"), bad.err());
 
-    Result notAnObject = run("worker", "--port", "0", "--executor-json", "[1]");
+    CliRun notAnObject = run("worker", "--port", "0", "--executor-json", "[1]");
     assertEquals(1, notAnObject.code());
     assertTrue(notAnObject.err().contains("JSON object"), notAnObject.err());
 
-    Result virtual = run("worker", "--port", "0", "--executor-json", "{\"clock\": {\"mode\": \"virtual\"}}");
+    CliRun virtual = run("worker", "--port", "0", "--executor-json", "{\"clock\": {\"mode\": \"virtual\"}}");
     assertEquals(1, virtual.code());
     assertTrue(virtual.err().contains("real clock"), virtual.err());
 
-    Result loops = run("worker", "--port", "0", "--io-threads", "-1");
+    CliRun loops = run("worker", "--port", "0", "--io-threads", "-1");
     assertEquals(1, loops.code());
     assertTrue(loops.err().contains("--io-threads must not be negative: -1"), loops.err());
 
-    Result both = run("worker", "--port", "0", "--config", "x.json", "--executor-json", "{}");
+    CliRun both = run("worker", "--port", "0", "--config", "x.json", "--executor-json", "{}");
     assertEquals(2, both.code(), "--config and --executor-json exclude each other");
     assertEquals(2, run("worker").code(), "--port is required");
   }

@@ -31,16 +31,8 @@ class SecretFileOptionsTest {
         tenant_isolation: true
       """;
 
-  private record Result(int code, String out, String err) {}
-
-  private static Result run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine cmd = AffinityCli.commandLine();
-    cmd.setOut(new PrintWriter(out));
-    cmd.setErr(new PrintWriter(err));
-    int code = cmd.execute(args);
-    return new Result(code, out.toString(), err.toString());
+  private static CliRun run(String... args) {
+    return CliRun.of(args);
   }
 
   private SecretFileOptions options(String authKey, String apiKeys) throws Exception {
@@ -81,32 +73,32 @@ class SecretFileOptionsTest {
   void configCheckTakesTheKeysFromTheFilesAndRefusesTheYamlSettingThemToo() throws Exception {
     Path config = Files.writeString(dir.resolve("c.yaml"), CLUSTER);
     SecretFileOptions o = options("k", "key-a\n");
-    Result without = run("config", "check", config.toString());
+    CliRun without = run("config", "check", config.toString());
     assertEquals(1, without.code(), without.err());
     assertTrue(without.err().contains("affinity.require_internal_auth"), without.err());
     assertTrue(without.err().contains("affinity.tenant_isolation"), without.err());
 
-    Result with = run("config", "check", config.toString(), "--auth-key-file", o.authKeyFile.toString(),
+    CliRun with = run("config", "check", config.toString(), "--auth-key-file", o.authKeyFile.toString(),
         "--api-keys-file", o.apiKeysFile.toString());
     assertEquals(0, with.code(), with.err());
 
     Path both = Files.writeString(dir.resolve("both.yaml"), CLUSTER.replace("affinity:\n",
         "internal_request_auth_key: in-clear\naffinity:\n  api_keys: [in-clear]\n"));
-    Result twice = run("config", "check", both.toString(), "--auth-key-file", o.authKeyFile.toString(),
+    CliRun twice = run("config", "check", both.toString(), "--auth-key-file", o.authKeyFile.toString(),
         "--api-keys-file", o.apiKeysFile.toString());
     assertEquals(1, twice.code(), twice.err());
     assertTrue(twice.err().contains("internal_request_auth_key: is also given by --auth-key-file " + o.authKeyFile),
         twice.err());
     assertTrue(twice.err().contains("affinity.api_keys: is also given by --api-keys-file " + o.apiKeysFile), twice.err());
 
-    Result missing = run("config", "check", config.toString(), "--api-keys-file", dir.resolve("absent").toString());
+    CliRun missing = run("config", "check", config.toString(), "--api-keys-file", dir.resolve("absent").toString());
     assertEquals(1, missing.code());
     assertTrue(missing.err().contains("--api-keys-file " + dir.resolve("absent") + ": no such file"), missing.err());
   }
 
   @Test
   void serveRefusesToStartWithAMissingKeyFile() {
-    Result r = run("serve", "--port", "0", "--auth-key-file", dir.resolve("absent").toString());
+    CliRun r = run("serve", "--port", "0", "--auth-key-file", dir.resolve("absent").toString());
     assertEquals(1, r.code(), r.err());
     assertEquals("affinity serve: --auth-key-file " + dir.resolve("absent") + ": no such file", r.err().strip());
   }
@@ -123,7 +115,7 @@ class SecretFileOptionsTest {
     new CommandLine(twice).parseArgs("--port", "0", "--auth-key", "other", "--auth-key-file", key.toString());
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, twice::authKey);
     assertTrue(e.getMessage().contains("--auth-key-file " + key + " and --auth-key"), e.getMessage());
-    Result r = run("worker", "--port", "0", "--auth-key-file", dir.resolve("absent").toString());
+    CliRun r = run("worker", "--port", "0", "--auth-key-file", dir.resolve("absent").toString());
     assertEquals(1, r.code(), r.err());
     assertTrue(r.err().contains("affinity worker: --auth-key-file " + dir.resolve("absent") + ": no such file"), r.err());
   }
