@@ -93,8 +93,15 @@ final class ServeCommand implements Callable<Integer> {
     if (port != null) {
       options = options.withPort(port);
     }
+    try {
+      // what the configuration needs of the native layer, before anything runs (the warm-up needs it too)
+      AffinityServer.requireNative(loaded.config(), dev.affinity.nativebridge.NativeRequirement.system());
+    } catch (dev.affinity.nativebridge.NativeUnavailableException e) {
+      err.println("affinity serve: " + e.getMessage());
+      return 1;
+    }
     int warmUp = loaded.config().affinity().warmUpRequests();
-    if (warmUp > 0) {
+    if (warmUp > 0 && dev.affinity.nativebridge.NativeRequirement.system().isAvailable()) {
       err.println("affinity serve: warming up with " + warmUp + " requests through a copy of the request path before"
           + " listening (affinity.warm_up_requests; 0 turns it off)...");
       err.flush();
