@@ -56,13 +56,13 @@ public interface PromptTokenizer {
    * chat; 0 when the client sent ids.
    */
   static long textChars(OpenAiRequest request) {
-    if (request instanceof CompletionRequest c) {
-      return c.promptTokenIds().isPresent() ? 0 : c.promptText().map(String::length).orElse(0);
-    }
-    ChatCompletionRequest chat = (ChatCompletionRequest) request;
-    if (chat.promptTokenIds() != null) {
+    if (bringsIds(request)) {
       return 0;
     }
+    if (request instanceof CompletionRequest c) {
+      return c.promptText().map(String::length).orElse(0);
+    }
+    ChatCompletionRequest chat = (ChatCompletionRequest) request;
     long chars = 0;
     for (var m : chat.messages()) {
       chars += m.contentText().length();
@@ -76,13 +76,13 @@ public interface PromptTokenizer {
    * drop parts of assistant turns, such as earlier reasoning). None for client-sent ids.
    */
   static List<String> keptTexts(OpenAiRequest request) {
-    if (request instanceof CompletionRequest c) {
-      return c.promptTokenIds().isPresent() ? List.of() : c.promptText().map(List::of).orElse(List.of());
-    }
-    ChatCompletionRequest chat = (ChatCompletionRequest) request;
-    if (chat.promptTokenIds() != null) {
+    if (bringsIds(request)) {
       return List.of();
     }
+    if (request instanceof CompletionRequest c) {
+      return c.promptText().map(List::of).orElse(List.of());
+    }
+    ChatCompletionRequest chat = (ChatCompletionRequest) request;
     List<String> texts = new java.util.ArrayList<>(chat.messages().size());
     for (var m : chat.messages()) {
       switch (m.role()) {
@@ -103,6 +103,14 @@ public interface PromptTokenizer {
   PromptTokenizer CLIENT_IDS = PromptTokenizer::clientIds;
 
   /** The ids the client sent, or null. */
+  /** Whether the client sent the prompt as token ids (a completion's {@code prompt}, a chat's extension field). */
+  static boolean bringsIds(OpenAiRequest request) {
+    if (request instanceof CompletionRequest c) {
+      return c.promptTokenIds().isPresent();
+    }
+    return request instanceof ChatCompletionRequest chat && chat.promptTokenIds() != null;
+  }
+
   static int[] clientIds(OpenAiRequest request) {
     if (request instanceof CompletionRequest c) {
       return c.promptTokenIds().map(ids -> ids.toArray()).orElse(null);

@@ -141,14 +141,6 @@ public record AffinitySettings(
         maxQueuedRequests, maxQueuedTokens, warmUpRequests);
   }
 
-  /** These settings with {@code warmUpRequests} in place of theirs. */
-  public AffinitySettings withWarmUpRequests(int warmUpRequests) {
-    return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
-        requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
-        tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens, warmUpRequests);
-  }
-
   /** The configured model, or {@value #DEFAULT_MODEL}. */
   public String modelOrDefault() {
     return model.orElse(DEFAULT_MODEL);

@@ -27,9 +27,8 @@ public record RouterStats(
 
   /**
    * The KV events a router ingested since it started: {@code applied} events in {@code batches} batches, taking
-   * {@code applyNanos} in all to apply to its prefix index; {@code dropped} events it never saw, counted from the
-   * gaps in each (worker, rank)'s event ids (a worker's event buffer overflowed between two polls, or a batch was
-   * lost).
+   * {@code applyNanos} in all to apply to its prefix index; {@code dropped}, a lower bound of the events it never
+   * saw, from the gaps in the workers' event ids (the rule is in {@code KvIngestCounts}).
    */
   public record KvIngest(long applied, long batches, long dropped, long applyNanos) {
     public static final KvIngest NONE = new KvIngest(0, 0, 0, 0);

@@ -93,17 +93,11 @@ final class ServeCommand implements Callable<Integer> {
     if (port != null) {
       options = options.withPort(port);
     }
-    try {
-      // what the configuration needs of the native layer, before anything runs (the warm-up needs it too)
-      AffinityServer.requireNative(loaded.config(), dev.affinity.nativebridge.NativeRequirement.system());
-    } catch (dev.affinity.nativebridge.NativeUnavailableException e) {
-      err.println("affinity serve: " + e.getMessage());
-      return 1;
-    }
-    int warmUp = loaded.config().affinity().warmUpRequests();
-    if (warmUp > 0 && dev.affinity.nativebridge.NativeRequirement.system().isAvailable()) {
-      err.println("affinity serve: warming up with " + warmUp + " requests through a copy of the request path before"
-          + " listening (affinity.warm_up_requests; 0 turns it off)...");
+    // without the native layer there is no warm-up, and AffinityServer.start names what an embedded fleet misses
+    if (WarmUp.willRun(loaded.config())) {
+      err.println("affinity serve: warming up with " + loaded.config().affinity().warmUpRequests()
+          + " requests through a copy of the request path before listening (affinity.warm_up_requests; 0 turns it"
+          + " off)...");
       err.flush();
     }
     WarmUp.Result warm = WarmUp.run(loaded.config());  // before listening: /health turns ready on a warm JVM

@@ -53,18 +53,26 @@ public final class WarmUp {
   private WarmUp() {}
 
   /**
-   * Warms the path {@code real} describes with {@code real.affinity().warmUpRequests()} requests (none: returns at
-   * once). Never throws for a failure of the warm-up itself: it is logged, and the frontend starts cold.
+   * Whether {@link #run} will warm anything up for {@code real}: it asks for requests, and this build has the native
+   * layer that the copy's loopback workers run on.
+   */
+  public static boolean willRun(DisaggConfig real) {
+    return real.affinity().warmUpRequests() > 0 && dev.affinity.nativebridge.NativeRequirement.system().isAvailable();
+  }
+
+  /**
+   * Warms the path {@code real} describes with {@code real.affinity().warmUpRequests()} requests (none, or no native
+   * layer: returns at once). Never throws for a failure of the warm-up itself: it is logged, and the frontend starts
+   * cold.
    */
   public static Result run(DisaggConfig real) {
+    if (!willRun(real)) {
+      if (real.affinity().warmUpRequests() > 0) {
+        log.info("warm-up skipped: its loopback workers need the native layer, which this build does not have");
+      }
+      return new Result(0, 0, Duration.ZERO);
+    }
     int requests = real.affinity().warmUpRequests();
-    if (requests <= 0) {
-      return new Result(0, 0, Duration.ZERO);
-    }
-    if (!dev.affinity.nativebridge.NativeRequirement.system().isAvailable()) {
-      log.info("warm-up skipped: its loopback workers need the native layer, which this build does not have");
-      return new Result(0, 0, Duration.ZERO);
-    }
     long start = System.nanoTime();
     // Two rounds, each on a copy of its own: closing a copy runs shutdown branches (event loops terminating,
     // executors stopping) that its requests never took, and the JIT, finding them inlined into the hottest

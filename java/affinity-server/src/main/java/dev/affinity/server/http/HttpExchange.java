@@ -131,12 +131,12 @@ final class HttpExchange implements ClientSink {
     return meta;
   }
 
-  /** What the access log reports of a completion request. */
   /** The admitted completion request goes to the orchestration now. */
   void processing(boolean streaming) {
     log.processing(streaming, System.nanoTime());
   }
 
+  /** What the access log reports of a completion request. */
   void describe(String requestModel, boolean streaming) {
     log.describe(requestModel, streaming);
   }

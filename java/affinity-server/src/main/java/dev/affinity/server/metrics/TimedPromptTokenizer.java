@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A prompt tokenizer whose work is timed: {@code affinity_tokenize_seconds{request="chat"}} is the chat template's
@@ -36,14 +37,15 @@ public final class TimedPromptTokenizer implements PromptTokenizer {
 
   @Override
   public int[] tokenize(OpenAiRequest request) {
-    if (PromptTokenizer.clientIds(request) != null) {
+    if (PromptTokenizer.bringsIds(request)) {
       return delegate.tokenize(request);
     }
     long start = System.nanoTime();
     try {
       return delegate.tokenize(request);
     } finally {
-      (request instanceof ChatCompletionRequest ? chat : completion).record(Duration.ofNanos(System.nanoTime() - start));
+      (request instanceof ChatCompletionRequest ? chat : completion).record(System.nanoTime() - start,
+          TimeUnit.NANOSECONDS);
     }
   }
 
