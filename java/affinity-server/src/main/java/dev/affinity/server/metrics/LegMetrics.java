@@ -26,6 +26,8 @@ import java.util.concurrent.TimeUnit;
 public final class LegMetrics implements RequestTracer {
   private final Map<Fleet, RoleMeters> roles = new EnumMap<>(Fleet.class);
   private final Counter streamResumes;
+  /** Every request's trace: it keeps nothing of a request (the per-leg state is in {@link Leg}). */
+  private final Trace trace = new Trace();
 
   public LegMetrics(MeterRegistry registry) {
     for (Fleet fleet : Fleet.values()) {
@@ -37,7 +39,7 @@ public final class LegMetrics implements RequestTracer {
 
   @Override
   public RequestTrace start(AdmittedRequest request) {
-    return new Trace();
+    return trace;
   }
 
   /** Upstream's client-side name of a fleet's role. */
@@ -89,7 +91,7 @@ public final class LegMetrics implements RequestTracer {
     }
   }
 
-  /** One request's account. Called under the request's lock, so its fields need no more. */
+  /** The requests' account, one instance for all: it only counts (each leg's times are in its {@link Leg}). */
   private final class Trace implements RequestTrace {
     @Override
     public Routing routing(Fleet fleet) {
