@@ -3,6 +3,11 @@
 # works; otherwise it prints the exact apt-get line and exits non-zero.
 
 affinity_root() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
+# The project's version: the parent pom's own <version> (the first one in the file, before <packaging>).
+affinity_version() {
+  sed -n '/<artifactId>affinity-parent<\/artifactId>/,/<packaging>/s:.*<version>\(.*\)</version>.*:\1:p' \
+    "$(affinity_root)/pom.xml" | head -1
+}
 
 _affinity_java_ok() {
   command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 || return 1
