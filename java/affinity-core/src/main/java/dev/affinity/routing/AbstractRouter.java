@@ -55,6 +55,8 @@ public abstract class AbstractRouter implements Router {
     public long tokens;
     /** Expected prefill work queued there (router-specific units). */
     public double work;
+    /** Uncached prompt tokens queued there (the routers that count prefill work). */
+    public long uncached;
   }
 
   /** A subclass's decision. */

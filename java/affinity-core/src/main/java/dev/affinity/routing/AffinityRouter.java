@@ -52,9 +52,15 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk; 0: the worker's. */
   private final int maxNumTokens;
   private final double evictionWeight;
+  /** Weight of the wait a placement imposes on the requests that arrive at its rank and its siblings after it (0: off). */
+  private final double externalityWeight;
+  private final RankQueues queues;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
-  private final Map<Long, Double> workBySelection = new HashMap<>();
+  private final Map<Long, Routed> bySelection = new HashMap<>();
+
+  /** A context selection's prefill work and uncached tokens, counted at its location until it is released. */
+  private record Routed(double work, long uncached, int location) {}
 
   private record Prepared(PrefixMatches events, int[] routed) {}
 
@@ -82,13 +88,19 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk); 0:
    *     each worker's own ({@link dev.affinity.worker.WorkerInfo#maxNumTokens})
    * @param evictionWeight the work counted for each cached token a placement evicts from a full cache (0: none)
+   * @param externalityWeight the weight of the queueing externality (context fleet): the wait a placement imposes on
+   *     the requests that arrive after it at its rank and at its lockstep siblings (0: none)
+   * @param rateWindowSeconds the window of the measured arrival rates and time per unit of work
    */
   public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
       double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
-      double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight) {
+      double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
+      double externalityWeight, double rateWindowSeconds) {
     super(context);
     this.maxNumTokens = maxNumTokens;
     this.evictionWeight = evictionWeight;
+    this.externalityWeight = externalityWeight;
+    this.queues = new RankQueues(rateWindowSeconds, maxKeys);
     this.softMargin = softMargin;
     this.pinMarginTokens = pinMarginTokens;
     this.placementTolerance = placementTolerance;
@@ -118,9 +130,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
     int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
     double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
+    double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
+    double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction);
+        eviction, externality, window);
   }
 
   @Override
@@ -195,6 +209,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       cands.addAll(candidatesOf(w));
     }
     boolean gen = context.fleet() == Fleet.GENERATION;
+    long now = context.nanoClock().getAsLong();
     double[] cost = new double[cands.size()];
     int[] matched = new int[cands.size()];
     long totalRequests = 0;
@@ -206,7 +221,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
-    double[] siblingWork = gen ? null : onSiblings(cands, i -> load(cands.get(i)).work);
     double[] siblingGen = gen ? onSiblings(cands, i -> {
       Load l = load(cands.get(i));
       return generationCost(cands.get(i), l.requests, l.tokens, meanTokens);
@@ -223,9 +237,12 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         int loc = locationOf(c);
         matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
-        int chunk = maxNumTokens > 0 ? maxNumTokens : c.worker().info().maxNumTokens();
-        cost[i] = lockstep(l.work + work(prefix, n - prefix), siblingWork[i], chunk)
-            + evictionWeight * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock());
+        int chunk = chunkOf(c);
+        double own = work(prefix, n - prefix);
+        long iterations = iterations(l.uncached + n - prefix, chunk);
+        cost[i] = Math.max(l.work + own, siblingDelay(cands, i, iterations))
+            + evictionWeight * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
+            + externalityWeight * externality(cands, i, own, iterations(n - prefix, chunk), request.routingKey(), now);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -359,20 +376,63 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     return out;
   }
 
+  private int chunkOf(Candidate c) {
+    return maxNumTokens > 0 ? maxNumTokens : c.worker().info().maxNumTokens();
+  }
+
+  /** Iterations of at most {@code chunk} tokens that {@code tokens} uncached tokens take (at least 1). */
+  private static long iterations(long tokens, int chunk) {
+    return Math.max(1, (tokens + chunk - 1) / chunk);
+  }
+
   /**
-   * The lockstep bound on when a rank finishes {@code finish} token-equivalents of prefill (its queue and this
-   * request) while a sibling rank has {@code sibling} queued: each iteration lasts as long as its slowest rank
-   * (TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md), and this rank needs
-   * {@code ceil(finish / max_num_tokens)} iterations, in each of which the sibling computes up to
-   * {@code max_num_tokens}. So it finishes no sooner than {@code max(finish, min(sibling, iterations x
-   * max_num_tokens))}.
+   * The lockstep bound: the work the busiest sibling rank of candidate {@code i} does in the next {@code iterations}
+   * iterations, which this rank's queue and request cannot finish sooner than, since each iteration lasts as long as
+   * its slowest rank (TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md). The sibling goes at
+   * the pace of its own iterations ({@code work / ceil(uncached / max_num_tokens)} per iteration, which counts the
+   * attention over the depth its chunks are at), and does at most all its queued work.
    */
-  private static double lockstep(double finish, double sibling, int maxNumTokens) {
-    if (sibling <= finish) {
-      return finish;
+  private double siblingDelay(List<Candidate> cands, int i, long iterations) {
+    String worker = cands.get(i).workerId();
+    double most = 0;
+    for (int k = 0; k < cands.size(); k++) {
+      Candidate s = cands.get(k);
+      if (k == i || !s.workerId().equals(worker)) {
+        continue;
+      }
+      Load l = load(s);
+      if (l.work <= 0) {
+        continue;
+      }
+      double perIteration = l.work / iterations(l.uncached, chunkOf(s));
+      most = Math.max(most, Math.min(l.work, iterations * perIteration));
     }
-    double iterations = Math.ceil(finish / maxNumTokens);
-    return Math.max(finish, Math.min(sibling, iterations * maxNumTokens));
+    return most;
+  }
+
+  /**
+   * The queueing externality of putting {@code own} units of prefill work ({@code ownIterations} iterations) on
+   * candidate {@code i}: the wait it imposes on the requests of other sessions that come after it. Prefill is served
+   * first come, first served (TensorRT-LLM's chunking policy), so a request arriving at the same rank while its
+   * queue and this work are in the system waits {@code own} longer; one arriving at a lockstep sibling rank while
+   * this request computes waits one of its iterations ({@code own / iterations}) per iteration it shares. Who
+   * arrives comes from the measured rates ({@link RankQueues#arrivalsWithin}): agent sessions have one call in
+   * flight each, so each is delayed at most once, and the externality grows with the work only linearly.
+   */
+  private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
+    if (externalityWeight == 0) {
+      return 0;
+    }
+    Candidate c = cands.get(i);
+    double ext = own * queues.arrivalsWithin(locationOf(c), key, load(c).work + own / 2, now);
+    double perIteration = own / ownIterations;
+    for (int k = 0; k < cands.size(); k++) {
+      Candidate s = cands.get(k);
+      if (k != i && s.workerId().equals(c.workerId())) {
+        ext += perIteration * queues.arrivalsWithin(locationOf(s), key, own, now);
+      }
+    }
+    return ext;
   }
 
   /**
@@ -456,8 +516,12 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     long n = r.numTokens();
     long prefix = Math.min(s.matchedTokens(), Math.max(0, n - 1));
     double w = work(prefix, n - prefix);
-    load(s.candidate()).work += w;
-    workBySelection.put(s.id(), w);
+    Load l = load(s.candidate());
+    l.work += w;
+    l.uncached += n - prefix;
+    int loc = locationOf(s.candidate());
+    bySelection.put(s.id(), new Routed(w, n - prefix, loc));
+    queues.arrived(loc, r.routingKey(), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
     routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
@@ -465,9 +529,12 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
 
   @Override
   protected void onReleased(Selection s, Outcome outcome) {
-    Double w = workBySelection.remove(s.id());
-    if (w != null) {
-      load(s.candidate()).work -= w;
+    Routed r = bySelection.remove(s.id());
+    if (r != null) {
+      Load l = load(s.candidate());
+      l.work -= r.work();
+      l.uncached -= r.uncached();
+      queues.completed(r.location(), r.work(), context.nanoClock().getAsLong());
     }
     if (outcome == Outcome.SUCCESS && trackRoutedBlocks && context.fleet() == Fleet.CONTEXT) {
       backfill(s);

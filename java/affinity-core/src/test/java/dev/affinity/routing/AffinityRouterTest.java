@@ -336,6 +336,71 @@ class AffinityRouterTest {
   }
 
   @Test
+  void aSiblingIsChargedAtThePaceOfItsOwnIterations() {
+    // attention makes deep chunks expensive: a/0 computes 10,000 new tokens after 90,000 cached (2 iterations of
+    // ~0.95 M units each), b/0 40,000 tokens from scratch (5 iterations of ~0.33 M). A 1,000-token request on an
+    // idle rank waits one iteration of its sibling: b/1 is the cheaper, although counted in tokens (8,192 per
+    // iteration) both would cost the same and a/1, whose cache has more room, would win the tie.
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0, "attention_factor", 1e-3),
+        context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    int[] deep = tokens(100_000, 0);
+    stored(r, "a", 0, java.util.Arrays.copyOf(deep, 90_000));
+    Selection onA = r.select(req(1, null, deep), Set.of("b"));
+    assertEquals(0, onA.candidate().rank());
+    Selection onB = r.select(req(2, null, tokens(40_000, 1_000_000)), Set.of("a"));
+    int idleOfB = 1 - onB.candidate().rank();
+    stored(r, "b", idleOfB, tokens(400, 6_000_000));  // a/1's cache has more room: the tie-break counted in tokens
+    Selection small = r.select(req(3, null, tokens(1000, 2_000_000)), Set.of());
+    assertEquals("b", small.worker().id());
+    assertEquals(idleOfB, small.candidate().rank());
+    onA.release(Outcome.SUCCESS);
+    onB.release(Outcome.SUCCESS);
+  }
+
+  /** Measures one completion: a rank busy 1 s for a keyless 100-token request. */
+  private void oneCompletion(AffinityRouter r, String worker) {
+    Selection s = r.select(req(500, null, tokens(100, 9_000_000)), Set.of(worker.equals("a") ? "b" : "a"));
+    clock.advance(java.time.Duration.ofSeconds(1));
+    s.release(Outcome.SUCCESS);
+  }
+
+  private String whereABigNewRequestGoes(double externalityWeight) {
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0, "queue_externality_weight", externalityWeight), "a", "b");
+    oneCompletion(r, "a");
+    // three other sessions send to a, one to b
+    for (String key : List.of("s1", "s2", "s3")) {
+      r.select(req(key.hashCode(), key, tokens(64, key.hashCode())), Set.of("b")).release(Outcome.SUCCESS);
+    }
+    r.select(req(600, "t1", tokens(64, 600)), Set.of("a")).release(Outcome.SUCCESS);
+    stored(r, "b", -1, tokens(400, 7_000_000));  // a has more room: the tie-break without the externality
+    return r.select(req(700, null, tokens(10_000, 8_000_000)), Set.of()).worker().id();
+  }
+
+  @Test
+  void aBigRequestGoesWhereFewerOtherSessionsWillWaitBehindIt() {
+    assertEquals("b", whereABigNewRequestGoes(1.0), "three sessions would wait behind it on a, one on b");
+    assertEquals("a", whereABigNewRequestGoes(0.0), "without the externality: the roomier cache");
+  }
+
+  @Test
+  void aSessionIsNotChargedForWaitingBehindItself() {
+    // a session whose home is a, where nobody else sends, keeps going home with its big uncached turns: its own
+    // arrival rate there is no one else's wait
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
+    oneCompletion(r, "a");
+    r.select(req(601, "other", tokens(64, 601)), Set.of("a")).release(Outcome.SUCCESS);
+    Selection home = r.select(req(602, "me", tokens(64, 602)), Set.of("b"));
+    home.release(Outcome.SUCCESS);
+    for (int i = 0; i < 3; i++) {
+      Selection s = r.select(req(610 + i, "me", tokens(10_000, 610_000 + i * 20_000)), Set.of());
+      assertEquals("a", s.worker().id());
+      s.release(Outcome.SUCCESS);
+    }
+  }
+
+  @Test
   void aRequestWithoutAKeyGoesWhereTheCacheHasRoomAmongNearEqualCosts() {
     // every prompt starts with the same 32 tokens, cached on a only; b's cache is empty. Within the placement
     // tolerance (10% of the prompt) the emptier cache wins, so b is not starved by a shared first block.

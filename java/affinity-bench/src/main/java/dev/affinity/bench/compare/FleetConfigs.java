@@ -1,7 +1,10 @@
 package dev.affinity.bench.compare;
 
+import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.ConfigProblem;
 import dev.affinity.config.DisaggConfig;
+import dev.affinity.routing.RouterFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -9,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.yaml.snakeyaml.DumperOptions;
 import org.yaml.snakeyaml.LoaderOptions;
@@ -99,9 +103,14 @@ public final class FleetConfigs {
     }
   }
 
-  /** The configuration under {@code policy}, validated. */
+  /** The configuration under {@code policy}, validated, its routers' arguments too (as {@code config check} does). */
   public DisaggConfig under(Policy policy) {
-    return ConfigLoader.parse(dump(policy.applyTo(yaml)), source + " under policy " + policy.name()).config();
+    DisaggConfig config = ConfigLoader.parse(dump(policy.applyTo(yaml)), source + " under policy " + policy.name()).config();
+    List<ConfigProblem> problems = new RouterFactory().check(config);
+    if (!problems.isEmpty()) {
+      throw new ConfigException(problems);
+    }
+    return config;
   }
 
   /** The configuration as written (its own routers), validated. */

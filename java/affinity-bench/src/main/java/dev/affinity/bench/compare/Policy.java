@@ -16,9 +16,11 @@ import java.util.Objects;
  * @param subagentScope    {@code context} or {@code both} to configure the sub-agent header
  *                         ({@code X-Dynamo-Parent-Session-ID}) with that scope; null to leave it out
  * @param affinity         keys set in the configuration's {@code affinity:} block (e.g. {@code soft_placement_margin})
+ * @param contextArgs      arguments of the context router (beside its type)
+ * @param generationArgs   arguments of the generation router (beside its type)
  */
 public record Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope,
-    Map<String, Object> affinity) {
+    Map<String, Object> affinity, Map<String, Object> contextArgs, Map<String, Object> generationArgs) {
   public static final String SUBAGENT_HEADER = "X-Dynamo-Parent-Session-ID";
 
   public Policy {
@@ -26,6 +28,14 @@ public record Policy(String name, String description, String contextRouter, Stri
     Objects.requireNonNull(contextRouter, "contextRouter");
     Objects.requireNonNull(generationRouter, "generationRouter");
     affinity = Map.copyOf(affinity);
+    contextArgs = Map.copyOf(contextArgs);
+    generationArgs = Map.copyOf(generationArgs);
+  }
+
+  /** A policy whose routers take their default arguments. */
+  public Policy(String name, String description, String contextRouter, String generationRouter, String subagentScope,
+      Map<String, Object> affinity) {
+    this(name, description, contextRouter, generationRouter, subagentScope, affinity, Map.of(), Map.of());
   }
 
   /** A policy that sets nothing in the {@code affinity:} block. */
@@ -58,8 +68,20 @@ public record Policy(String name, String description, String contextRouter, Stri
             + "header", "llmd_scorer", "llmd_scorer", null));
   }
 
-  /** The built-in policy of this name; an error lists the known names. */
+  /**
+   * The built-in policy of this name; an error lists the known names. A variant of a built-in policy names the
+   * settings it changes in braces, separated by semicolons: {@code affinity{ctx.queue_externality_weight=0}} sets an
+   * argument of the context router ({@code gen.} of the generation router), any other key a key of the {@code affinity:}
+   * block ({@code affinity{agent_priority=false}}); values are YAML scalars. Ablations are variants.
+   */
   public static Policy named(String name) {
+    int brace = name.indexOf('{');
+    if (brace >= 0) {
+      if (!name.endsWith("}")) {
+        throw new IllegalArgumentException("policy variant \"" + name + "\" must end with '}'");
+      }
+      return named(name.substring(0, brace).trim()).variant(name, name.substring(brace + 1, name.length() - 1));
+    }
     for (Policy p : builtIn()) {
       if (p.name().equals(name)) {
         return p;
@@ -69,11 +91,39 @@ public record Policy(String name, String description, String contextRouter, Stri
         + String.join(", ", builtIn().stream().map(Policy::name).toList()));
   }
 
+  /** This policy with the settings of {@code spec} ({@code key=value;...}) changed, named {@code variantName}. */
+  private Policy variant(String variantName, String spec) {
+    Map<String, Object> block = new LinkedHashMap<>(affinity);
+    Map<String, Object> ctx = new LinkedHashMap<>(contextArgs);
+    Map<String, Object> gen = new LinkedHashMap<>(generationArgs);
+    for (String setting : spec.split(";")) {
+      if (setting.isBlank()) {
+        continue;
+      }
+      int eq = setting.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("policy variant \"" + variantName + "\": \"" + setting.trim()
+            + "\" is not key=value");
+      }
+      String key = setting.substring(0, eq).trim();
+      Object value = new org.yaml.snakeyaml.Yaml().load(setting.substring(eq + 1).trim());
+      if (key.startsWith("ctx.")) {
+        ctx.put(key.substring(4), value);
+      } else if (key.startsWith("gen.")) {
+        gen.put(key.substring(4), value);
+      } else {
+        block.put(key, value);
+      }
+    }
+    return new Policy(variantName, description + "; changed: " + spec, contextRouter, generationRouter, subagentScope,
+        block, ctx, gen);
+  }
+
   /** A copy of a parsed configuration (YAML maps) with this policy's keys replaced. */
   Map<String, Object> applyTo(Map<String, Object> yaml) {
     Map<String, Object> out = new LinkedHashMap<>(yaml);
-    out.put("context_servers", withRouter(out.get("context_servers"), contextRouter));
-    out.put("generation_servers", withRouter(out.get("generation_servers"), generationRouter));
+    out.put("context_servers", withRouter(out.get("context_servers"), contextRouter, contextArgs));
+    out.put("generation_servers", withRouter(out.get("generation_servers"), generationRouter, generationArgs));
     if (subagentScope == null) {
       out.remove("conversation_affinity_header_for_subagents");
       out.remove("subagent_affinity_scope");
@@ -92,13 +142,14 @@ public record Policy(String name, String description, String contextRouter, Stri
     return out;
   }
 
-  private static Map<String, Object> withRouter(Object section, String type) {
+  private static Map<String, Object> withRouter(Object section, String type, Map<String, Object> args) {
     Map<String, Object> s = new LinkedHashMap<>();
     if (section instanceof Map<?, ?> m) {
       m.forEach((k, v) -> s.put(String.valueOf(k), v));
     }
     Map<String, Object> router = new LinkedHashMap<>();
     router.put("type", type);
+    router.putAll(args);
     s.put("router", router);
     return s;
   }

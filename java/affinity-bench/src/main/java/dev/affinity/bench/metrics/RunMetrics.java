@@ -30,23 +30,35 @@ import org.HdrHistogram.Histogram;
  * @param agentsWithinSlo     of those, how many met the SLO
  * @param durationS           time from the first send to the last answer (virtual for simulations)
  * @param outputTokensPerS    generated tokens per second of {@code durationS}
+ * @param boundTtftMs         p50, p95, p99 of the zero-queue bound on TTFT ({@link ZeroQueueBound}) over the
+ *                            answered requests, or null when unknown (live runs)
+ * @param sessionTimeMeanS    mean over agents (a main agent with its sub-agents) of the time from its first call's
+ *                            send to its last answer, seconds
  */
 public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itlMs, double[] e2eMs, double hitRatio,
     double idealHitRatio, double pooledHitRatio, double[] ctxQueueMs, double[] genQueueMs, double ctxImbalance, double genImbalance,
     double ctxRankImbalance, double genRankImbalance, int agents, int agentsWithinSlo, double durationS,
-    double outputTokensPerS) {
+    double outputTokensPerS, double[] boundTtftMs, double sessionTimeMeanS) {
 
   /** The percentiles every latency is reported at. */
   public static final double[] PERCENTILES = {50, 95, 99};
+
+  /** Summarizes a run whose zero-queue bound is unknown (live runs). */
+  public static RunMetrics of(List<RequestRecord> records, LoadSeries load, Histogram ctxQueue, Histogram genQueue, Slo slo) {
+    return of(records, load, ctxQueue, genQueue, slo, null);
+  }
 
   /**
    * Summarizes a run.
    *
    * @param ctxQueue context legs' queue waits (µs), or null when unknown (live runs)
    * @param genQueue generation legs' queue waits (µs), or null when unknown
+   * @param bound    the fleet's zero-queue bound, or null when unknown (live runs)
    */
-  public static RunMetrics of(List<RequestRecord> records, LoadSeries load, Histogram ctxQueue, Histogram genQueue, Slo slo) {
+  public static RunMetrics of(List<RequestRecord> records, LoadSeries load, Histogram ctxQueue, Histogram genQueue, Slo slo,
+      ZeroQueueBound bound) {
     Histogram ttft = histogram();
+    Histogram boundTtft = histogram();
     Histogram itl = histogram();
     Histogram e2e = histogram();
     long prompt = 0;
@@ -78,19 +90,37 @@ public record RunMetrics(int requests, int errors, double[] ttftMs, double[] itl
       pooled += Math.max(0, r.pooledReusedTokens());
       pooledKnown &= r.pooledReusedTokens() >= 0;
       output += r.outputTokens();
+      if (bound != null && r.pooledReusedTokens() >= 0) {
+        record(boundTtft, Math.round(bound.ttftUs(r.promptTokens(), r.pooledReusedTokens())));
+      }
     }
     int within = 0;
+    double sessionSum = 0;
     for (List<RequestRecord> agent : byAgent.values()) {
       if (withinSlo(agent, slo)) {
         within++;
       }
+      sessionSum += sessionSeconds(agent);
     }
     double duration = records.isEmpty() || last <= first ? 0 : (last - first) / 1e6;
     return new RunMetrics(records.size(), errors, ms(ttft), ms(itl), ms(e2e), prompt == 0 ? 0 : (double) reused / prompt,
         prompt == 0 ? 0 : (double) ideal / prompt, !pooledKnown ? Double.NaN : prompt == 0 ? 0 : (double) pooled / prompt,
         ctxQueue == null ? null : ms(ctxQueue), genQueue == null ? null : ms(genQueue),
         load.instanceImbalance(true), load.instanceImbalance(false), load.rankImbalance(true), load.rankImbalance(false),
-        byAgent.size(), within, duration, duration == 0 ? 0 : output / duration);
+        byAgent.size(), within, duration, duration == 0 ? 0 : output / duration,
+        bound == null || boundTtft.getTotalCount() == 0 ? null : ms(boundTtft),
+        byAgent.isEmpty() ? 0 : sessionSum / byAgent.size());
+  }
+
+  /** From an agent's first send to its last answer (or last failure), seconds. */
+  static double sessionSeconds(List<RequestRecord> agent) {
+    long first = Long.MAX_VALUE;
+    long last = Long.MIN_VALUE;
+    for (RequestRecord r : agent) {
+      first = Math.min(first, r.sendUs());
+      last = Math.max(last, r.sendUs() + Math.max(0, r.e2eUs()));
+    }
+    return agent.isEmpty() ? 0 : (last - first) / 1e6;
   }
 
   /** Whether an agent's requests all succeeded with P95 TTFT and P25 output speed within the SLO. */

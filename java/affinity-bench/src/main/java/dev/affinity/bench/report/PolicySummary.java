@@ -10,20 +10,26 @@ import java.util.function.ToDoubleFunction;
  *
  * @param pooledHitRatio  NaN when no run knew its pooled bound (live runs)
  * @param genQueueP95Ms   NaN when no run knew its queue waits (live runs)
+ * @param boundTtftP50Ms  the zero-queue bound's p50 (NaN when no run knew it: live runs)
+ * @param boundTtftP95Ms  the zero-queue bound's p95 (NaN likewise)
+ * @param sessionTimeMeanS mean time from an agent's first call to its last answer, seconds
  */
 record PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double ttftP99Ms, double itlP50Ms,
     double e2eP50Ms, double e2eP95Ms, double hitRatio, double idealHitRatio, double pooledHitRatio, double genQueueP95Ms,
-    double ctxImbalance, double genImbalance, double agentsWithinSlo, double agents) {
+    double ctxImbalance, double genImbalance, double agentsWithinSlo, double agents, double boundTtftP50Ms,
+    double boundTtftP95Ms, double sessionTimeMeanS) {
 
   static PolicySummary of(PolicyRuns p) {
     List<RunMetrics> m = p.runs().stream().map(RunResult::metrics).toList();
     List<RunMetrics> queued = m.stream().filter(x -> x.genQueueMs() != null).toList();
+    List<RunMetrics> bounded = m.stream().filter(x -> x.boundTtftMs() != null).toList();
     return new PolicySummary(p.policy(), mean(m, x -> x.ttftMs()[0]), mean(m, x -> x.ttftMs()[1]),
         mean(m, x -> x.ttftMs()[2]), mean(m, x -> x.itlMs()[0]), mean(m, x -> x.e2eMs()[0]),
         mean(m, x -> x.e2eMs()[1]), mean(m, RunMetrics::hitRatio), mean(m, RunMetrics::idealHitRatio),
         mean(m, RunMetrics::pooledHitRatio),
         mean(queued, x -> x.genQueueMs()[1]), mean(m, RunMetrics::ctxImbalance), mean(m, RunMetrics::genImbalance),
-        mean(m, RunMetrics::agentsWithinSlo), mean(m, RunMetrics::agents));
+        mean(m, RunMetrics::agentsWithinSlo), mean(m, RunMetrics::agents), mean(bounded, x -> x.boundTtftMs()[0]),
+        mean(bounded, x -> x.boundTtftMs()[1]), mean(m, RunMetrics::sessionTimeMeanS));
   }
 
   /** The mean, summed in list order; NaN for an empty list. */

@@ -12,7 +12,8 @@ final class ResultsCsv {
       "e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "hit_ratio", "ideal_hit_ratio", "pooled_hit_ratio",
       "ctx_queue_p50_ms", "ctx_queue_p95_ms", "ctx_queue_p99_ms", "gen_queue_p50_ms", "gen_queue_p95_ms",
       "gen_queue_p99_ms", "ctx_imbalance", "gen_imbalance", "ctx_rank_imbalance", "gen_rank_imbalance",
-      "agents", "agents_within_slo", "duration_s", "output_tokens_per_s", "wall_s", "simulated_s");
+      "agents", "agents_within_slo", "duration_s", "output_tokens_per_s", "wall_s", "simulated_s",
+      "bound_ttft_p50_ms", "bound_ttft_p95_ms", "session_time_mean_s");
 
   private ResultsCsv() {}
 
@@ -47,6 +48,9 @@ final class ResultsCsv {
     f.add(Text.fixed(m.outputTokensPerS(), 3));
     f.add(Text.fixed(r.wallSeconds(), 3));
     f.add(Text.fixed(r.simulatedSeconds(), 3));
+    f.add(m.boundTtftMs() == null ? "" : Text.fixed(m.boundTtftMs()[0], 3));
+    f.add(m.boundTtftMs() == null ? "" : Text.fixed(m.boundTtftMs()[1], 3));
+    f.add(Text.fixed(m.sessionTimeMeanS(), 3));
     return f;
   }
 

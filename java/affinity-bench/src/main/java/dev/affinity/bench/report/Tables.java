@@ -21,11 +21,19 @@ final class Tables {
           p.pooledHitRatio() > 0 ? ratio(p.hitRatio() / p.pooledHitRatio()) : NA, ms(p.genQueueP95Ms()),
           imbalance(p.ctxImbalance()), imbalance(p.genImbalance()),
           Math.round(p.agentsWithinSlo()) + " / " + Math.round(p.agents()),
-          best > 0 ? Text.fixed(p.ttftP50Ms() / best, 2) + "x" : NA));
+          best > 0 ? Text.fixed(p.ttftP50Ms() / best, 2) + "x" : NA, overBound(p.ttftP50Ms(), p.boundTtftP50Ms()),
+          overBound(p.ttftP95Ms(), p.boundTtftP95Ms()), Double.isNaN(p.sessionTimeMeanS()) ? NA
+              : Text.fixed(p.sessionTimeMeanS(), 1)));
     }
     return new Table(List.of("policy", "TTFT p50 ms", "TTFT p95 ms", "TTFT p99 ms", "ITL p50 ms", "E2E p50 ms",
         "E2E p95 ms", "hit ratio", "ideal", "hit/ideal", "pooled bound", "hit/pooled", "gen queue p95 ms", "ctx imbalance", "gen imbalance",
-        "agents within SLO", "TTFT p50 vs best"), rows, 1);
+        "agents within SLO", "TTFT p50 vs best", "p50 / zero-queue bound", "p95 / zero-queue bound", "session mean s"),
+        rows, 1);
+  }
+
+  /** A TTFT percentile as a multiple of the zero-queue bound's same percentile; n/a when the bound is unknown. */
+  private static String overBound(double ttft, double bound) {
+    return Double.isNaN(bound) || !(bound > 0) ? NA : Text.fixed(ttft / bound, 2) + "x";
   }
 
   /** One row per run: its wall-clock and simulated time. */

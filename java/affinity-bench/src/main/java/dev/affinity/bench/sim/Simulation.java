@@ -9,6 +9,7 @@ import dev.affinity.bench.metrics.RequestRecord;
 import dev.affinity.bench.metrics.RunMetrics;
 import dev.affinity.bench.metrics.RunResult;
 import dev.affinity.bench.metrics.Slo;
+import dev.affinity.bench.metrics.ZeroQueueBound;
 import dev.affinity.bench.trace.BlockTokens;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.routing.Fleet;
@@ -82,11 +83,29 @@ public final class Simulation {
       }
       List<RequestRecord> records = driver.records();
       LoadSeries load = sampler.series();
-      RunMetrics metrics = RunMetrics.of(records, load, ctxQueue, genQueue, slo);
+      ZeroQueueBound bound = zeroQueueBound(fleet);
+      RunMetrics metrics = RunMetrics.of(records, load, ctxQueue, genQueue, slo, bound);
       long lastAnswerUs = records.stream().mapToLong(r -> r.sendUs() + r.e2eUs()).max().orElse(0);
       return new RunResult(policy, workload.name(), seed, metrics, records, load, (System.nanoTime() - wallStart) / 1e9,
-          lastAnswerUs / 1e6);
+          lastAnswerUs / 1e6, bound);
     }
+  }
+
+  /**
+   * The zero-queue bound of the fleet: the timing of its first context and first generation executor (a fleet
+   * whose instances differ in timing gets its first instances' bound).
+   */
+  static ZeroQueueBound zeroQueueBound(SimFleet fleet) {
+    String ctx = null;
+    String gen = null;
+    for (VirtualExecutor e : fleet.executors()) {
+      if (e.fleet() == Fleet.CONTEXT && ctx == null) {
+        ctx = e.describe();
+      } else if (e.fleet() == Fleet.GENERATION && gen == null) {
+        gen = e.describe();
+      }
+    }
+    return ZeroQueueBound.fromDescriptions(ctx, gen != null ? gen : ctx);
   }
 
   /** The KV capacity of every context instance's every rank, in tokens: the pooled bound's cache size. */

@@ -80,4 +80,27 @@ class FleetConfigsTest {
     assertFalse(fleet.asWritten().context().isEmbedded());
     assertThrows(IllegalArgumentException.class, () -> fleet.withInstances(2, 0));
   }
+
+  @Test
+  void aVariantChangesRouterArgumentsAndAffinityKeysOfItsBuiltInPolicy() {
+    Policy v = Policy.named("affinity{ctx.queue_externality_weight=0; gen.kv_weight=2.5; soft_placement_margin=false}");
+    assertEquals("affinity{ctx.queue_externality_weight=0; gen.kv_weight=2.5; soft_placement_margin=false}", v.name());
+    DisaggConfig c = FleetConfigs.builtIn().under(v);
+    assertEquals("affinity", c.context().router().type());
+    assertEquals(0, ((Number) c.context().router().args().get("queue_externality_weight")).doubleValue());
+    assertEquals(2.5, ((Number) c.generation().router().args().get("kv_weight")).doubleValue());
+    assertEquals(-1, c.affinity().softPlacementMargin().orElseThrow(), "the affinity block's key");
+    assertEquals(SubagentScope.CONTEXT, c.subagentScope(), "the rest of the policy stays");
+  }
+
+  @Test
+  void aVariantsMistakesAreNamed() {
+    IllegalArgumentException noValue = assertThrows(IllegalArgumentException.class,
+        () -> Policy.named("affinity{ctx.queue_externality_weight}"));
+    assertTrue(noValue.getMessage().contains("is not key=value"), noValue.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> Policy.named("nonesuch{a=1}"));
+    assertThrows(IllegalArgumentException.class, () -> Policy.named("affinity{a=1"));
+    // an argument the router does not know fails like a configuration would
+    assertThrows(ConfigException.class, () -> FleetConfigs.builtIn().under(Policy.named("affinity{ctx.no_such_arg=1}")));
+  }
 }

@@ -59,4 +59,16 @@ class RunMetricsTest {
     assertEquals(1.0, s.rankImbalance(true), 1e-9);
     assertEquals(1.5, s.rankImbalance(false), 1e-9);
   }
+
+  @Test
+  void sessionTimeRunsFromAnAgentsFirstSendToItsLastAnswer() {
+    List<RequestRecord> records = List.of(
+        new RequestRecord(0, "a", null, "a", 1_000_000, 100_000, 2_000_000, 5, 100, 0, 0, -1, "c", 0, "g", 0, 200, null),
+        new RequestRecord(1, "a-sub", "a", "a", 5_000_000, 100_000, 4_000_000, 5, 100, 0, 0, -1, "c", 0, "g", 0, 200, null),
+        new RequestRecord(2, "b", null, "b", 0, 100_000, 1_000_000, 5, 100, 0, 0, -1, "c", 0, "g", 0, 200, null));
+    RunMetrics m = RunMetrics.of(records, LoadSeries.empty(), null, null, Slo.defaults());
+    // a: 1 s to 9 s (its sub-agent's answer); b: 0 to 1 s
+    assertEquals((8.0 + 1.0) / 2, m.sessionTimeMeanS(), 1e-9);
+    assertEquals(null, m.boundTtftMs(), "no bound without the fleet's timing");
+  }
 }

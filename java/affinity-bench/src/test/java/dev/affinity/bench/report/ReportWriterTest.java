@@ -41,7 +41,7 @@ class ReportWriterTest {
     List<String> lines = Files.readAllLines(tmp.resolve("results.csv"));
     assertEquals(1 + 8, lines.size());
     List<String> header = List.of(lines.get(0).split(","));
-    assertEquals(33, header.size());
+    assertEquals(36, header.size());
     assertEquals(List.of("policy", "workload", "seed"), header.subList(0, 3));
 
     RunResult expected = runs.stream()

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 class SweepsTest {
   private static RunResult run(String policy, String workload, long seed, int agents, int within) {
     double[] ms = {1, 2, 3};
-    RunMetrics m = new RunMetrics(10, 0, ms, ms, ms, 0.5, 0.9, Double.NaN, ms, ms, 1, 1, 1, 1, agents, within, 10, 100);
+    RunMetrics m = new RunMetrics(10, 0, ms, ms, ms, 0.5, 0.9, Double.NaN, ms, ms, 1, 1, 1, 1, agents, within, 10, 100, null, 0);
     return new RunResult(policy, workload, seed, m, List.of(), LoadSeries.empty(), 1, 10);
   }
 

@@ -1,0 +1,209 @@
+package dev.affinity.routing;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What a router measures of each prefix-index location's (worker, rank) queue, to price the wait a placement
+ * imposes on the requests that come after it: the sessions (routing keys) that send there and how often each does,
+ * the rate of requests without a key, and the fleet's time per unit of prefill work (how long a rank is busy per
+ * token-equivalent it completes). Rates are exponentially decaying averages over {@code window} (a count decayed by
+ * {@code e^(-age / window)}, so a steady stream of rate {@code r} reads {@code r}); a rank is busy from the moment it
+ * has outstanding work until its last completion. Not thread-safe: the router calls it under its lock.
+ */
+final class RankQueues {
+  private final double windowNanos;
+  private final long maxKeys;
+  private double[] arrivals = new double[0];
+  private long[] stamp = new long[0];
+  private int[] outstanding = new int[0];
+  private long[] busyMark = new long[0];
+  private boolean[] seen = new boolean[0];
+  private final List<List<KeyRate>> keysAt = new ArrayList<>();
+  private final LinkedHashMap<String, KeyRate> keys = new LinkedHashMap<>(16, 0.75f, true);
+  /** Busy time and completed work of every location, decayed together (nanoseconds, work units). */
+  private double busyNanos;
+  private double doneWork;
+  private long fleetStamp;
+  private boolean fleetStamped;
+
+  /** One routing key's decaying request count at the location it last went to. */
+  private static final class KeyRate {
+    final String key;
+    double count;
+    long stamp;
+    int location = -1;
+
+    KeyRate(String key) {
+      this.key = key;
+    }
+  }
+
+  RankQueues(double windowSeconds, long maxKeys) {
+    if (!(windowSeconds > 0)) {
+      throw new IllegalArgumentException("window must be > 0 seconds, got " + windowSeconds);
+    }
+    this.windowNanos = windowSeconds * 1e9;
+    this.maxKeys = maxKeys;
+  }
+
+  /** A request ({@code key}: its routing key, or null) was routed to {@code loc}. */
+  void arrived(int loc, String key, long now) {
+    grow(loc, now);
+    decay(loc, now);
+    arrivals[loc] += 1;
+    if (outstanding[loc]++ == 0) {
+      busyMark[loc] = now;
+    }
+    if (key != null) {
+      keyArrived(key, loc, now);
+    }
+  }
+
+  /** A request routed to {@code loc} with {@code w} units of work completed there (or ended). */
+  void completed(int loc, double w, long now) {
+    grow(loc, now);
+    decayFleet(now);
+    if (outstanding[loc] > 0) {
+      busyNanos += Math.max(0, now - busyMark[loc]);
+      doneWork += w;
+      busyMark[loc] = now;
+      outstanding[loc]--;
+    }
+  }
+
+  /** Seconds a rank spends per unit of work it completes; 0 until a completion was measured. */
+  double secondsPerWork() {
+    return doneWork > 0 ? busyNanos / 1e9 / doneWork : 0;
+  }
+
+  /**
+   * How many requests of other sessions come to {@code loc} within {@code window} units of work from now: each
+   * session sending there (other than {@code self}) has one call in flight at a time, so it comes at most once in
+   * the window (with probability {@code min(1, its rate x window)}) and waits behind the work that arrived before it
+   * only once; requests without a key arrive as a Poisson stream of the location's remaining rate. Rates are per
+   * unit of work (per second x the measured seconds per unit of work). 0 until a completion was measured.
+   */
+  double arrivalsWithin(int loc, String self, double window, long now) {
+    if (loc >= seen.length || !seen[loc]) {
+      return 0;
+    }
+    double perWork = secondsPerWork() / (windowNanos / 1e9);
+    if (perWork == 0) {
+      return 0;
+    }
+    decay(loc, now);
+    double waits = 0;
+    double keyed = 0;
+    for (KeyRate k : keysAt(loc)) {
+      double count = decayed(k, now);
+      keyed += count;
+      if (!k.key.equals(self)) {
+        waits += Math.min(1, count * perWork * window);
+      }
+    }
+    double keyless = Math.max(0, arrivals[loc] - keyed);
+    return waits + keyless * perWork * window;
+  }
+
+  /** Forgets a location (a worker removed, a cache recreated): its rates start again from nothing. */
+  void forget(int loc) {
+    if (loc < arrivals.length) {
+      arrivals[loc] = 0;
+    }
+  }
+
+  private void keyArrived(String key, int loc, long now) {
+    KeyRate k = keys.get(key);
+    if (k == null) {
+      k = new KeyRate(key);
+      keys.put(key, k);
+      if (keys.size() > maxKeys) {
+        Iterator<Map.Entry<String, KeyRate>> it = keys.entrySet().iterator();
+        KeyRate eldest = it.next().getValue();
+        it.remove();
+        if (eldest.location >= 0) {
+          keysAt(eldest.location).remove(eldest);
+        }
+      }
+    }
+    if (k.location != loc) {
+      if (k.location >= 0) {
+        // its requests there were its own: they leave with it
+        keysAt(k.location).remove(k);
+        decay(k.location, now);
+        arrivals[k.location] = Math.max(0, arrivals[k.location] - decayed(k, now));
+      }
+      k.location = loc;
+      k.count = 0;
+      keysAt(loc).add(k);
+    } else {
+      k.count = decayed(k, now);
+    }
+    k.count += 1;
+    k.stamp = now;
+    // keys whose rate has faded out leave the location's list
+    KeyRate current = k;
+    keysAt(loc).removeIf(x -> x != current && decayed(x, now) < 0.01 && drop(x));
+  }
+
+  private boolean drop(KeyRate k) {
+    keys.remove(k.key);
+    k.location = -1;
+    return true;
+  }
+
+  private double decayed(KeyRate k, long now) {
+    return k.count * Math.exp(-Math.max(0, now - k.stamp) / windowNanos);
+  }
+
+  private List<KeyRate> keysAt(int loc) {
+    while (keysAt.size() <= loc) {
+      keysAt.add(new ArrayList<>());
+    }
+    return keysAt.get(loc);
+  }
+
+  private void decay(int loc, long now) {
+    long age = now - stamp[loc];
+    if (age > 0) {
+      double f = Math.exp(-age / windowNanos);
+      arrivals[loc] *= f;
+      stamp[loc] = now;
+    }
+  }
+
+  private void decayFleet(long now) {
+    if (!fleetStamped) {
+      fleetStamped = true;
+      fleetStamp = now;
+      return;
+    }
+    long age = now - fleetStamp;
+    if (age > 0) {
+      double f = Math.exp(-age / windowNanos);
+      busyNanos *= f;
+      doneWork *= f;
+      fleetStamp = now;
+    }
+  }
+
+  private void grow(int loc, long now) {
+    if (loc >= arrivals.length) {
+      int n = Math.max(loc + 1, arrivals.length * 2);
+      arrivals = Arrays.copyOf(arrivals, n);
+      stamp = Arrays.copyOf(stamp, n);
+      outstanding = Arrays.copyOf(outstanding, n);
+      busyMark = Arrays.copyOf(busyMark, n);
+      seen = Arrays.copyOf(seen, n);
+    }
+    if (!seen[loc]) {
+      seen[loc] = true;
+      stamp[loc] = now;
+    }
+  }
+}
