@@ -433,10 +433,10 @@ TEST(conversation_router_keeps_turns_on_one_rank) {
 // ---------------------------------------------------------------------------------------------
 // Order, cancellation, errors
 
-TEST(priority_then_fcfs) {
-  auto e = make(cfg(R"("max_batch_size":1,"max_num_active_requests":8)"));
+/// Five requests of priorities 0.5, 0.9, 0.5, 0.9, 0.1 on one rank with one batch slot: the order they finish in.
+std::vector<int64_t> finishOrder(const std::string& json, std::vector<int64_t>& ids) {
+  auto e = make(cfg(json));
   const float prio[] = {0.5f, 0.9f, 0.5f, 0.9f, 0.1f};
-  std::vector<int64_t> ids;
   for (int i = 0; i < 5; ++i) {
     RequestSpec s = spec(seqTokens(100 * i, 20), 2, i);
     s.setPriority(prio[i]);
@@ -446,13 +446,38 @@ TEST(priority_then_fcfs) {
   for (const auto& r : runAll(*e)) {
     if (r.isFinal) order.push_back(r.requestId);
   }
+  return order;
+}
+
+TEST(the_waiting_queue_is_first_come_first_served_by_default) {
+  // TensorRT-LLM's default waiting_queue_policy (fcfs) ignores priority
+  std::vector<int64_t> ids;
+  const auto order = finishOrder(R"("max_batch_size":1,"max_num_active_requests":8)", ids);
+  CHECK((order == ids));
+}
+
+TEST(the_priority_policy_orders_the_waiting_queue_then_fcfs) {
+  std::vector<int64_t> ids;
+  const auto order = finishOrder(
+      R"("max_batch_size":1,"max_num_active_requests":8,"scheduler_config":{"waiting_queue_policy":"priority"})", ids);
   CHECK((order == std::vector<int64_t>{ids[1], ids[3], ids[0], ids[2], ids[4]}));
 }
 
-TEST(priority_orders_the_token_budget_of_running_requests) {
-  // A long low-priority prompt is mid-prefill when a high-priority one arrives: from the next
-  // iteration it plans, the high-priority prompt takes the token budget first.
-  auto e = make(cfg(R"("max_num_tokens":100)"));
+TEST(the_priority_policy_orders_requests_waiting_for_a_rank_too) {
+  // one request in flight per rank: the rest wait in the executor's queue before attention-DP routing takes them to
+  // a rank (TensorRT-LLM's waiting queue is ahead of its ADP router), in priority order
+  std::vector<int64_t> ids;
+  const auto order = finishOrder(
+      R"("max_batch_size":1,"max_num_active_requests":1,"scheduler_config":{"waiting_queue_policy":"priority"})", ids);
+  CHECK((order == std::vector<int64_t>{ids[1], ids[3], ids[0], ids[2], ids[4]}));
+  std::vector<int64_t> fcfsIds;
+  CHECK((finishOrder(R"("max_batch_size":1,"max_num_active_requests":1)", fcfsIds) == fcfsIds));
+}
+
+TEST(running_requests_are_chunked_first_come_first_served_whatever_their_priority) {
+  // A long low-priority prompt is mid-prefill when a high-priority one arrives: both are active (a batch slot
+  // each), and TensorRT-LLM's schedulers walk the active list in order, so the low one's chunks come first.
+  auto e = make(cfg(R"("max_num_tokens":100,"scheduler_config":{"waiting_queue_policy":"priority"})"));
   RequestSpec low = spec(seqTokens(1, 300), 2, 1);
   low.setPriority(0.1f);
   const int64_t il = e->enqueue(low);
@@ -460,18 +485,90 @@ TEST(priority_orders_the_token_budget_of_running_requests) {
   RequestSpec high = spec(seqTokens(5000, 60), 2, 2);
   high.setPriority(0.9f);
   const int64_t ih = e->enqueue(high);
+  CHECK(step(*e));  // iteration 2 (low: 100 more); iteration 3 is planned with both
   IterationStats st;
   e->getIterationStats(st);
-  CHECK_EQ(st.lastContextRequests, 1);  // iteration 2 was planned before high arrived
-  CHECK(step(*e));  // iteration 2 (low: 100 more); iteration 3 is planned with both
-  const int64_t t3 = e->nextIterationEndUs();
-  e->getIterationStats(st);
-  CHECK_EQ(st.lastContextRequests, 2);
-  CHECK_EQ(st.lastContextTokens, 100);  // high 60 first, then low 40
-  e->advanceTo(t3);
+  CHECK_EQ(st.lastContextRequests, 1);  // low's last 100 tokens take the whole budget
+  CHECK_EQ(st.lastContextTokens, 100);
   const auto rs = runAll(*e);
-  CHECK_EQ(finalOf(rs, ih).metrics.firstTokenUs, t3);
-  CHECK(finalOf(rs, il).metrics.firstTokenUs > t3);
+  CHECK(finalOf(rs, il).metrics.firstTokenUs < finalOf(rs, ih).metrics.firstTokenUs);
+}
+
+TEST(a_priority_outside_the_unit_interval_is_a_bad_request) {
+  auto e = make(cfg());
+  RequestSpec s = spec(seqTokens(1, 20), 2, 1);
+  s.setPriority(1.5f);
+  const int64_t id = e->enqueue(s);
+  const Response r = finalOf(runAll(*e), id);
+  CHECK_EQ(r.errorKind, kind(ErrorKind::kBadRequest));
+  CHECK(contains(r.errorMessage, "priority must be in [0, 1]"));
+}
+
+TEST(retention_configs_upstream_refuses_are_bad_requests) {
+  auto e = make(cfg());
+  struct Case {
+    std::vector<RequestSpec::RetentionRange> ranges;
+    int32_t decodePriority;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{{0, 10, 101, kNone}}, 35, "is outside [0, 100]"},
+      {{{-1, 10, 50, kNone}}, 35, "is negative"},
+      {{{5, 5, 50, kNone}}, 35, "positive, non-zero length"},
+      {{{0, kNone, 50, kNone}, {20, 30, 50, kNone}}, 35, "only the last token range may be open-ended"},
+      {{{0, 20, 50, kNone}, {10, 30, 50, kNone}}, 35, "overlap"},
+      {{{0, 20, 50, -5}}, 35, "duration_ms -5 is negative"},
+      {{}, 120, "decode_retention_priority 120"},
+  };
+  std::vector<std::pair<int64_t, const char*>> sent;
+  for (const Case& c : cases) {
+    RequestSpec s = spec(seqTokens(1, 40), 2, 1);
+    for (const auto& r : c.ranges) s.addRetentionRange(r.tokenStart, r.tokenEnd, r.priority, r.durationMs);
+    s.setDecodeRetention(c.decodePriority, kNone);
+    sent.emplace_back(e->enqueue(s), c.message);
+  }
+  RequestSpec ok = spec(seqTokens(1, 40), 2, 1);  // touching ranges, unsorted: fine
+  ok.addRetentionRange(20, kNone, 60, 1000);
+  ok.addRetentionRange(0, 20, 40, kNone);
+  const int64_t okId = e->enqueue(ok);
+  const auto rs = runAll(*e);
+  for (const auto& [id, message] : sent) {
+    const Response r = finalOf(rs, id);
+    CHECK_EQ(r.errorKind, kind(ErrorKind::kBadRequest));
+    CHECK(contains(r.errorMessage, message));
+  }
+  CHECK_EQ(finalOf(rs, okId).errorKind, kind(ErrorKind::kNone));
+}
+
+TEST(a_retained_prompt_outlives_newer_ones_until_its_duration_ends) {
+  // one rank of 12 blocks of 8 tokens; each 32-token prompt takes 5 blocks (4 stay cached). The first, retained at
+  // priority 80 for 50 ms from its release, survives five newer prompts although it is the oldest; 50 ms after its
+  // last release it is an ordinary block again and LRU evicts it.
+  auto e = make(cfg(R"("kv_blocks_per_rank":12)"));
+  auto run = [&](int32_t base, int64_t atUs, bool retained) {
+    e->advanceTo(std::max(e->nowUs(), atUs));
+    RequestSpec s = spec(seqTokens(base, 32), 1, base);
+    if (retained) s.addRetentionRange(0, kNone, 80, 50);
+    const int64_t id = e->enqueue(s);
+    return finalOf(runAll(*e), id);
+  };
+  run(0, 0, true);
+  for (int i = 1; i <= 5; ++i) run(1000 * i, 1'000 * i, false);
+  CHECK(kvStats(*e).evictedBlocks > 0);
+  const Response again = run(0, 10'000, true);  // reused whole (all full blocks but the last token's)
+  CHECK_EQ(again.metrics.reusedTokens, 24);
+  for (int i = 1; i <= 3; ++i) run(10'000 + 1000 * i, 200'000 + 1'000 * i, false);
+  const Response late = run(0, 300'000, false);
+  CHECK_EQ(late.metrics.reusedTokens, 0);
+  // without the retention the first prompt is gone after the same five newer ones
+  auto plain = make(cfg(R"("kv_blocks_per_rank":12)"));
+  auto runPlain = [&](int32_t base) {
+    const int64_t id = plain->enqueue(spec(seqTokens(base, 32), 1, base));
+    return finalOf(runAll(*plain), id);
+  };
+  runPlain(0);
+  for (int i = 1; i <= 5; ++i) runPlain(1000 * i);
+  CHECK_EQ(runPlain(0).metrics.reusedTokens, 0);
 }
 
 TEST(cancel_frees_kv_and_ends_with_cancelled) {

@@ -583,3 +583,112 @@ TEST(registered_block_lookup) {
   r.kv.release(sa, false);
   CHECK_EQ(r.kv.registeredBlock(ha[0]), -1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// KvCacheRetentionConfig (TensorRT-LLM's claimBlock / releaseBlock / refresh)
+
+namespace {
+std::vector<BlockRetention> every(int32_t n, int32_t priority, int64_t durationUs) {
+  return std::vector<BlockRetention>(static_cast<size_t>(n), BlockRetention{priority, durationUs});
+}
+}  // namespace
+
+TEST(retention_priority_keeps_blocks_over_lru_until_its_duration_ends) {
+  Rig r(6);
+  const auto a = toks(0, 12), b = toks(100, 12);
+  const auto ha = chain(a), hb = chain(b);
+  Sequence sa;
+  CHECK(r.kv.allocate(sa, ha, 0, 3, every(3, 80, 1000)));  // priority 80 for 1 ms once released
+  r.kv.store(sa, ha, a, false);
+  r.kv.release(sa, true, 10'000);
+  Sequence sb = put(r, b, 3);
+  r.kv.release(sb, true, 10'000);
+  r.take();
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 80);
+  CHECK_EQ(r.kv.nextExpiryUs(), 11'000);
+  // within the duration: a is older, yet b is evicted first
+  r.kv.refresh(10'999);
+  Sequence sc;
+  CHECK(r.kv.allocate(sc, chain(toks(1000, 12)), 0, 3));
+  CHECK((hashesOfRemoved(r.take()) == std::vector<uint64_t>{hb[2], hb[1], hb[0]}));
+  r.kv.release(sc, true, 10'999);
+  // the duration over: a's priority reverts (an "updated" event each) and LRU takes it
+  r.kv.refresh(11'000);
+  const auto ev = r.take();
+  CHECK_EQ(ev.size(), 3u);
+  for (const auto& e : ev) {
+    CHECK(isType(e, KvEventType::kUpdated));
+    CHECK_EQ(e.value, kDefaultPriority);
+  }
+  CHECK_EQ(r.kv.priorityOf(ha[1]), kDefaultPriority);
+  CHECK_EQ(r.kv.nextExpiryUs(), kNone);
+  Sequence sd;  // 3 free blocks (c's were never stored) and a's 3
+  CHECK(r.kv.allocate(sd, chain(toks(2000, 24)), 0, 6));
+  CHECK((hashesOfRemoved(r.take()) == std::vector<uint64_t>{ha[2], ha[1], ha[0]}));
+}
+
+TEST(retention_timer_starts_when_the_block_is_released) {
+  Rig r(4);
+  const auto a = toks(0, 8);
+  const auto ha = chain(a);
+  Sequence sa;
+  CHECK(r.kv.allocate(sa, ha, 0, 2, every(2, 60, 500)));
+  r.kv.store(sa, ha, a, false);
+  r.kv.refresh(1'000'000);  // long after allocation, but in use: nothing reverts
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 60);
+  CHECK_EQ(r.kv.nextExpiryUs(), kNone);
+  r.kv.release(sa, true, 2'000'000);
+  CHECK_EQ(r.kv.nextExpiryUs(), 2'000'500);
+  r.kv.refresh(2'000'499);
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 60);
+  r.kv.refresh(2'000'500);
+  CHECK_EQ(r.kv.priorityOf(ha[0]), kDefaultPriority);
+}
+
+TEST(a_claim_sets_the_requests_priority_and_always_its_duration) {
+  Rig r(4);
+  const auto a = toks(0, 8);
+  const auto ha = chain(a);
+  Sequence sa;
+  CHECK(r.kv.allocate(sa, ha, 0, 2, every(2, 70, 100)));
+  r.kv.store(sa, ha, a, false);
+  r.kv.release(sa, true, 0);
+  CHECK_EQ(r.kv.nextExpiryUs(), 100);
+  // reused before it expires by a request that names a priority: its priority, its duration, the expiry off
+  Sequence sb;
+  CHECK(r.kv.allocate(sb, ha, 2, 2, every(2, 90, 5'000)));
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 90);
+  r.kv.refresh(200);  // the stale expiry of the first release is ignored
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 90);
+  r.kv.release(sb, true, 300);
+  CHECK_EQ(r.kv.nextExpiryUs(), 5'300);
+  // reused by a request without a config: the priority stays, the duration is cleared, so it never reverts
+  Sequence sc;
+  CHECK(r.kv.allocate(sc, ha, 2, 2));
+  r.kv.release(sc, true, 400);
+  r.kv.refresh(1'000'000);
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 90);
+  // an explicit default priority puts it back
+  Sequence sd;
+  CHECK(r.kv.allocate(sd, ha, 2, 2, every(2, kDefaultPriority, kNone)));
+  r.kv.release(sd, true, 500);
+  CHECK_EQ(r.kv.priorityOf(ha[1]), kDefaultPriority);
+}
+
+TEST(a_block_in_use_when_its_time_comes_keeps_its_priority) {
+  Rig r(4);
+  const auto a = toks(0, 8);
+  const auto ha = chain(a);
+  Sequence sa;
+  CHECK(r.kv.allocate(sa, ha, 0, 2, every(2, 80, 100)));
+  r.kv.store(sa, ha, a, false);
+  r.kv.release(sa, true, 0);
+  Sequence sb;  // claims it again with a priority of its own but no duration, and holds it past the expiry
+  CHECK(r.kv.allocate(sb, ha, 2, 2, every(2, 80, kNone)));
+  r.kv.refresh(1'000);
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 80);
+  r.kv.release(sb, true, 2'000);
+  r.kv.refresh(10'000);
+  CHECK_EQ(r.kv.priorityOf(ha[0]), 80);  // no duration: held for good (until a claim changes it)
+}
+

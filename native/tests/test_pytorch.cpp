@@ -4,6 +4,7 @@
 // tests share it and the last one stops it.
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -154,6 +155,52 @@ TEST(routing_intent_reaches_generate_async) {
   CHECK_EQ(call["sampling_params"]["max_tokens"].get<int>(), 3);
   CHECK_EQ(call["sampling_params"]["detokenize"].get<bool>(), false);
   CHECK(call["disaggregated_params"].is_null());
+}
+
+TEST(retention_and_priority_reach_generate_async) {
+  ExecPtr e = makePy(baseConfig());
+  RequestSpec s = spec(seqTokens(10, 12), 2);
+  s.addRetentionRange(8, kNone, 10, kNone);  // out of order: KvCacheRetentionConfig sorts them by start
+  s.addRetentionRange(0, 8, 90, 30000);
+  s.setDecodeRetention(5, 2500);
+  s.setPriority(0.8f);
+  CHECK_EQ(run(*e, s).back().errorMessage, "");
+  json call = calls().back();
+  CHECK(std::abs(call["priority"].get<double>() - 0.8) < 1e-6);  // the facade's float, as a Python float
+  const json& kv = call["kv_cache_retention_config"];
+  // The stand-in records the timedelta durations in milliseconds.
+  const json want = json::parse(R"({
+    "token_range_retention_configs": [
+      {"token_start": 0, "token_end": 8, "priority": 90, "duration_ms": 30000.0},
+      {"token_start": 8, "token_end": null, "priority": 10, "duration_ms": null}],
+    "decode_retention_priority": 5, "decode_duration_ms": 2500.0})");
+  CHECK_EQ(kv.dump(), want.dump());
+  // The decode retention alone: no ranges, no duration.
+  RequestSpec d = spec(seqTokens(20, 12), 2);
+  d.setDecodeRetention(80, kNone);
+  CHECK_EQ(run(*e, d).back().errorMessage, "");
+  call = calls().back();
+  CHECK_EQ(call["kv_cache_retention_config"]["token_range_retention_configs"].size(), 0u);
+  CHECK_EQ(call["kv_cache_retention_config"]["decode_retention_priority"].get<int>(), 80);
+  CHECK(call["kv_cache_retention_config"]["decode_duration_ms"].is_null());
+  // Without retention: none, and the default priority.
+  CHECK_EQ(run(*e, spec(seqTokens(30, 12), 2)).back().errorMessage, "");
+  call = calls().back();
+  CHECK(call["kv_cache_retention_config"].is_null());
+  CHECK_EQ(call["priority"].get<double>(), 0.5);
+  // What TensorRT-LLM would refuse is a bad request before it reaches Python.
+  const size_t before = calls().size();
+  RequestSpec overlap = spec(seqTokens(40, 12), 2);
+  overlap.addRetentionRange(0, 64, 50, kNone);
+  overlap.addRetentionRange(60, 80, 50, kNone);
+  RequestSpec urgent = spec(seqTokens(40, 12), 2);
+  urgent.setPriority(1.5f);
+  for (const RequestSpec* bad : {&overlap, &urgent}) {
+    const Response r = run(*e, *bad).back();
+    CHECK_EQ(r.finishReason, static_cast<int32_t>(FinishReason::kError));
+    CHECK_EQ(r.errorKind, kind(ErrorKind::kBadRequest));
+  }
+  CHECK_EQ(calls().size(), before);
 }
 
 TEST(context_phase_params_round_trip) {

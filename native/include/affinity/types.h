@@ -102,8 +102,31 @@ class RequestSpec {
     assign(firstGenTokens, first, nFirst);
     assign(opaqueState, opaque, nOpaque);
   }
+  /// One token range of the request's KV-cache retention (TensorRT-LLM's
+  /// KvCacheRetentionConfig::TokenRangeRetentionConfig, executor.h): the prompt blocks whose first token lies in
+  /// [tokenStart, tokenEnd) (tokenEnd kNone: to the end of the prompt) take `rangePriority` (0 to 100; the default is
+  /// 35), which reverts to the default `durationMs` after the block is released (kNone: never).
+  void addRetentionRange(int32_t tokenStart, int32_t tokenEnd, int32_t rangePriority, int64_t durationMs) {
+    retentionRanges.push_back({tokenStart, tokenEnd, rangePriority, durationMs});
+    hasRetention = true;
+  }
+  /// The retention of the blocks the request allocates beyond its prompt (KvCacheRetentionConfig's
+  /// decodeRetentionPriority and decodeDurationMs; durationMs kNone: never).
+  void setDecodeRetention(int32_t decodePriority, int64_t durationMs) {
+    decodeRetentionPriority = decodePriority;
+    decodeRetentionDurationMs = durationMs;
+    hasRetention = true;
+  }
   /// Resets every field to its default so that one spec can be reused for the next request.
   void reset() { *this = RequestSpec(); }
+
+  /// A token range of the KV-cache retention (addRetentionRange).
+  struct RetentionRange {
+    int32_t tokenStart = 0;
+    int32_t tokenEnd = kNone;
+    int32_t priority = 35;
+    int64_t durationMs = kNone;
+  };
 
   int64_t clientRequestId = 0;
   int32_t maxNewTokens = 0;
@@ -125,6 +148,12 @@ class RequestSpec {
   std::string subagentAffinityId;
   std::string cacheSalt;
   std::string opaqueState;
+  /// Whether the request carries a KV-cache retention config (without one, TensorRT-LLM's defaults apply:
+  /// prompt blocks keep the priority they have, new blocks get 35, no duration).
+  bool hasRetention = false;
+  std::vector<RetentionRange> retentionRanges;
+  int32_t decodeRetentionPriority = 35;
+  int64_t decodeRetentionDurationMs = kNone;
 
  private:
   template <typename C, typename T>

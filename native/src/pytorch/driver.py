@@ -9,6 +9,7 @@
 import asyncio
 import base64
 import dataclasses
+import datetime
 import json
 import logging
 import os
@@ -302,6 +303,14 @@ class Engine:
         self.ConversationParams = ConversationParams
         self.subagent_affinity = (not dataclasses.is_dataclass(SchedulingParams)
                                   or "subagent_affinity_id" in {f.name for f in dataclasses.fields(SchedulingParams)})
+        # KvCacheRetentionConfig is the bindings' class (cpp/tensorrt_llm/executor/kvCacheRetentionConfig.cpp),
+        # which tensorrt_llm.llmapi re-exports; without it a request's retention is dropped (logged once).
+        try:
+            from tensorrt_llm.llmapi import KvCacheRetentionConfig
+        except ImportError:
+            KvCacheRetentionConfig = None
+        self.KvCacheRetentionConfig = KvCacheRetentionConfig
+        self.retention_dropped = False
         llm_args = dict(config.get("llm_args") or {})
         events = config.get("kv_events") or {}
         stats_ms = config.get("stats_poll_interval_ms", 0)
@@ -350,6 +359,7 @@ class Engine:
         return json.dumps({"tensorrt_llm_version": getattr(self.trtllm, "__version__", "unknown"),
                            "tensorrt_llm_path": getattr(self.trtllm, "__file__", None),
                            "subagent_affinity_supported": self.subagent_affinity,
+                           "kv_cache_retention_supported": self.KvCacheRetentionConfig is not None,
                            "llm_args": self.llm_args}, default=str)
 
     # -- requests --------------------------------------------------------------------------------
@@ -403,7 +413,7 @@ class Engine:
 
     def _params(self, req):
         (rid, max_new, rtype, streaming, end_id, seed, rank_hint, relax, priority, cache_salt, ctx_phase,
-         tokens, stop_ids, conversation_id, subagent_id) = req
+         tokens, stop_ids, conversation_id, subagent_id, retention) = req
         # Token ids in, token ids out: text is the frontend's business (detokenize=False spares the LLM's
         # own decoding).
         sampling = {"max_tokens": max_new, "detokenize": False}
@@ -435,7 +445,33 @@ class Engine:
             kwargs["cache_salt"] = cache_salt
         if priority != 0.5:
             kwargs["priority"] = priority
+        if retention is not None:
+            config = self._retention(retention)
+            if config is not None:
+                kwargs["kv_cache_retention_config"] = config
         return list(tokens), kwargs
+
+    def _retention(self, retention):
+        """TensorRT-LLM's KvCacheRetentionConfig from the request's (ranges, decode_retention_priority,
+        decode_duration_ms); None on a release without it. Durations are datetime.timedelta (the bindings
+        take std::chrono::milliseconds), None for none."""
+        cls = self.KvCacheRetentionConfig
+        if cls is None:
+            if not self.retention_dropped:
+                self.retention_dropped = True
+                log.warning("engine %d: this tensorrt_llm has no KvCacheRetentionConfig: requests' KV-cache "
+                            "retention is dropped", self.id)
+            return None
+
+        def duration(ms):
+            try:
+                return None if ms is None else datetime.timedelta(milliseconds=ms)
+            except OverflowError:  # beyond timedelta's 999999999 days: the LLM cannot take it
+                raise ValueError("kv_cache_retention_config: a duration of %d ms is too long" % ms) from None
+
+        ranges, decode_priority, decode_ms = retention
+        return cls([cls.TokenRangeRetentionConfig(start, end, prio, duration(ms)) for start, end, prio, ms in ranges],
+                   decode_retention_priority=decode_priority, decode_duration_ms=duration(decode_ms))
 
     @staticmethod
     def _context_phase(output):

@@ -443,6 +443,31 @@ PyObject* utf8OrNone(const std::string& s, bool present) {
   return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
 }
 
+/// A count or duration, None for kNone.
+PyObject* longOrNone(int64_t v) {
+  if (v == kNone) Py_RETURN_NONE;
+  return PyLong_FromLongLong(static_cast<long long>(v));
+}
+
+/// The request's KV-cache retention as Engine._params reads it: None without one, else (ranges,
+/// decode_retention_priority, decode_duration_ms|None) with ranges a list of (token_start, token_end|None,
+/// priority, duration_ms|None), TensorRT-LLM's KvCacheRetentionConfig and TokenRangeRetentionConfig arguments
+/// (cpp/tensorrt_llm/executor/kvCacheRetentionConfig.cpp).
+PyObject* retentionTuple(const RequestSpec& r) {
+  if (!r.hasRetention) Py_RETURN_NONE;
+  PyObject* ranges = PyList_New(static_cast<Py_ssize_t>(r.retentionRanges.size()));
+  for (size_t i = 0; ranges != nullptr && i < r.retentionRanges.size(); ++i) {
+    const RequestSpec::RetentionRange& g = r.retentionRanges[i];
+    PyObject* x = Py_BuildValue("(iNiN)", g.tokenStart, longOrNone(g.tokenEnd), g.priority, longOrNone(g.durationMs));
+    if (x == nullptr) {
+      Py_DECREF(ranges);
+      return nullptr;
+    }
+    PyList_SET_ITEM(ranges, static_cast<Py_ssize_t>(i), x);
+  }
+  return Py_BuildValue("(NiN)", ranges, r.decodeRetentionPriority, longOrNone(r.decodeRetentionDurationMs));
+}
+
 /// The request as driver.py's Engine._params unpacks it, led by the executor request id.
 PyObject* requestTuple(int64_t id, const RequestSpec& r) {
   PyObject* ctx;
@@ -452,12 +477,12 @@ PyObject* requestTuple(int64_t id, const RequestSpec& r) {
   } else {
     ctx = Py_NewRef(Py_None);
   }
-  return Py_BuildValue("(LiiOiLiOdNNNNNN)", static_cast<long long>(id), r.maxNewTokens, r.requestType,
+  return Py_BuildValue("(LiiOiLiOdNNNNNNN)", static_cast<long long>(id), r.maxNewTokens, r.requestType,
                        r.streaming ? Py_True : Py_False, r.endId, static_cast<long long>(r.seed), r.adpRankHint,
                        r.adpRelax ? Py_True : Py_False, static_cast<double>(r.priority),
                        utf8OrNone(r.cacheSalt, r.hasCacheSalt), ctx, intList(r.inputTokens), intList(r.stopTokenIds),
                        utf8OrNone(r.conversationId, !r.conversationId.empty()),
-                       utf8OrNone(r.subagentAffinityId, !r.subagentAffinityId.empty()));
+                       utf8OrNone(r.subagentAffinityId, !r.subagentAffinityId.empty()), retentionTuple(r));
 }
 
 PyObject* mWakeFd(PyObject*, PyObject*) { return PyLong_FromLong(impl().wakeFd()); }

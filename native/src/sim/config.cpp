@@ -99,6 +99,8 @@ class ObjectReader : public JsonObjectReader {
 const std::map<std::string, ReusePolicy> kPolicies = {{"all_reusable", ReusePolicy::kAllReusable},
                                                       {"per_request", ReusePolicy::kPerRequest},
                                                       {"per_conversation", ReusePolicy::kPerConversation}};
+const std::map<std::string, WaitingQueuePolicy> kWaitingQueuePolicies = {{"fcfs", WaitingQueuePolicy::kFcfs},
+                                                                         {"priority", WaitingQueuePolicy::kPriority}};
 const std::map<std::string, AdpRouterType> kRouters = {{"default", AdpRouterType::kDefault},
                                                        {"kv_aware", AdpRouterType::kKvAware},
                                                        {"conversation", AdpRouterType::kConversation}};
@@ -152,6 +154,10 @@ SimConfig parseSimConfig(const std::string& text) {
     r.integer("max_num_active_requests", c.maxNumActiveRequests, 0, 1 << 20);
     r.boolean("enable_chunked_prefill", c.enableChunkedPrefill);
     r.integer("vocab_size", c.vocabSize, 2, INT32_MAX);
+    if (const json* sc = r.find("scheduler_config")) {
+      ObjectReader q(*sc, "scheduler_config");
+      q.choice("waiting_queue_policy", c.waitingQueuePolicy, kWaitingQueuePolicies);
+    }
     if (const json* br = r.find("block_reuse")) {
       ObjectReader b(*br, "block_reuse");
       b.boolean("enabled", c.enableBlockReuse);
@@ -222,6 +228,7 @@ std::string SimConfig::toJson() const {
   j["max_num_active_requests"] = maxNumActiveRequests;
   j["enable_chunked_prefill"] = enableChunkedPrefill;
   j["vocab_size"] = vocabSize;
+  j["scheduler_config"] = {{"waiting_queue_policy", nameOf(kWaitingQueuePolicies, waitingQueuePolicy)}};
   j["block_reuse"] = {{"enabled", enableBlockReuse},
                       {"policy", nameOf(kPolicies, reusePolicy)},
                       {"max_num_turns", maxNumTurns}};

@@ -27,6 +27,8 @@ TimingParams timingPreset(const std::string& name);
 std::string timingPresetNames();
 
 enum class ReusePolicy { kAllReusable, kPerRequest, kPerConversation };
+/// TensorRT-LLM's scheduler_config.waiting_queue_policy (llmapi/llm_args.py WaitingQueuePolicy).
+enum class WaitingQueuePolicy { kFcfs, kPriority };
 enum class AdpRouterType { kDefault, kKvAware, kConversation };
 
 struct AdpRouterConfig {
@@ -45,6 +47,9 @@ struct SimConfig {
   int32_t maxBatchSize = 64;           ///< per rank: sequences in one iteration
   int32_t maxNumTokens = 8192;         ///< per rank: tokens computed in one iteration
   int32_t maxNumActiveRequests = 0;    ///< per rank capacity for rank hints; 0 = maxBatchSize
+  /// scheduler_config.waiting_queue_policy: requests waiting for a batch slot or KV blocks are admitted first
+  /// come, first served (upstream's default), or by priority (higher first, first come among equals).
+  WaitingQueuePolicy waitingQueuePolicy = WaitingQueuePolicy::kFcfs;
   bool enableChunkedPrefill = true;
   bool enableBlockReuse = true;
   ReusePolicy reusePolicy = ReusePolicy::kAllReusable;

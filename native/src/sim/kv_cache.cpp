@@ -55,7 +55,7 @@ int32_t KvCacheManager::takeBlock() {
 }
 
 bool KvCacheManager::allocate(Sequence& seq, const std::vector<uint64_t>& fullHashes, int32_t maxReuse,
-                              int32_t totalBlocks) {
+                              int32_t totalBlocks, const std::vector<BlockRetention>& retention) {
   const int32_t considered = std::min<int32_t>(static_cast<int32_t>(fullHashes.size()), maxReuse);
   const int32_t reuse = std::min(matchPrefix(fullHashes, maxReuse), totalBlocks);
   // Blocks of the matched prefix that sit in the evictable set stop being available once reused.
@@ -70,6 +70,7 @@ bool KvCacheManager::allocate(Sequence& seq, const std::vector<uint64_t>& fullHa
   seq.blocks.clear();
   seq.blocks.reserve(static_cast<size_t>(totalBlocks));
   ++tick_;
+  auto retentionOf = [&](size_t i) { return i < retention.size() ? retention[i] : BlockRetention{}; };
   for (int32_t i = 0; i < reuse; ++i) {
     const int32_t id = byHash_.at(fullHashes[static_cast<size_t>(i)]);
     Block& b = blocks_[static_cast<size_t>(id)];
@@ -79,6 +80,11 @@ bool KvCacheManager::allocate(Sequence& seq, const std::vector<uint64_t>& fullHa
     }
     ++b.refCount;
     b.lastUsed = tick_;
+    // claimed: its expiry is off, the request's priority (when it gives one) and duration apply
+    const BlockRetention r = retentionOf(static_cast<size_t>(i));
+    b.expiresUs = kNone;
+    b.durationUs = r.durationUs;
+    if (r.priority != kNone && b.retainCount == 0) setPriority(id, r.priority);
     seq.blocks.push_back(id);
   }
   for (int64_t i = 0; i < fresh; ++i) {
@@ -88,6 +94,9 @@ bool KvCacheManager::allocate(Sequence& seq, const std::vector<uint64_t>& fullHa
     b.refCount = 1;
     b.lastUsed = tick_;
     b.depth = static_cast<int32_t>(seq.blocks.size());
+    const BlockRetention r = retentionOf(seq.blocks.size());
+    b.priority = r.priority != kNone ? r.priority : kDefaultPriority;
+    b.durationUs = r.durationUs;
     ++used_;
     seq.blocks.push_back(id);
   }
@@ -167,6 +176,10 @@ void KvCacheManager::dropRef(int32_t id, bool keep, std::vector<uint64_t>& remov
   b.lastUsed = tick_;
   if (b.registered && (keep || b.retainCount > 0)) {
     evictable_.insert(evictKey(id));
+    if (b.durationUs != kNone && b.priority != kDefaultPriority && b.retainCount == 0) {
+      b.expiresUs = releaseUs_ + b.durationUs;
+      expiring_.insert({b.expiresUs, id, b.registration});
+    }
     return;
   }
   unregister(id, removed);
@@ -174,15 +187,46 @@ void KvCacheManager::dropRef(int32_t id, bool keep, std::vector<uint64_t>& remov
   free_.push_back(id);
 }
 
-void KvCacheManager::release(Sequence& seq, bool keep) {
+void KvCacheManager::release(Sequence& seq, bool keep, int64_t nowUs) {
   if (!seq.allocated) return;
   ++tick_;
+  releaseUs_ = nowUs;
   std::vector<uint64_t> removed;
   // Deepest first, so that removed events list a chain's suffix before its prefix.
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) dropRef(*it, keep, removed);
   emitRemoved(removed);
   seq.blocks.clear();
   seq.allocated = false;
+}
+
+void KvCacheManager::setPriority(int32_t id, int32_t priority) {
+  Block& b = blocks_[static_cast<size_t>(id)];
+  if (b.priority == priority) return;
+  const bool inSet = b.refCount == 0 && b.registered && evictable_.erase(evictKey(id)) > 0;
+  b.priority = priority;
+  if (inSet) evictable_.insert(evictKey(id));
+  if (b.registered) emitUpdated(id);
+}
+
+void KvCacheManager::refresh(int64_t nowUs) {
+  while (!expiring_.empty() && std::get<0>(*expiring_.begin()) <= nowUs) {
+    const auto [expires, id, registration] = *expiring_.begin();
+    expiring_.erase(expiring_.begin());
+    Block& b = blocks_[static_cast<size_t>(id)];
+    // a block claimed again, evicted or registered anew since has another expiry or none
+    if (!b.registered || b.registration != registration || b.expiresUs != expires) continue;
+    b.expiresUs = kNone;
+    if (b.refCount == 0 && b.retainCount == 0) setPriority(id, kDefaultPriority);
+  }
+}
+
+int64_t KvCacheManager::nextExpiryUs() const {
+  return expiring_.empty() ? kNone : std::get<0>(*expiring_.begin());
+}
+
+int32_t KvCacheManager::priorityOf(uint64_t hash) const {
+  const int32_t id = registeredBlock(hash);
+  return id < 0 ? kNone : blocks_[static_cast<size_t>(id)].priority;
 }
 
 int32_t KvCacheManager::registeredBlock(uint64_t hash) const {

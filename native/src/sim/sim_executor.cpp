@@ -353,6 +353,13 @@ int32_t SimExecutor::tokenAt(const Req& r, int32_t outputPos) const {
 
 void SimExecutor::routePendingLocked() {
   if (pending_.empty()) return;
+  // The executor's waiting queue, before attention-DP routing takes requests to ranks with room (TensorRT-LLM's
+  // PyExecutor fetches from it in its policy's order): with the priority policy the higher priority first.
+  if (cfg_.waitingQueuePolicy == WaitingQueuePolicy::kPriority) {
+    std::stable_sort(pending_.begin(), pending_.end(), [&](int64_t a, int64_t b) {
+      return reqs_.at(a).spec.priority > reqs_.at(b).spec.priority;
+    });
+  }
   std::vector<RankLoad> loads(static_cast<size_t>(cfg_.numRanks));
   for (int32_t rk = 0; rk < cfg_.numRanks; ++rk) {
     for (const auto* list : {&queued_[static_cast<size_t>(rk)], &running_[static_cast<size_t>(rk)]}) {
@@ -400,12 +407,14 @@ void SimExecutor::admitLocked(int32_t rank, int64_t now) {
   auto& queue = queued_[static_cast<size_t>(rank)];
   auto& running = running_[static_cast<size_t>(rank)];
   if (queue.empty()) return;
-  // Priority first (higher first), then arrival (FCFS).
-  std::stable_sort(queue.begin(), queue.end(), [&](int64_t a, int64_t b) {
-    const float pa = reqs_.at(a).spec.priority, pb = reqs_.at(b).spec.priority;
-    if (pa != pb) return pa > pb;
-    return a < b;
-  });
+  // TensorRT-LLM's waiting queue (_torch/pyexecutor/scheduler/waiting_queue.py): first come, first served, or
+  // with waiting_queue_policy priority the higher priority first and first come first among equals. A request
+  // that could not be admitted keeps its place.
+  if (cfg_.waitingQueuePolicy == WaitingQueuePolicy::kPriority) {
+    std::stable_sort(queue.begin(), queue.end(), [&](int64_t a, int64_t b) {
+      return reqs_.at(a).spec.priority > reqs_.at(b).spec.priority;
+    });
+  }
   KvCacheManager& cache = *caches_[static_cast<size_t>(rank)];
   size_t i = 0;
   for (; i < queue.size() && static_cast<int32_t>(running.size()) < cfg_.maxBatchSize; ++i) {
@@ -414,11 +423,12 @@ void SimExecutor::admitLocked(int32_t rank, int64_t now) {
     const int64_t reserve = r.type == RequestType::kContextOnly ? 1 : r.spec.maxNewTokens;
     const auto total = static_cast<int32_t>(blocksFor(r.promptLen + reserve, tpb));  // validated: fits a rank
     bool ok;
+    const std::vector<BlockRetention> retention = blockRetention(r.spec, r.promptLen, total);
     if (r.type == RequestType::kGenerationOnly) {
-      ok = cache.allocate(r.seq, {}, 0, total);
+      ok = cache.allocate(r.seq, {}, 0, total, retention);
     } else {
       extendHashes(r, r.promptLen);
-      ok = cache.allocate(r.seq, r.hashes, (r.promptLen - 1) / tpb, total);
+      ok = cache.allocate(r.seq, r.hashes, (r.promptLen - 1) / tpb, total, retention);
     }
     if (!ok) break;  // head-of-line: keep priority/FCFS order
     r.metrics.scheduledUs = now;
@@ -442,8 +452,36 @@ void SimExecutor::admitLocked(int32_t rank, int64_t now) {
   queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
+std::vector<BlockRetention> SimExecutor::blockRetention(const RequestSpec& spec, int32_t promptLen,
+                                                        int32_t totalBlocks) const {
+  // TensorRT-LLM's KvCacheRetentionConfig::getPerBlockRetentionPriorityDuration: a prompt block takes the range
+  // that holds its first token (none: no priority of its own, no duration); a block past the prompt the decode
+  // retention. Without a config the decode retention is the default's (priority 35, no duration).
+  std::vector<BlockRetention> out(static_cast<size_t>(totalBlocks));
+  const int64_t tpb = cfg_.tokensPerBlock;
+  const auto ranges = sortedRetention(spec);
+  for (int32_t i = 0; i < totalBlocks; ++i) {
+    const int64_t first = static_cast<int64_t>(i) * tpb;
+    BlockRetention& b = out[static_cast<size_t>(i)];
+    if (first >= promptLen) {
+      b.priority = spec.decodeRetentionPriority;
+      b.durationUs = spec.decodeRetentionDurationMs == kNone ? kNone : spec.decodeRetentionDurationMs * 1000;
+      continue;
+    }
+    for (const auto& range : ranges) {
+      if (first >= range.tokenStart && (range.tokenEnd == kNone || first < range.tokenEnd)) {
+        b.priority = range.priority;
+        b.durationUs = range.durationMs == kNone ? kNone : range.durationMs * 1000;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 void SimExecutor::startIterationLocked(int64_t now) {
   expireHoldsLocked(now);
+  for (auto& cache : caches_) cache->refresh(now);
   routePendingLocked();
   iter_ = Iteration{};
   double slowest = 0.0;
@@ -467,12 +505,9 @@ void SimExecutor::startIterationLocked(int64_t now) {
         }
       }
     }
-    std::vector<int64_t> order = running;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      const float pa = reqs_.at(a).spec.priority, pb = reqs_.at(b).spec.priority;
-      if (pa != pb) return pa > pb;
-      return a < b;
-    });
+    // Active requests in the order they were admitted: TensorRT-LLM's schedulers walk the active list as it is
+    // (priority orders only the waiting queue) and chunk prefill first come, first served.
+    const std::vector<int64_t> order = running;
     int64_t budget = cfg_.maxNumTokens;
     int64_t decodeSeqs = 0, decodeCtx = 0;
     double prefillUs = 0.0;
@@ -635,7 +670,7 @@ void SimExecutor::releaseLocked(Req& r) {
   if (r.conversationTurn) {
     liveTurn_.erase(r.spec.conversationId);
   }
-  cache.release(r.seq, cfg_.reusePolicy == ReusePolicy::kAllReusable);
+  cache.release(r.seq, cfg_.reusePolicy == ReusePolicy::kAllReusable, nowLocked());
 }
 
 void SimExecutor::recordTurnLocked(Req& r) {

@@ -125,6 +125,8 @@ class SimExecutor final : public Executor, public detail::ContextHolder {
   bool releaseHeldLocked(int64_t ctxRequestId);
   int64_t nextWakeLocked() const;
   void extendHashes(Req& r, int32_t computedTokens) const;
+  /// Each of a request's blocks' retention, from its KvCacheRetentionConfig.
+  std::vector<BlockRetention> blockRetention(const RequestSpec& spec, int32_t promptLen, int32_t totalBlocks) const;
   int32_t tokenAt(const Req& r, int32_t outputPos) const;
   void driverLoop();
 

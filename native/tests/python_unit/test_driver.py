@@ -1,6 +1,7 @@
 """driver.py without the host library: its conversions on their own, and an Engine over the stand-in
 tensorrt_llm (or a hand-made LLM where the stand-in cannot show a case) with a fake _affinity_host."""
 import asyncio
+import datetime
 import enum
 import json
 import os
@@ -13,10 +14,11 @@ D = driver
 
 
 def request(rid, tokens, max_new=4, rtype=D.CONTEXT_AND_GENERATION, streaming=False, end_id=-1, rank_hint=-1,
-            relax=True, ctx=None, stops=()):
-    """The request tuple pyhost.cpp builds (Engine._params unpacks it)."""
-    return (rid, max_new, rtype, streaming, end_id, 0, rank_hint, relax, 0.5, None, ctx, list(tokens), list(stops),
-            None, None)
+            relax=True, ctx=None, stops=(), priority=0.5, retention=None):
+    """The request tuple pyhost.cpp builds (Engine._params unpacks it). retention: None, or (ranges,
+    decode_retention_priority, decode_duration_ms) with ranges of (token_start, token_end, priority, duration_ms)."""
+    return (rid, max_new, rtype, streaming, end_id, 0, rank_hint, relax, priority, None, ctx, list(tokens),
+            list(stops), None, None, retention)
 
 
 def finals(rid):
@@ -249,6 +251,146 @@ class EngineTest(EngineCase):
         self.finish(e, request(1, range(100, 116), rank_hint=1, relax=False))
         r = self.finish(e, request(2, range(100, 116), rank_hint=1, relax=False, streaming=True))
         self.assertEqual(r[8], 16)
+
+
+# -- KV-cache retention and priority ---------------------------------------------------------------------
+
+class RetentionTest(EngineCase):
+    """A request's retention reaches generate_async as TensorRT-LLM's KvCacheRetentionConfig."""
+
+    def engine(self, **kw):
+        e = super().engine(ranks=1, **kw)
+        self.received = []  # generate_async's keyword arguments, as the stand-in got them
+        inner = e.llm.generate_async
+
+        def generate_async(tokens, **kwargs):
+            self.received.append(kwargs)
+            return inner(tokens, **kwargs)
+        e.llm.generate_async = generate_async
+        return e
+
+    def test_retention_and_priority_reach_generate_async(self):
+        from tensorrt_llm.llmapi import KvCacheRetentionConfig
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)  # after tearDown, which shuts the LLM down (and records that)
+        record = os.path.join(tmp.name, "calls.jsonl")
+        e = self.engine(model="standin?record=" + record)
+        # Given out of order: the config sorts its ranges by token_start, as upstream.
+        retention = ([(8, None, 10, None), (0, 8, 90, 30000)], 5, 2500)
+        r = self.finish(e, request(1, range(12), priority=0.8, retention=retention))
+        self.assertEqual(r[3], D.LENGTH)
+        with open(record) as f:
+            recorded = [json.loads(line) for line in f if '"generate_async"' in line][-1]
+        kwargs = self.received[-1]
+        self.assertEqual(kwargs["priority"], 0.8)
+        config = kwargs["kv_cache_retention_config"]
+        self.assertIsInstance(config, KvCacheRetentionConfig)
+        ranges = [(g.token_start, g.token_end, g.priority, g.duration_ms) for g in config.token_range_retention_configs]
+        self.assertEqual(ranges, [(0, 8, 90, datetime.timedelta(seconds=30)), (8, None, 10, None)])
+        self.assertEqual(config.decode_retention_priority, 5)
+        self.assertEqual(config.decode_duration_ms, datetime.timedelta(milliseconds=2500))
+        self.assertEqual(recorded["priority"], 0.8)
+        self.assertEqual(recorded["kv_cache_retention_config"], {
+            "token_range_retention_configs": [
+                {"token_start": 0, "token_end": 8, "priority": 90, "duration_ms": 30000.0},
+                {"token_start": 8, "token_end": None, "priority": 10, "duration_ms": None}],
+            "decode_retention_priority": 5, "decode_duration_ms": 2500.0})
+
+    def test_decode_retention_alone_has_no_ranges_and_no_duration(self):
+        e = self.engine()
+        self.finish(e, request(1, range(12), retention=([], 80, None)))
+        config = self.received[-1]["kv_cache_retention_config"]
+        self.assertEqual(config.token_range_retention_configs, [])
+        self.assertEqual((config.decode_retention_priority, config.decode_duration_ms), (80, None))
+
+    def test_a_request_without_retention_passes_none_and_the_default_priority_is_left_out(self):
+        e = self.engine()
+        r = self.finish(e, request(1, range(12)))
+        self.assertEqual(r[3], D.LENGTH)
+        self.assertNotIn("kv_cache_retention_config", self.received[-1])
+        self.assertNotIn("priority", self.received[-1])
+
+    def test_a_config_upstream_refuses_is_a_bad_request(self):
+        e = self.engine()
+        r = self.finish(e, request(1, range(12), retention=([(0, 64, 50, None), (60, 80, 50, None)], 35, None)))
+        self.assertEqual((r[3], r[6]), (D.ERROR, D.BAD_REQUEST))
+        self.assertIn("non-overlapping", r[5])
+        self.assertEqual(self.received, [])  # refused before generate_async
+        endless = self.finish(e, request(2, range(12), retention=([(0, None, 50, 1 << 62)], 35, None)))
+        self.assertEqual((endless[3], endless[6]), (D.ERROR, D.BAD_REQUEST))  # beyond what a timedelta holds
+        self.assertIn("too long", endless[5])
+        self.assertEqual(self.finish(e, request(3, range(12)))[3], D.LENGTH)
+
+    def test_a_release_without_kv_cache_retention_config_drops_it_and_says_so_once(self):
+        e = self.engine()
+        e.KvCacheRetentionConfig = None
+        with self.assertLogs("affinity.pyhost", "WARNING") as logs:
+            for rid in (1, 2):
+                r = self.finish(e, request(rid, range(12), priority=0.25, retention=([(0, None, 90, None)], 35, None)))
+                self.assertEqual(r[3], D.LENGTH)
+        self.assertEqual(len([line for line in logs.output if "KvCacheRetentionConfig" in line]), 1)
+        self.assertTrue(all("kv_cache_retention_config" not in kw for kw in self.received))
+        self.assertEqual([kw["priority"] for kw in self.received], [0.25, 0.25])
+        self.assertFalse(json.loads(e.describe())["kv_cache_retention_supported"])
+
+
+class StandInRetentionTest(unittest.TestCase):
+    """The stand-in's KvCacheRetentionConfig and generate_async check what upstream checks
+    (cpp/tensorrt_llm/executor/kvCacheRetentionConfig.cpp; tensorrt_llm/executor/request.py)."""
+
+    @staticmethod
+    def config(*ranges, **kw):
+        from tensorrt_llm.llmapi import KvCacheRetentionConfig
+        T = KvCacheRetentionConfig.TokenRangeRetentionConfig
+        return KvCacheRetentionConfig([T(start, end, 50) for start, end in ranges], **kw)
+
+    def test_valid_ranges_are_sorted(self):
+        for ranges in ([(0, 64), (90, 128)], [(0, None)], [(50, 100), (30, 40)], [(0, 30), (30, 50), (60, 80)],
+                       [(64, None), (0, 64)], []):
+            config = self.config(*ranges)
+            got = [(g.token_start, g.token_end) for g in config.token_range_retention_configs]
+            self.assertEqual(got, sorted(ranges), ranges)
+
+    def test_invalid_ranges_are_value_errors(self):
+        for ranges, message in (([(0, None), (30, 50)], "end indicator"), ([(0, 64), (60, 80)], "non-overlapping"),
+                                ([(0, 128), (64, 256)], "non-overlapping"), ([(-1, 4)], "non-negative"),
+                                ([(5, 5)], "non-zero length"), ([(8, 4)], "non-zero length"),
+                                ([(30, 50), (0, None)], "end indicator")):
+            with self.assertRaisesRegex(ValueError, message, msg=repr(ranges)):
+                self.config(*ranges)
+
+    def test_priorities_outside_0_to_100_are_refused(self):
+        from tensorrt_llm.llmapi import KvCacheRetentionConfig
+        T = KvCacheRetentionConfig.TokenRangeRetentionConfig
+        for prio in (-1, 101):
+            with self.assertRaisesRegex(RuntimeError, "priority"):
+                T(0, 4, prio)
+        self.assertEqual((T(0, 4, 0).priority, T(0, 4, 100).priority), (0, 100))
+
+    def test_durations_are_timedeltas_and_arguments_have_upstreams_defaults(self):
+        from tensorrt_llm.llmapi import KvCacheRetentionConfig
+        T = KvCacheRetentionConfig.TokenRangeRetentionConfig
+        with self.assertRaises(TypeError):
+            T(0, 4, 50, 1000)
+        with self.assertRaises(TypeError):
+            self.config((0, 4), decode_duration_ms=1000)
+        with self.assertRaises(TypeError):
+            T(0, 4)  # token_end and priority have no default
+        self.assertEqual(T(0, 4, 50, datetime.timedelta(seconds=1)).duration_ms, datetime.timedelta(seconds=1))
+        config = self.config((0, 4))
+        self.assertEqual((config.decode_retention_priority, config.decode_duration_ms), (35, None))
+
+    def test_generate_async_checks_the_config_type_and_the_priority(self):
+        from tensorrt_llm import LLM
+        llm = LLM("standin")
+        with self.assertRaises(TypeError):
+            llm.generate_async([1, 2, 3], kv_cache_retention_config={"token_start": 0})
+        for bad in (1.5, -0.1, 1, "0.5"):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                llm.generate_async([1, 2, 3], priority=bad)
+        for good in (0.0, 1.0):
+            llm.generate_async([1, 2, 3], priority=good, kv_cache_retention_config=self.config((0, None)))
+        llm.shutdown()
 
 
 class OverlapLLM:

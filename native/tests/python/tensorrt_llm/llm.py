@@ -29,7 +29,10 @@ place names the upstream file and commit it follows (NVIDIA/TensorRT-LLM):
 * the ADP router: an explicit attention_dp_rank places the request (and binds a new conversation's
   first turn to it, PR #16815); conversations stick to a rank only when attention_dp_config
   .kv_cache_routing_conversation_affinity is true (ConversationAwareADPRouter, PR #14983; the key is
-  subagent_affinity_id, else the conversation id, PR #18684); everything else is round-robined.
+  subagent_affinity_id, else the conversation id, PR #18684); everything else is round-robined;
+* generate_async's priority must be a float in [0, 1], else a ValueError (tensorrt_llm/executor/request.py,
+  GenerationRequest); kv_cache_retention_config must be a KvCacheRetentionConfig (the bindings' class, which checks
+  its ranges: see kv_cache_retention_config.py here).
 """
 import asyncio
 import base64
@@ -45,6 +48,7 @@ from urllib.parse import parse_qs
 from . import llm_args
 from .conversation_params import ConversationParams
 from .disaggregated_params import DisaggregatedParams
+from .kv_cache_retention_config import KvCacheRetentionConfig
 from .sampling_params import SamplingParams
 from .scheduling_params import SchedulingParams
 
@@ -302,6 +306,9 @@ class LLM:
         self._check("disaggregated_params", disaggregated_params, DisaggregatedParams)
         self._check("scheduling_params", scheduling_params, SchedulingParams)
         self._check("conversation_params", conversation_params, ConversationParams)
+        self._check("kv_cache_retention_config", kv_cache_retention_config, KvCacheRetentionConfig)
+        if not isinstance(priority, float) or not 0.0 <= priority <= 1.0:
+            raise ValueError("stand-in LLM: priority must be a float in [0, 1], got %r" % (priority,))
         sampling_params = sampling_params or SamplingParams()
         rid = next(_ids)
         if self._events is None:  # the streams exist once the first request was submitted
@@ -328,7 +335,9 @@ class LLM:
                       "sampling_params": dc(sampling_params), "streaming": streaming,
                       "disaggregated_params": dc(disaggregated_params), "scheduling_params": dc(scheduling_params),
                       "conversation_params": dc(conversation_params), "cache_salt": cache_salt,
-                      "priority": priority, "rank": rank})
+                      "priority": priority, "rank": rank,
+                      "kv_cache_retention_config": (kv_cache_retention_config.to_dict()
+                                                    if kv_cache_retention_config is not None else None)})
         return RequestOutput(self, rid, list(inputs), sampling_params, streaming, disaggregated_params, rank, cached)
 
     def _rank_for(self, sp, cp):

@@ -25,7 +25,7 @@ final class AffinityBlockReader {
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
-      "warm_up_requests", "workers");
+      "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -100,6 +100,9 @@ final class AffinityBlockReader {
     long maxQueuedRequests = d.maxQueuedRequests();
     long maxQueuedTokens = d.maxQueuedTokens();
     int warmUp = d.warmUpRequests();
+    boolean agentPriority = d.agent().priority();
+    double promotion = d.agent().priorityPromotionSeconds();
+    boolean kvRetention = d.agent().kvRetention();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
@@ -144,6 +147,9 @@ final class AffinityBlockReader {
         case "max_queued_requests" -> maxQueuedRequests = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedRequests);
         case "max_queued_tokens" -> maxQueuedTokens = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedTokens);
         case "warm_up_requests" -> warmUp = r.integer(v, k, 0, 10_000_000).map(Long::intValue).orElse(warmUp);
+        case "agent_priority" -> agentPriority = r.bool(v, k).orElse(agentPriority);
+        case "agent_priority_promotion_seconds" -> promotion = r.number(v, k, 0).orElse(promotion);
+        case "kv_retention" -> kvRetention = r.bool(v, k).orElse(kvRetention);
         case "io_threads" -> ioThreads = r.integer(v, k, 0, 4096).map(Long::intValue).orElse(ioThreads);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
@@ -183,7 +189,8 @@ final class AffinityBlockReader {
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
-        maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp,
+        new AgentSettings(agentPriority, promotion, kvRetention)), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**

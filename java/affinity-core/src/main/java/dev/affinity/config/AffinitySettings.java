@@ -41,6 +41,8 @@ import java.util.OptionalDouble;
  *     {@code Retry-After}; 0: {@value #DEFAULT_MAX_QUEUED_REQUESTS}
  * @param maxQueuedTokens the most prompt tokens of those requests; 0: derived (four times the context fleet's KV
  *     cache when the frontend knows it, else no token bound)
+ * @param warmUpRequests requests {@code serve} sends through a copy of its path before it listens
+ * @param agent agent-aware scheduling: request priority and KV retention across tool calls
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -63,7 +65,8 @@ public record AffinitySettings(
     int ioThreads,
     long maxQueuedRequests,
     long maxQueuedTokens,
-    int warmUpRequests) {
+    int warmUpRequests,
+    AgentSettings agent) {
 
   /**
    * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of
@@ -112,6 +115,7 @@ public record AffinitySettings(
   public AffinitySettings {
     sessionHeaders = List.copyOf(sessionHeaders);
     apiKeys = List.copyOf(apiKeys);
+    java.util.Objects.requireNonNull(agent, "agent");
     if (workerMaxConnections < 0) {
       throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
     }
@@ -130,7 +134,8 @@ public record AffinitySettings(
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
-        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS);
+        DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS,
+        AgentSettings.defaults());
   }
 
   /** These settings with {@code apiKeys} in place of theirs. */
@@ -138,7 +143,7 @@ public record AffinitySettings(
     return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
         requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens, warmUpRequests);
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -29,6 +29,6 @@ final class ConditionalDisagg implements Schedule {
       contextFirst.start(flow);
       return;
     }
-    flow.sendGeneration(gen, flow.legBody(flow.client(), null));
+    flow.sendGeneration(gen, null, null);
   }
 }

@@ -2,7 +2,6 @@ package dev.affinity.disagg;
 
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.routing.Selection;
 import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerReport;
@@ -49,16 +48,15 @@ final class ContextFirst implements Schedule {
       gen = flow.generation().select();
     }
     if (gen != null) {
-      flow.sendGeneration(gen, generationBody(flow, ctx, handoff.get()));
+      flow.sendGeneration(gen, generationParams(flow, ctx, handoff.get()), ctx.promptTokenIds());
     }
   }
 
-  /** The generation leg: the context's hand-off params and usage, and the prompt ids the context saw. */
-  private static OpenAiRequest generationBody(RequestFlow flow, EncodedResponse ctx, DisaggregatedParams handoff) {
-    DisaggregatedParams params = handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
+  /** The generation leg's params: the context's hand-off params and usage (its prompt is the ids the context saw). */
+  private static DisaggregatedParams generationParams(RequestFlow flow, EncodedResponse ctx, DisaggregatedParams handoff) {
+    return handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
         .scheduleStyle(flow.style()).conversationId(flow.conversationId()).ctxUsage(ctx.usage())
         .disaggRequestId(flow.requestId()).build();
-    return flow.legBody(flow.client(), false, params, ctx.promptTokenIds());
   }
 
   /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */

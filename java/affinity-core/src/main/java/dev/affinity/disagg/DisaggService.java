@@ -1,5 +1,7 @@
 package dev.affinity.disagg;
 
+import dev.affinity.agent.AgentScheduling;
+import dev.affinity.config.AgentSettings;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
@@ -37,6 +39,7 @@ public final class DisaggService implements CompletionHandler {
   private final Schedule schedule;
   private final RequestTracer tracer;
   private final TextTokenizer textTokenizer;
+  private final AgentScheduling agents;
 
   /** Without tracing: a client's own trace context still goes on to its workers ({@link RequestTracer#NONE}). */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler) {
@@ -50,6 +53,17 @@ public final class DisaggService implements CompletionHandler {
    */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler,
       RequestTracer tracer, TextTokenizer textTokenizer) {
+    this(settings, ctxRouter, genRouter, ids, scheduler, tracer, textTokenizer,
+        new AgentScheduling(new AgentSettings(false, AgentSettings.DEFAULT_PROMOTION_SECONDS, false), 3600, System::nanoTime));
+  }
+
+  /**
+   * @param agents agent-aware scheduling: request priorities and KV retention across tool calls
+   *     (docs/agent-scheduling.md)
+   */
+  public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler,
+      RequestTracer tracer, TextTokenizer textTokenizer, AgentScheduling agents) {
+    this.agents = Objects.requireNonNull(agents, "agents");
     this.tracer = Objects.requireNonNull(tracer, "tracer");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.ctxRouter = Objects.requireNonNull(ctxRouter, "ctxRouter");
@@ -75,6 +89,11 @@ public final class DisaggService implements CompletionHandler {
   @Override
   public void handle(AdmittedRequest request, ClientSink sink) {
     new RequestFlow(this, Objects.requireNonNull(request, "request"), Objects.requireNonNull(sink, "sink")).start();
+  }
+
+  /** Agent-aware scheduling (a simulator tells it a trace's stop reasons through {@link AgentScheduling#turnEnded}). */
+  public AgentScheduling agents() {
+    return agents;
   }
 
   RequestTracer tracer() {

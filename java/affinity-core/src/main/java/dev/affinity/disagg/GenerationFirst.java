@@ -30,7 +30,7 @@ final class GenerationFirst implements Schedule {
     DisaggregatedParams genParams = DisaggregatedParams.builder(DisaggRequestType.GENERATION_ONLY)
         .ctxRequestId(attempt).disaggRequestId(attempt).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
         .conversationId(flow.conversationId()).build();
-    flow.sendGeneration(gen, flow.legBody(flow.client(), genParams));
+    flow.sendGeneration(gen, genParams, null);
     if (attempt != flow.requestId()) {
       // The generation leg failed at once and the request was re-issued: this attempt's context leg is moot.
       ctx.release(Outcome.CANCELLED);

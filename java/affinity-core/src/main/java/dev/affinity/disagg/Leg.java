@@ -1,5 +1,7 @@
 package dev.affinity.disagg;
 
+import dev.affinity.agent.AgentPriority;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
@@ -97,12 +99,20 @@ final class Leg {
 
   /** Sends this leg of the current attempt to the selected worker. */
   void send(Selection sel, OpenAiRequest body, Events events) {
+    send(sel, body, null, null, events);
+  }
+
+  /**
+   * Sends this leg of the current attempt to the selected worker, with the agent-priority record its body's priority
+   * came from (ended when the leg ends; null: none) and its KV retention (null: none).
+   */
+  void send(Selection sel, OpenAiRequest body, AgentPriority.Leg prioritized, KvRetention retention, Events events) {
     long attempt = flow.requestId();
     response = null;
     RequestTrace.LegTrace traced = flow.trace().legSent(fleet, attempt, sel);
     WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout(),
-        flow.cacheSalt(), traced.context());
-    Listener listener = new Listener(sel, attempt, events, traced);
+        flow.cacheSalt(), traced.context(), retention);
+    Listener listener = new Listener(sel, attempt, events, traced, prioritized);
     WorkerCall sent = sel.worker().send(request, listener);
     if (!listener.ended && flow.isCurrent(attempt)) {
       call = sent;  // a call that already ended (a worker answering on this thread) has nothing left to cancel
@@ -157,13 +167,15 @@ final class Leg {
     private final long attempt;
     private final Events events;
     private final RequestTrace.LegTrace traced;
+    private final AgentPriority.Leg prioritized;
     private boolean ended;
 
-    Listener(Selection sel, long attempt, Events events, RequestTrace.LegTrace traced) {
+    Listener(Selection sel, long attempt, Events events, RequestTrace.LegTrace traced, AgentPriority.Leg prioritized) {
       this.sel = sel;
       this.attempt = attempt;
       this.events = events;
       this.traced = traced;
+      this.prioritized = prioritized;
     }
 
     @Override
@@ -205,6 +217,7 @@ final class Leg {
       synchronized (flow.lock()) {
         ended = true;
         sel.release(Outcome.SUCCESS);
+        flow.agentLegEnded(prioritized);
         traced.completed(report);
         if (flow.isCurrent(attempt)) {
           call = null;
@@ -218,6 +231,7 @@ final class Leg {
       synchronized (flow.lock()) {
         ended = true;
         sel.release(failure.kind() == WorkerFailure.Kind.CANCELLED ? Outcome.CANCELLED : Outcome.FAILURE);
+        flow.agentLegEnded(prioritized);
         traced.failed(failure);
         if (flow.isCurrent(attempt)) {
           call = null;

@@ -1,5 +1,9 @@
 package dev.affinity.disagg;
 
+import dev.affinity.agent.AgentPriority;
+import dev.affinity.agent.AgentScheduling;
+import dev.affinity.agent.AgentSessions;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
@@ -69,6 +73,10 @@ final class RequestFlow {
   private Worker lastContextWorker;
   private boolean done;
   private Runnable cancelTimeout = () -> { };
+  /** Where the request stands in its agent's program (agent-aware scheduling; NEW when it is off). */
+  private AgentSessions.Standing standing = AgentSessions.Standing.NEW;
+  /** Whether the answer's stream carried a tool call (a streamed turn that ends in a tool call). */
+  private boolean streamedToolCall;
 
   RequestFlow(DisaggService service, AdmittedRequest admitted, ClientSink sink) {
     this.service = service;
@@ -84,6 +92,11 @@ final class RequestFlow {
   }
 
   void start() {
+    AgentScheduling agents = service.agents();
+    if (agents.active()) {
+      Resolution r = admitted.resolution();
+      standing = agents.arrive(r.conversationId(), r.affinityId());
+    }
     synchronized (lock) {
       requestId = service.ids().next();
       route = firstRoute();
@@ -221,10 +234,30 @@ final class RequestFlow {
    * {@code noStreaming}, and the prompt as {@code promptIds} when given (the ids a context leg saw).
    */
   OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds) {
+    return legBody(body, noStreaming, params, promptIds, null);
+  }
+
+  /** {@link #legBody(OpenAiRequest, boolean, DisaggregatedParams, TokenIds)} with the leg's agent priority, if any. */
+  private OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds,
+      AgentPriority.Leg prioritized) {
     TokenIds ids = promptIds != null ? promptIds
         : tokens() != null && !request.hasPromptTokenIds() && admitted.forwardTokens() ? TokenIds.of(tokens()) : null;
     return body.forLeg(noStreaming, params,
-        conversationId() == null ? null : new ConversationParams(conversationId()), ids);
+        conversationId() == null ? null : new ConversationParams(conversationId()), ids,
+        prioritized == null ? null : prioritized.priority());
+  }
+
+  /**
+   * The agent-priority record of a leg about to be sent where {@code sel} points: null when agent priority is off or
+   * the client set the request's priority itself (its own wins).
+   */
+  private AgentPriority.Leg agentLeg(Fleet fleet, Selection sel) {
+    return client.priority() != null ? null : service.agents().sendLeg(standing, fleet, sel);
+  }
+
+  /** A leg's agent-priority record ends with the leg (called by {@link Leg} under the lock). */
+  void agentLegEnded(AgentPriority.Leg prioritized) {
+    service.agents().legEnded(prioritized);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -236,7 +269,12 @@ final class RequestFlow {
    * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
    */
   void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
-    context.send(sel, legBody(request, true, params, null), (s, report) -> {
+    AgentScheduling agents = service.agents();
+    AgentPriority.Leg prioritized = agentLeg(Fleet.CONTEXT, sel);
+    KvRetention retention = agents.retentionFor(conversationId(), sel,
+        service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
+    context.send(sel, legBody(request, true, params, null, prioritized), prioritized, retention, (s, report) -> {
+      agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
       lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
@@ -244,9 +282,14 @@ final class RequestFlow {
     });
   }
 
-  /** Sends the leg that answers the client: streamed chunks are relayed as they come. */
-  void sendGeneration(Selection sel, OpenAiRequest body) {
-    generation.send(sel, body, new Leg.Events() {
+  /**
+   * Sends the leg that answers the client (the request with these params and, when given, the prompt ids the context
+   * saw): streamed chunks are relayed as they come.
+   */
+  void sendGeneration(Selection sel, DisaggregatedParams params, TokenIds promptIds) {
+    AgentPriority.Leg prioritized = agentLeg(Fleet.GENERATION, sel);
+    OpenAiRequest body = legBody(request, false, params, promptIds, prioritized);
+    generation.send(sel, body, prioritized, null, new Leg.Events() {
       @Override
       public void onChunk(Selection s, OpenAiStreamChunk chunk) {
         beforeChunk(s);
@@ -263,6 +306,7 @@ final class RequestFlow {
         if (resume != null) {
           resume.recordEncoded(chunk);
         }
+        streamedToolCall = streamedToolCall || ToolCalls.in(chunk);
         sink.streamEncoded(chunk);  // relayed as the worker's bytes
       }
 
@@ -290,6 +334,7 @@ final class RequestFlow {
     if (c == null) {
       return;
     }
+    streamedToolCall = streamedToolCall || ToolCalls.in(c);
     if (resume != null) {
       resume.record(c);
     }
@@ -303,6 +348,7 @@ final class RequestFlow {
         sink.streamStart(route);
       }
       finish();
+      turnEnded(streamedToolCall);
       sink.streamEnd(route);
     } else if (generation.response() == null) {
       finishWithError(502, "generation worker " + gen.worker().id() + " returned no response");
@@ -310,7 +356,16 @@ final class RequestFlow {
       EncodedResponse ctx = context.response();
       EncodedResponse r = generation.response().forClient(ctx == null ? null : ctx.usage());
       finish();
+      turnEnded(ToolCalls.in(generation.response()));
       sink.respondEncoded(r, route);
+    }
+  }
+
+  /** Tells agent-aware scheduling how the session's turn ended (in a tool call or not). */
+  private void turnEnded(boolean toolCall) {
+    AgentScheduling agents = service.agents();
+    if (agents.active()) {
+      agents.turnEnded(conversationId(), toolCall);
     }
   }
 

@@ -7,7 +7,9 @@ import java.util.Objects;
  * One request for an executor. Everything routing decided travels here: the own conversation id,
  * the sub-agent affinity id, and the attention-DP rank hint (-1 for none) with its relax flag.
  * {@code cacheSalt == null} means no salt; an empty salt is a salt. {@code contextPhase} is required
- * for {@link RequestType#GENERATION_ONLY}. Build with {@link #builder(int[], int)}.
+ * for {@link RequestType#GENERATION_ONLY}. {@code priority} is TensorRT-LLM's request priority in [0, 1] (0.5 by
+ * default; the executor's waiting queue honours it with {@code waiting_queue_policy: priority}); {@code retention}
+ * its {@code KvCacheRetentionConfig}, or null for none. Build with {@link #builder(int[], int)}.
  */
 public record ExecutorRequest(
     long clientRequestId,
@@ -24,7 +26,8 @@ public record ExecutorRequest(
     boolean adpRelax,
     float priority,
     String cacheSalt,
-    ContextPhaseParams contextPhase) {
+    ContextPhaseParams contextPhase,
+    KvRetention retention) {
 
   /** Value of {@code endId} / {@code adpRankHint} meaning "none". */
   public static final int NONE = -1;
@@ -53,7 +56,8 @@ public record ExecutorRequest(
         .adpRankHint(adpRankHint, adpRelax)
         .priority(priority)
         .cacheSalt(cacheSalt)
-        .contextPhase(contextPhase);
+        .contextPhase(contextPhase)
+        .retention(retention);
   }
 
   @Override
@@ -73,7 +77,8 @@ public record ExecutorRequest(
         && r.adpRelax == adpRelax
         && Float.compare(r.priority, priority) == 0
         && Objects.equals(r.cacheSalt, cacheSalt)
-        && Objects.equals(r.contextPhase, contextPhase);
+        && Objects.equals(r.contextPhase, contextPhase)
+        && Objects.equals(r.retention, retention);
   }
 
   @Override
@@ -107,6 +112,7 @@ public record ExecutorRequest(
     private float priority = 0.5f;
     private String cacheSalt;
     private ContextPhaseParams contextPhase;
+    private KvRetention retention;
 
     private Builder(int[] inputTokens, int maxNewTokens) {
       this.inputTokens = Objects.requireNonNull(inputTokens, "inputTokens");
@@ -179,9 +185,15 @@ public record ExecutorRequest(
       return this;
     }
 
+    /** The request's KV-cache retention; null: none (TensorRT-LLM's defaults). */
+    public Builder retention(KvRetention v) {
+      retention = v;
+      return this;
+    }
+
     public ExecutorRequest build() {
       return new ExecutorRequest(clientRequestId, inputTokens, maxNewTokens, type, streaming, endId, stopTokenIds,
-          seed, conversationId, subagentAffinityId, adpRankHint, adpRelax, priority, cacheSalt, contextPhase);
+          seed, conversationId, subagentAffinityId, adpRankHint, adpRelax, priority, cacheSalt, contextPhase, retention);
     }
   }
 }

@@ -149,7 +149,16 @@ public record ChatCompletionRequest(
   @Override
   public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids) {
+    return forLeg(noStreaming, params, conversation, ids, null);
+  }
+
+  @Override
+  public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
+      TokenIds ids, Double newPriority) {
     Builder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
+    if (newPriority != null) {
+      b.priority(newPriority);
+    }
     if (noStreaming) {
       b.stream(false).streamOptions(null);
     }

@@ -39,10 +39,18 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
    */
   default OpenAiRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids) {
-    OpenAiRequest b = (noStreaming ? withoutStreaming() : this).withDisaggregatedParams(params)
-        .withConversationParams(conversation);
-    return ids == null ? b : b.withPromptTokenIds(ids);
+    return forLeg(noStreaming, params, conversation, ids, null);
   }
+
+  /**
+   * {@link #forLeg(boolean, DisaggregatedParams, ConversationParams, TokenIds)} with TensorRT-LLM's request
+   * {@code priority} set to {@code priority} (null: the body's own).
+   */
+  OpenAiRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation, TokenIds ids,
+      Double priority);
+
+  /** TensorRT-LLM's request {@code priority} in [0, 1], or null when the request sets none. */
+  Double priority();
 
   /**
    * The request that continues a cut stream: the prompt replaced by {@code ids} (the original prompt's ids and the

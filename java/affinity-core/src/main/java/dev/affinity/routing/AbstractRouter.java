@@ -262,6 +262,19 @@ public abstract class AbstractRouter implements Router {
   }
 
   @Override
+  public final long cacheCapacityTokens(String workerId, int rank) {
+    Worker w;
+    synchronized (lock) {
+      w = workers.get(workerId);
+    }
+    if (w == null) {
+      return 0;
+    }
+    return index.capacity(index.location(workerId, w.info().ranksVisible() ? Math.max(0, rank) : -1))
+        * w.info().tokensPerBlock();
+  }
+
+  @Override
   public final List<CandidateLoad> loads() {
     List<CandidateLoad> out = new ArrayList<>();
     for (Worker w : workerSnapshot) {

@@ -43,6 +43,14 @@ public interface Router {
   RouterStats stats();
 
   /**
+   * The KV-cache capacity of a worker's rank (-1: the worker, its ranks not visible) in tokens, as far as this router
+   * knows it from the worker's KV events (its "created" event, else the most it held when it evicted); 0 when unknown.
+   */
+  default long cacheCapacityTokens(String workerId, int rank) {
+    return 0;
+  }
+
+  /**
    * The router's in-flight work per candidate of every worker it knows, for metrics; by default none (a router that
    * keeps no load). A snapshot, read under the router's own lock.
    */

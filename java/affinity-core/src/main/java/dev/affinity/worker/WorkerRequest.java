@@ -1,5 +1,6 @@
 package dev.affinity.worker;
 
+import dev.affinity.executor.KvRetention;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.tracing.TraceContext;
@@ -21,19 +22,28 @@ import java.util.Objects;
  *     body's own; in-process workers hand it to the executor
  * @param trace the W3C trace context the worker hears ({@code traceparent}/{@code tracestate} on HTTP legs), or null
  *     for none (docs/tracing.md)
+ * @param retention the KV-cache retention of the leg's blocks (TensorRT-LLM's {@code KvCacheRetentionConfig}), or
+ *     null for none: in-process workers hand it to the executor, HTTP workers send it to Affinity worker processes
+ *     only ({@code x-affinity-kv-retention}), since trtllm-serve's OpenAI protocol has no field for it
  */
 public record WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
-    String cacheSalt, TraceContext trace) {
+    String cacheSalt, TraceContext trace, KvRetention retention) {
+
+  /** A leg without a retention hint. */
+  public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
+      String cacheSalt, TraceContext trace) {
+    this(requestId, body, affinityId, rankHint, timeout, cacheSalt, trace, null);
+  }
 
   /** A leg without trace context. */
   public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout,
       String cacheSalt) {
-    this(requestId, body, affinityId, rankHint, timeout, cacheSalt, null);
+    this(requestId, body, affinityId, rankHint, timeout, cacheSalt, null, null);
   }
 
   /** A leg whose salt is its body's. */
   public WorkerRequest(long requestId, OpenAiRequest body, String affinityId, int rankHint, Duration timeout) {
-    this(requestId, body, affinityId, rankHint, timeout, null, null);
+    this(requestId, body, affinityId, rankHint, timeout, null, null, null);
   }
 
   public WorkerRequest {

@@ -106,7 +106,7 @@ class ConfigLoaderTest {
     try (Stream<Path> s = Files.list(EXAMPLES)) {
       files = s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList();
     }
-    assertEquals(9, files.size(), files.toString());
+    assertEquals(10, files.size(), files.toString());
     for (Path f : files) {
       LoadedConfig c = ConfigLoader.load(f);
       // examples of remote workers name no tokenizer directory (there is none here): that warning alone may stand
@@ -370,6 +370,21 @@ class ConfigLoaderTest {
         .softPlacementMargin().getAsDouble());
     assertEquals(-1, parse("affinity:\n  soft_placement_margin: false\n" + MINIMAL).config().affinity()
         .softPlacementMargin().getAsDouble(), "off");
+  }
+
+  @Test
+  void agentSchedulingSettingsParse() {
+    AgentSettings d = parse(MINIMAL).config().affinity().agent();
+    assertEquals(AgentSettings.defaults(), d);
+    assertTrue(d.priority() && d.kvRetention());
+    AgentSettings off = parse("affinity:\n  agent_priority: false\n  kv_retention: false\n"
+        + "  agent_priority_promotion_seconds: 2.5\n" + MINIMAL).config().affinity().agent();
+    assertEquals(new AgentSettings(false, 2.5, false), off);
+    ConfigException bad = fails("affinity:\n  agent_priority_promotion_seconds: 0\n" + MINIMAL);
+    assertTrue(bad.getMessage().contains("affinity.agent_priority_promotion_seconds"), bad.getMessage());
+    assertTrue(bad.getMessage().contains(":2:"), "the line: " + bad.getMessage());
+    ConfigException notBool = fails("affinity:\n  kv_retention: sometimes\n" + MINIMAL);
+    assertTrue(notBool.getMessage().contains("affinity.kv_retention"), notBool.getMessage());
   }
 
   @Test

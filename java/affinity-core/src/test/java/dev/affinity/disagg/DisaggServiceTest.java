@@ -12,7 +12,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.affinity.admission.ClientRequestGuard;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.admission.RequestAdmission;
+import dev.affinity.agent.AgentScheduling;
 import dev.affinity.config.AffinitySettings;
+import dev.affinity.config.AgentSettings;
 import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.ConversationResolver;
@@ -21,6 +23,7 @@ import dev.affinity.conversation.HeaderSource;
 import dev.affinity.disagg.DisaggFakes.RecordingSink;
 import dev.affinity.disagg.DisaggFakes.ScriptedWorker;
 import dev.affinity.executor.KvEvent;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.DisaggRequestType;
@@ -141,6 +144,16 @@ class DisaggServiceTest {
     return service;
   }
 
+  /** {@link #service} with agent-aware scheduling on (priority and retention), on the test's clock (ms as ns). */
+  private DisaggService agentService(List<? extends Worker> ctx, List<? extends Worker> gen) {
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, ctx, gen);
+    service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1,
+        Duration.ofSeconds(30), -1), ctxRouter, genRouter, new RequestIds(1, 0, clock::get), scheduler,
+        dev.affinity.tracing.RequestTracer.NONE, null,
+        new AgentScheduling(AgentSettings.defaults(), 3600, () -> clock.get() * 1_000_000));
+    return service;
+  }
+
   /** What a frontend does with a request: admission, then orchestration (a rejection answers the sink). */
   private void handle(OpenAiRequest request, HeaderSource headers, RecordingSink sink) {
     admission.admitAndHandle(request, headers, service, sink);
@@ -163,6 +176,49 @@ class DisaggServiceTest {
     assertEquals(0, ctxRouter.stats().outstandingSelections(), "context selections released");
     assertEquals(0, genRouter.stats().outstandingSelections(), "generation selections released");
     assertEquals(0, ctxRouter.stats().doubleReleases() + genRouter.stats().doubleReleases());
+  }
+
+  @Test
+  void legsCarryTheAgentPriorityOfTheirCall() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    agentService(List.of(c), List.of(g));
+    handle(completion(false), headers("x-session-id", "s"), new RecordingSink());  // the session's first call
+    handle(completion(false), headers("x-session-id", "s"), new RecordingSink());  // a call in progress
+    handle(completion(false), headers("x-session-id", "s-sub", PARENT, "s"), new RecordingSink());  // a sub-agent
+    handle(CODEC.parseCompletionRequest("{\"model\": \"m\", \"prompt\": \"x\", \"max_tokens\": 2, \"priority\": 0.2}"
+        .getBytes(StandardCharsets.UTF_8)), headers("x-session-id", "s"), new RecordingSink());
+    List<Double> ctx = c.received.stream().map(r -> r.body().priority()).toList();
+    List<Double> gen = g.received.stream().map(r -> r.body().priority()).toList();
+    assertEquals(List.of(0.5, 0.75, 0.75, 0.2), ctx, "new, in progress, sub-agent, the client's own");
+    assertEquals(ctx, gen, "both legs");
+    assertAllReleased();
+  }
+
+  @Test
+  void withoutAgentSchedulingLegsKeepTheClientsPriority() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    handle(completion(false), headers("x-session-id", "s"), new RecordingSink());
+    handle(completion(false), headers("x-session-id", "s"), new RecordingSink());
+    assertNull(c.received.get(1).body().priority());
+    assertNull(g.received.get(1).body().priority());
+    assertNull(c.received.get(1).retention());
+  }
+
+  @Test
+  void aContextLegCarriesARetentionAndTheGenerationLegNone() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    agentService(List.of(c), List.of(g));
+    handle(completion(false), headers("x-session-id", "s"), new RecordingSink());
+    handle(completion(false), HeaderSource.NONE, new RecordingSink());
+    // the conversation router reads no KV events, so the rank's capacity is unknown: nothing is raised, and the
+    // default priority goes out (putting back a priority an earlier turn raised)
+    assertEquals(KvRetention.defaults(), c.received.get(0).retention());
+    assertNull(c.received.get(1).retention(), "a request without a session");
+    assertNull(g.received.get(0).retention());
   }
 
   @Test

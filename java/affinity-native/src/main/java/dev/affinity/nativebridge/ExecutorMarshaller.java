@@ -9,6 +9,7 @@ import dev.affinity.executor.IterationStats;
 import dev.affinity.executor.KvCacheStats;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.executor.RankSource;
 import dev.affinity.executor.RequestMetrics;
 import dev.affinity.nativebridge.peer.ExecutorPeer;
@@ -115,6 +116,13 @@ final class ExecutorMarshaller {
       int[] first = cp.firstGenTokens();
       byte[] opaque = cp.opaqueState();
       s.setContextPhase(cp.ctxRequestId(), cp.ctxDpRank(), first, first.length, opaque, opaque.length);
+    }
+    KvRetention retention = r.retention();
+    if (retention != null) {
+      for (KvRetention.TokenRange t : retention.ranges()) {
+        s.addRetentionRange(t.start(), t.end(), t.priority(), t.durationMs());
+      }
+      s.setDecodeRetention(retention.decodePriority(), retention.decodeDurationMs());
     }
   }
 

@@ -43,8 +43,27 @@ public record Policy(String name, String description, String contextRouter, Stri
     this(name, description, contextRouter, generationRouter, subagentScope, Map.of());
   }
 
+  /**
+   * The {@code affinity:} keys of every policy but Affinity's own: agent-aware scheduling (request priority, KV
+   * retention across tool calls) is part of Affinity's policy, not of the routers it is compared with.
+   */
+  static final Map<String, Object> WITHOUT_AGENT_SCHEDULING = Map.of("agent_priority", false, "kv_retention", false);
+
   /** The policies of the comparison in docs/benchmarks.md, in its order. */
   public static List<Policy> builtIn() {
+    return builtInRouting().stream().map(p -> p.contextRouter().equals("affinity") ? p : new Policy(p.name(),
+        p.description(), p.contextRouter(), p.generationRouter(), p.subagentScope(), merged(p.affinity(),
+        WITHOUT_AGENT_SCHEDULING), p.contextArgs(), p.generationArgs())).toList();
+  }
+
+  private static Map<String, Object> merged(Map<String, Object> a, Map<String, Object> b) {
+    Map<String, Object> m = new LinkedHashMap<>(b);
+    m.putAll(a);
+    return m;
+  }
+
+  /** The built-in policies' routers, header and scope. */
+  private static List<Policy> builtInRouting() {
     return List.of(
         new Policy("round_robin", "round robin on both fleets, no sub-agent header", "round_robin", "round_robin", null),
         new Policy("load_balancing", "least loaded on both fleets, no sub-agent header", "load_balancing", "load_balancing", null),

@@ -117,7 +117,7 @@ public final class WorkloadDriver {
       Runnable onDone) {
     AgentCall call = agent.calls().get(index);
     TraceRequest r = new TraceRequest(0, agent.sessionId(), agent.parentSessionId(), call.inputLength(), call.outputLength(),
-        blockSize, call.hashIds());
+        blockSize, call.hashIds(), call.stopReason());
     send(r, agentId, rec -> proceed(agent, agentId, index + 1, call.spawns(), blockSize, thinkDuringSubAgents, onDone));
   }
 

@@ -159,6 +159,10 @@ public final class SimTransport implements RequestTransport {
       }
       finished = true;
       TraceRequest r = out.request();
+      if (status == 200 && r.endedInToolCall() != null && r.sessionId() != null) {
+        // the simulated answer's finish reason is its length: the recorded stop reason is the turn's real ending
+        service.agents().turnEnded(r.sessionId(), r.endedInToolCall());
+      }
       done.accept(new RequestRecord(out.index(), r.sessionId(), r.parentSessionId(), out.agentId(), sendUs,
           firstUs < 0 ? -1 : firstUs - sendUs, endUs - sendUs, tokens, r.inputLength(), route.reusedTokens(),
           out.idealReusedTokens(), out.pooledReusedTokens(), route.ctxWorker(), route.ctxRank(), route.genWorker(), route.genRank(), status, error));

@@ -58,9 +58,15 @@ public record ClaudeCodeTrace(String id, String source, int blockSize, Agent mai
    * @param hashIds      ids of the prompt's leading whole blocks
    * @param apiTimeS     seconds the serving API took, NaN when the trace lacks it
    * @param thinkTimeS   seconds the client waited before sending it, NaN when the trace lacks it
+   * @param stop         how the call ended ({@code stop}: {@code tool_use}, {@code end_turn}, ...), null when missing
    */
-  public record Call(double t, int inputTokens, int outputTokens, long[] hashIds, double apiTimeS, double thinkTimeS)
-      implements Entry {}
+  public record Call(double t, int inputTokens, int outputTokens, long[] hashIds, double apiTimeS, double thinkTimeS,
+      String stop) implements Entry {
+    /** A call whose stop reason the trace does not record. */
+    public Call(double t, int inputTokens, int outputTokens, long[] hashIds, double apiTimeS, double thinkTimeS) {
+      this(t, inputTokens, outputTokens, hashIds, apiTimeS, thinkTimeS, null);
+    }
+  }
 
   /** A sub-agent spawned at {@code t}; sub-agents listed one after another run together. */
   public record SubAgent(double t, Agent agent) implements Entry {}

@@ -19,9 +19,25 @@ import java.util.Objects;
  * @param outputLength    tokens to generate (at least 1)
  * @param blockSize       tokens per block that a hash id stands for
  * @param hashIds         prefix-chained block ids; exactly {@code ceil(inputLength / blockSize)} of them
+ * @param stopReason      how the recorded call ended ({@code tool_use}: in a tool call; {@code end_turn}, ...), or
+ *                        null when the trace does not say
  */
 public record TraceRequest(double arrivalMs, String sessionId, String parentSessionId, int inputLength,
-    int outputLength, int blockSize, List<Long> hashIds) {
+    int outputLength, int blockSize, List<Long> hashIds, String stopReason) {
+
+  /** The stop reason a call that ended in a tool call has (Anthropic's {@code stop_reason}). */
+  public static final String TOOL_USE = "tool_use";
+
+  /** A request whose stop reason the trace does not say. */
+  public TraceRequest(double arrivalMs, String sessionId, String parentSessionId, int inputLength, int outputLength,
+      int blockSize, List<Long> hashIds) {
+    this(arrivalMs, sessionId, parentSessionId, inputLength, outputLength, blockSize, hashIds, null);
+  }
+
+  /** Whether the recorded call ended in a tool call; null when the trace does not say. */
+  public Boolean endedInToolCall() {
+    return stopReason == null ? null : TOOL_USE.equals(stopReason);
+  }
 
   public TraceRequest {
     Objects.requireNonNull(hashIds, "hashIds");
@@ -60,6 +76,6 @@ public record TraceRequest(double arrivalMs, String sessionId, String parentSess
 
   /** The same request arriving at {@code ms}. */
   public TraceRequest withArrivalMs(double ms) {
-    return new TraceRequest(ms, sessionId, parentSessionId, inputLength, outputLength, blockSize, hashIds);
+    return new TraceRequest(ms, sessionId, parentSessionId, inputLength, outputLength, blockSize, hashIds, stopReason);
   }
 }

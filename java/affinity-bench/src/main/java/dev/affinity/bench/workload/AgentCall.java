@@ -12,11 +12,17 @@ import java.util.List;
  * @param outputLength  tokens to generate
  * @param hashIds       prefix-chained ids of {@code blockSize}-token blocks
  * @param spawns        sub-agents started after this call's response (empty for most calls)
+ * @param stopReason    how the call ends ({@code tool_use}: in a tool call), or null when unknown
  */
 public record AgentCall(double thinkBeforeMs, int inputLength, int outputLength, List<Long> hashIds,
-    List<AgentScript> spawns) {
+    List<AgentScript> spawns, String stopReason) {
   public AgentCall {
     hashIds = List.copyOf(hashIds);
     spawns = List.copyOf(spawns);
+  }
+
+  /** A call whose stop reason is unknown. */
+  public AgentCall(double thinkBeforeMs, int inputLength, int outputLength, List<Long> hashIds, List<AgentScript> spawns) {
+    this(thinkBeforeMs, inputLength, outputLength, hashIds, spawns, null);
   }
 }

@@ -76,7 +76,7 @@ public final class AgenticWorkload {
       calls.add(new AgentCall(think, prompt.length(), output, prompt.hashIds(p.blockSize()), spawns));
       prompt = history;
     }
-    return new AgentScript(session, null, start, calls);
+    return new AgentScript(session, null, start, withStops(calls));
   }
 
   private AgentScript subAgent(String session, String parent, Prompt parentContext) {
@@ -95,7 +95,21 @@ public final class AgenticWorkload {
       calls.add(new AgentCall(thinkBefore(k), prompt.length(), output, prompt.hashIds(p.blockSize()), List.of()));
       prompt = prompt.append(segment(), output);
     }
-    return new AgentScript(session, parent, 0, calls);
+    return new AgentScript(session, parent, 0, withStops(calls));
+  }
+
+  /**
+   * An agent's calls with their stop reasons: every call but the last ends in a tool call (the agent's loop: the
+   * think time after it is the tool's), the last ends the agent's turn.
+   */
+  static List<AgentCall> withStops(List<AgentCall> calls) {
+    List<AgentCall> out = new ArrayList<>(calls.size());
+    for (int i = 0; i < calls.size(); i++) {
+      AgentCall c = calls.get(i);
+      out.add(new AgentCall(c.thinkBeforeMs(), c.inputLength(), c.outputLength(), c.hashIds(), c.spawns(),
+          i + 1 < calls.size() ? TraceRequest.TOOL_USE : "end_turn"));
+    }
+    return out;
   }
 
   /**
@@ -118,7 +132,7 @@ public final class AgenticWorkload {
     for (AgentCall call : agent.calls()) {
       t += call.thinkBeforeMs();
       out.add(new TraceRequest(t, agent.sessionId(), agent.parentSessionId(), call.inputLength(), call.outputLength(),
-          blockSize, call.hashIds()));
+          blockSize, call.hashIds(), call.stopReason()));
       double resume = t;
       for (AgentScript sub : call.spawns()) {
         resume = Math.max(resume, play(sub, t, blockSize, out));

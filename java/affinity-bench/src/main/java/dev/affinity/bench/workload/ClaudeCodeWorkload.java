@@ -150,7 +150,7 @@ public final class ClaudeCodeWorkload {
     for (int i = 0; i < calls.size(); i++) {
       Call c = calls.get(i);
       double think = Math.min(thinkSeconds(calls, i), options.thinkCapSeconds()) * 1000;
-      out.add(new AgentCall(think, c.inputTokens(), Math.max(1, c.outputTokens()), ids.of(c), spawnsAfter.get(i)));
+      out.add(new AgentCall(think, c.inputTokens(), Math.max(1, c.outputTokens()), ids.of(c), spawnsAfter.get(i), c.stop()));
     }
     return new AgentScript(session, parent, startMs, out, initial);
   }
@@ -171,7 +171,8 @@ public final class ClaudeCodeWorkload {
       calls.add(c);
       removedS += Math.max(0, thinkSeconds(calls, calls.size() - 1) - options.thinkCapSeconds());
       double at = startMs + Math.max(0, c.t() - removedS) * 1000;
-      out.add(new TraceRequest(at, session, parent, c.inputTokens(), Math.max(1, c.outputTokens()), ns.blockSize, ids.of(c)));
+      out.add(new TraceRequest(at, session, parent, c.inputTokens(), Math.max(1, c.outputTokens()), ns.blockSize, ids.of(c),
+          c.stop()));
     }
   }
 

@@ -55,5 +55,9 @@ public class RequestSpecPeer extends Pointer {
       @Cast("const int32_t*") @Const int[] firstGenTokens, int nFirst, @Cast("const char*") @Const byte[] opaqueState,
       int nOpaque);
 
+  public native void addRetentionRange(int tokenStart, int tokenEnd, int priority, @Cast("int64_t") long durationMs);
+
+  public native void setDecodeRetention(int priority, @Cast("int64_t") long durationMs);
+
   public native void reset();
 }

@@ -26,6 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * end: complete, failed or cancelled.
  */
 final class NativeCall {
+  /** TensorRT-LLM's default request priority ({@code tensorrt_llm/executor/request.py} DEFAULT_REQUEST_PRIORITY). */
+  static final float DEFAULT_PRIORITY = 0.5f;
   private final NativeWorker worker;
   private final WorkerRequest request;
   private final WorkerListener listener;
@@ -125,7 +127,9 @@ final class NativeCall {
         .conversationId(body.conversationParams() == null ? null : body.conversationParams().conversationId())
         .subagentAffinityId(request.affinityId())
         .cacheSalt(request.cacheSalt() != null ? request.cacheSalt() : body.cacheSalt())
-        .adpRankHint(request.rankHint(), true);
+        .adpRankHint(request.rankHint(), true)
+        .priority(body.priority() != null ? body.priority().floatValue() : DEFAULT_PRIORITY)
+        .retention(request.retention());
     switch (leg) {
       case CONTEXT_ONLY -> b.type(RequestType.CONTEXT_ONLY);
       case GENERATION_ONLY -> b.contextPhase(context);

@@ -175,6 +175,11 @@ public final class PinSharingRouter implements Router, PinKeeping {
   }
 
   @Override
+  public long cacheCapacityTokens(String workerId, int rank) {
+    return delegate.cacheCapacityTokens(workerId, rank);
+  }
+
+  @Override
   public RouterStats stats() {
     return delegate.stats();
   }

@@ -1,5 +1,6 @@
 package dev.affinity.server.fleet;
 
+import dev.affinity.agent.AgentScheduling;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.disagg.DisaggService;
@@ -52,8 +53,10 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
     RouterFactory factory = new RouterFactory();
     Router ctx = wrap.apply(Fleet.CONTEXT, router(factory, config, config.context(), Fleet.CONTEXT, nanoClock));
     Router gen = wrap.apply(Fleet.GENERATION, router(factory, config, config.generation(), Fleet.GENERATION, nanoClock));
+    AgentScheduling agents = new AgentScheduling(config.affinity().agent(), config.affinity().sessionIdleTtlSeconds(),
+        nanoClock);
     DisaggService service = new DisaggService(DisaggSettings.from(config), ctx, gen, ids, scheduler, tracer,
-        textTokenizer);
+        textTokenizer, agents);
     return new Orchestration(ctx, gen, service);
   }
 

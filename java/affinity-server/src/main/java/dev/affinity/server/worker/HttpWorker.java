@@ -2,6 +2,7 @@ package dev.affinity.server.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
+import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.protocol.OpenAiRequest;
@@ -283,6 +284,10 @@ public final class HttpWorker implements Worker {
       if (hint != null) {
         headers.add(new RequestTemplate.Header(WorkerExtensions.RANK_HINT_HEADER, hint));
       }
+      String retention = retention(request);
+      if (retention != null) {
+        headers.add(new RequestTemplate.Header(WorkerExtensions.KV_RETENTION_HEADER, retention));
+      }
       TraceContext trace = request.trace();
       if (trace != null) { // W3C trace context: the worker's spans join the request's trace (docs/tracing.md)
         headers.add(new RequestTemplate.Header(TraceContext.TRACEPARENT, trace.traceparent()));
@@ -292,7 +297,7 @@ public final class HttpWorker implements Worker {
       }
       byte[] json = codec.toJsonBytes(body);
       http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers, json,
-          legSignature(body.path(), json, hint, affinityId));
+          legSignature(body.path(), json, hint, affinityId, retention));
     } catch (RuntimeException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
@@ -328,6 +333,14 @@ public final class HttpWorker implements Worker {
     return Integer.toString(rank);
   }
 
+  /**
+   * The {@value WorkerExtensions#KV_RETENTION_HEADER} value: the leg's retention as JSON, sent only to an Affinity
+   * worker process (ranks visible); a trtllm-serve worker's OpenAI protocol has no field for it, so it is left alone.
+   */
+  private String retention(WorkerRequest request) {
+    return request.retention() == null || !info.ranksVisible() ? null : KvRetentionJson.toJson(request.retention());
+  }
+
   /** What the worker reports it did: ctx_dp_rank, cached and prompt tokens (-1 where absent). */
   static WorkerReport report(UsageInfo usage, Integer rank) {
     int prompt = usage == null || usage.promptTokens() == null ? -1 : usage.promptTokens();
@@ -342,13 +355,13 @@ public final class HttpWorker implements Worker {
    * {@code /server_info}. Sent to every worker; a trtllm-serve worker ignores it.
    */
   private java.util.function.Supplier<RequestTemplate.Header> legSignature(String path, byte[] body, String rankHint,
-      String affinityId) {
+      String affinityId, String retention) {
     LegAuth.Signer s = legSigner;
     if (s == null) {
       return null;
     }
     return () -> new RequestTemplate.Header(LegAuth.HEADER,
-        s.sign("POST", path, body, rankHint, affinityId, workerName()));
+        s.sign("POST", path, body, rankHint, affinityId, retention, workerName()));
   }
 
   /** The worker's name as its {@code /server_info} reports it ({@code affinity.name}), or null. */
@@ -430,7 +443,7 @@ public final class HttpWorker implements Worker {
     }
     RequestTemplate r = method.equals(HttpMethod.POST)
         ? new RequestTemplate(method, settings.basePath() + path, host, List.of(), null,
-            legSignature(path, null, null, null))
+            legSignature(path, null, null, null, null))
         : RequestTemplate.of(method, settings.basePath() + path, host);
     return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos());
   }

@@ -63,12 +63,18 @@ public final class LegAuth {
    * @param nonce unique per signed request
    */
   public record Claim(String method, String path, String bodySha256, String rankHint, String subagentAffinityId,
-      String worker, long timestampMillis, String nonce) {
+      String kvRetention, String worker, long timestampMillis, String nonce) {
     public Claim {
       Objects.requireNonNull(method, "method");
       Objects.requireNonNull(path, "path");
       Objects.requireNonNull(bodySha256, "bodySha256");
       Objects.requireNonNull(nonce, "nonce");
+    }
+
+    /** A claim of a request without a KV retention header. */
+    public Claim(String method, String path, String bodySha256, String rankHint, String subagentAffinityId,
+        String worker, long timestampMillis, String nonce) {
+      this(method, path, bodySha256, rankHint, subagentAffinityId, null, worker, timestampMillis, nonce);
     }
 
     /** The canonical JSON that is signed. */
@@ -80,6 +86,9 @@ public final class LegAuth {
       m.put("body_sha256", bodySha256);
       m.put("rank_hint", rankHint);
       m.put("subagent_affinity_id", subagentAffinityId);
+      if (kvRetention != null) {  // only when sent: claims without it are signed as before
+        m.put("kv_retention", kvRetention);
+      }
       m.put("worker", worker);
       m.put("ts", timestampMillis);
       m.put("nonce", nonce);
@@ -119,8 +128,14 @@ public final class LegAuth {
     /** The {@value #HEADER} value for one write of a request. */
     public String sign(String method, String path, byte[] body, String rankHint, String subagentAffinityId,
         String worker) {
+      return sign(method, path, body, rankHint, subagentAffinityId, null, worker);
+    }
+
+    /** The {@value #HEADER} value for one write of a request that carries a KV retention header too. */
+    public String sign(String method, String path, byte[] body, String rankHint, String subagentAffinityId,
+        String kvRetention, String worker) {
       String nonce = prefix + "-" + Long.toHexString(counter.incrementAndGet());
-      return headerValue(auth, new Claim(method, path, sha256(body), rankHint, subagentAffinityId, worker,
+      return headerValue(auth, new Claim(method, path, sha256(body), rankHint, subagentAffinityId, kvRetention, worker,
           clock.millis(), nonce));
     }
   }
@@ -175,7 +190,8 @@ public final class LegAuth {
       }
       long timestamp = Long.parseLong(ts);
       Claim claim = new Claim(method, path, sha256(body), headers.first(WorkerExtensions.RANK_HINT_HEADER),
-          headers.first(InternalAuth.SUBAGENT_AFFINITY_HEADER), worker, timestamp, nonce);
+          headers.first(InternalAuth.SUBAGENT_AFFINITY_HEADER), headers.first(WorkerExtensions.KV_RETENTION_HEADER),
+          worker, timestamp, nonce);
       if (!auth.verify(claim.canonicalJson(), parts[2])) {
         return "invalid " + HEADER + " signature (another key, or the request was altered)";
       }

@@ -9,12 +9,17 @@ package dev.affinity.server.worker;
  *   <li>{@code /server_info} carries {@code "affinity": {"num_ranks": N, "ranks_visible": true, ...}}: the
  *       worker lets the frontend choose its attention-DP rank, so the router sees N routable ranks;
  *   <li>request legs to such a worker carry {@value #RANK_HINT_HEADER}{@code : <rank>}, the rank the
- *       router chose; the executor honours it while that rank has room.
+ *       router chose; the executor honours it while that rank has room;
+ *   <li>and {@value #KV_RETENTION_HEADER}{@code : <json>} when the frontend asks the leg's blocks to be kept: a
+ *       {@code KvCacheRetentionConfig} in the field names of TensorRT-LLM's Python binding
+ *       ({@link dev.affinity.executor.KvRetentionJson}), which trtllm-serve's OpenAI protocol has no field for.
  * </ul>
  */
 public final class WorkerExtensions {
   /** Request header: the attention-DP rank the router chose (a decimal integer in [0, num_ranks)). */
   public static final String RANK_HINT_HEADER = "x-affinity-rank-hint";
+  /** Request header: the leg's KV-cache retention ({@code KvCacheRetentionConfig} as JSON). */
+  public static final String KV_RETENTION_HEADER = "x-affinity-kv-retention";
   /** The {@code /server_info} key of Affinity's extension object. */
   public static final String SERVER_INFO_KEY = "affinity";
   /** In the extension object: the worker's attention-DP ranks (a positive integer). */

@@ -1,6 +1,8 @@
 package dev.affinity.server.workermode;
 
 import dev.affinity.conversation.HeaderSource;
+import dev.affinity.executor.KvRetention;
+import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.InternalAuth;
@@ -26,7 +28,9 @@ import org.slf4j.LoggerFactory;
  *       generation_only → GENERATION; other requests ignore it, like an aggregated server); otherwise
  *       ignored, with one warning per reason;
  *   <li>{@value WorkerExtensions#RANK_HINT_HEADER}: a rank in [0, ranks) becomes the executor's hint;
- *       anything else is ignored (the executor picks the rank), with one warning.
+ *       anything else is ignored (the executor picks the rank), with one warning;
+ *   <li>{@value WorkerExtensions#KV_RETENTION_HEADER}: the leg's KV-cache retention, handed to the executor; a value
+ *       that is not a valid {@code KvCacheRetentionConfig} is refused (400 naming the header).
  * </ul>
  */
 final class InternalHeaders {
@@ -151,6 +155,15 @@ final class InternalHeaders {
       return -1;
     }
     return rank;
+  }
+
+  /**
+   * The leg's KV-cache retention from {@value WorkerExtensions#KV_RETENTION_HEADER}, or null without one; an
+   * {@link IllegalArgumentException} naming what is wrong when the value is not a valid retention config.
+   */
+  KvRetention retention(HeaderSource headers) {
+    String raw = headers.first(WorkerExtensions.KV_RETENTION_HEADER);
+    return raw == null ? null : KvRetentionJson.parse(raw);
   }
 
   private void warnOnce(AtomicBoolean flag, String message) {

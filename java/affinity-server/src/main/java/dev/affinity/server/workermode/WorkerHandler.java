@@ -1,6 +1,7 @@
 package dev.affinity.server.workermode;
 
 import dev.affinity.conversation.HeaderSource;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.CompletionHandler;
@@ -13,6 +14,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.server.worker.WorkerExtensions;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
@@ -78,11 +80,20 @@ final class WorkerHandler implements CompletionHandler {
       sink.fail(401, ErrorResponse.of(401, unauthorized, null), route);
       return;
     }
+    KvRetention retention;
+    try {
+      retention = internal.retention(headers);
+    } catch (IllegalArgumentException e) {
+      sink.fail(400, ErrorResponse.of(400, WorkerExtensions.KV_RETENTION_HEADER + ": " + e.getMessage(),
+          WorkerExtensions.KV_RETENTION_HEADER), route);
+      return;
+    }
     String affinity = internal.affinityId(request, headers);
     int rankHint = internal.rankHint(headers);
     route = route.withConversation(new RouteInfo.Conversation(conversation, affinity));
     Relay relay = new Relay(sink, leg, request.isStreaming(), route, pulled(leg, p));
-    WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout), relay);
+    WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout, null, null, retention),
+        relay);
     sink.onDisconnect(call::cancel);
   }
 

@@ -12,6 +12,8 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.affinity.executor.KvRetention;
+import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
 import dev.affinity.protocol.CompletionResponse;
@@ -156,6 +158,33 @@ class HttpWorkerTest {
     assertNull(r.header(InternalAuth.SUBAGENT_AFFINITY_HEADER));
     assertNull(r.header(InternalAuth.SUBAGENT_AFFINITY_AUTH_HEADER));
     assertEquals(0, w.inFlight());
+  }
+
+  @Test
+  void aLegsKvRetentionGoesOnlyToAffinityWorkers() throws Exception {
+    OpenAiRequest body = completion(CTX_COMPLETION);
+    KvRetention keep = KvRetention.wholePrompt(80, 30_000);
+    RecordingListener l = listener();
+    worker(KEY).send(new WorkerRequest(DISAGG_ID, body, null, -1, LONG, null, null, keep), l);
+    l.awaitReport();
+    assertNull(fake.last("/v1/completions").header(WorkerExtensions.KV_RETENTION_HEADER),
+        "trtllm-serve's OpenAI protocol has no field for it: a stock worker is left alone");
+    assertEquals(CODEC.readTree(CTX_COMPLETION.getBytes(StandardCharsets.UTF_8)),
+        CODEC.readTree(fake.last("/v1/completions").body()), "nor is anything added to the body");
+
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 2).put("ranks_visible", true);
+    fake.serverInfo(info);
+    HttpWorker affinity = worker(KEY);
+    RecordingListener kept = listener();
+    affinity.send(new WorkerRequest(DISAGG_ID, body, null, 1, LONG, null, null, keep), kept);
+    kept.awaitReport();
+    String header = fake.last("/v1/completions").header(WorkerExtensions.KV_RETENTION_HEADER);
+    assertEquals(keep, KvRetentionJson.parse(header));
+    RecordingListener none = listener();
+    affinity.send(new WorkerRequest(DISAGG_ID, body, null, 1, LONG), none);
+    none.awaitReport();
+    assertNull(fake.last("/v1/completions").header(WorkerExtensions.KV_RETENTION_HEADER), "no retention, no header");
   }
 
   @Test

@@ -11,6 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
+import dev.affinity.executor.KvRetention;
+import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.kv.HashAlgorithm;
 import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.protocol.ChatCompletionStreamResponse;
@@ -350,6 +352,55 @@ class WorkerServerTest {
     assertEquals(2, stored.blockHashes().length, "two full blocks of 16 tokens");
     assertEquals(32, stored.tokens().length);
     assertEquals(0, h.pollKvEvents().get(10, TimeUnit.SECONDS), "drained");
+  }
+
+  // ---- KV retention ----
+
+  @Test
+  void aLegsKvRetentionReachesTheExecutorsCache() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, KEY);
+    HttpWorker h = client(w, KEY);
+    LinkedBlockingQueue<List<KvEvent>> sink = new LinkedBlockingQueue<>();
+    h.onKvEvents(sink::add);
+    send(h, contextLeg("conv-1", 4), null, 1).awaitReport();
+    // the same prompt again, its blocks kept at priority 80 for 30 s after release: the cache claims the cached
+    // blocks at that priority (an "updated" event each, TensorRT-LLM's priorityUpdated)
+    OpenAiRequest again = contextLeg("conv-1", 4);
+    RecordingListener l = listener();
+    h.send(new WorkerRequest(id(again), again, null, 1, LONG, null, null, KvRetention.wholePrompt(80, 30_000)), l);
+    l.awaitReport();
+    List<KvEvent> events = new ArrayList<>();
+    await(() -> {
+      try {
+        h.pollKvEvents().get(10, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+      sink.forEach(events::addAll);
+      sink.clear();
+      return events.stream().filter(e -> e.type() == KvEventType.UPDATED).count() >= 2;
+    }, "the updated events of the two cached blocks");
+    List<KvEvent> updated = events.stream().filter(e -> e.type() == KvEventType.UPDATED).toList();
+    assertEquals(2, updated.size(), updated.toString());
+    for (KvEvent e : updated) {
+      assertEquals(80, e.value());
+      assertEquals(1, e.rank());
+    }
+  }
+
+  @Test
+  void aMalformedKvRetentionIsRefusedWith400NamingTheHeader() throws Exception {
+    WorkerServer w = worker("ctx-a", CONFIG, null);
+    for (String value : new String[] {"{", "{\"token_range_retention_configs\": [{\"token_start\": 0, \"token_end\": null,"
+        + " \"priority\": 101}]}", "{\"token_range_retention_configs\": [], \"colour\": 1}"}) {
+      String body = CODEC.toJsonString(contextLeg("c", 4));
+      HttpResponse<String> r = post(w, "/v1/completions", body, WorkerExtensions.KV_RETENTION_HEADER, value);
+      assertEquals(400, r.statusCode(), r.body());
+      assertTrue(r.body().contains(WorkerExtensions.KV_RETENTION_HEADER), r.body());
+    }
+    String body = CODEC.toJsonString(contextLeg("c", 4));
+    assertEquals(200, post(w, "/v1/completions", body, WorkerExtensions.KV_RETENTION_HEADER,
+        KvRetentionJson.toJson(KvRetention.wholePrompt(60, 1000))).statusCode());
   }
 
   // ---- internal auth ----
