@@ -416,20 +416,21 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * first come, first served (TensorRT-LLM's chunking policy), so a request arriving at the same rank while its
    * queue and this work are in the system waits {@code own} longer; one arriving at a lockstep sibling rank while
    * this request computes waits one of its iterations ({@code own / iterations}) per iteration it shares. Who
-   * arrives comes from the measured rates ({@link RankQueues#arrivalsWithin}): agent sessions have one call in
-   * flight each, so each is delayed at most once, and the externality grows with the work only linearly.
+   * arrives comes from the measured rates ({@link RankQueues#delayedWork}): agent sessions have one call in
+   * flight each, so each is delayed at most once, and by no more than prefilling its own context elsewhere would
+   * cost it (the router moves it rather than let it wait longer).
    */
   private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     if (externalityWeight == 0) {
       return 0;
     }
     Candidate c = cands.get(i);
-    double ext = own * queues.arrivalsWithin(locationOf(c), key, load(c).work + own / 2, now);
+    double ext = queues.delayedWork(locationOf(c), key, load(c).work + own / 2, own, now);
     double perIteration = own / ownIterations;
     for (int k = 0; k < cands.size(); k++) {
       Candidate s = cands.get(k);
       if (k != i && s.workerId().equals(c.workerId())) {
-        ext += perIteration * queues.arrivalsWithin(locationOf(s), key, own, now);
+        ext += queues.delayedWork(locationOf(s), key, own, perIteration, now);
       }
     }
     return ext;
@@ -521,7 +522,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     l.uncached += n - prefix;
     int loc = locationOf(s.candidate());
     bySelection.put(s.id(), new Routed(w, n - prefix, loc));
-    queues.arrived(loc, r.routingKey(), context.nanoClock().getAsLong());
+    queues.arrived(loc, r.routingKey(), work(0, n), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
     routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());

@@ -31,12 +31,14 @@ final class RankQueues {
   private long fleetStamp;
   private boolean fleetStamped;
 
-  /** One routing key's decaying request count at the location it last went to. */
+  /** One routing key's decaying request count at the location it last went to, and what moving it would cost. */
   private static final class KeyRate {
     final String key;
     double count;
     long stamp;
     int location = -1;
+    /** The work of prefilling its latest prompt from nothing: what leaving its location costs it. */
+    double moveWork;
 
     KeyRate(String key) {
       this.key = key;
@@ -51,8 +53,11 @@ final class RankQueues {
     this.maxKeys = maxKeys;
   }
 
-  /** A request ({@code key}: its routing key, or null) was routed to {@code loc}. */
-  void arrived(int loc, String key, long now) {
+  /**
+   * A request ({@code key}: its routing key, or null) was routed to {@code loc}; {@code moveWork}: the work of
+   * prefilling its whole prompt elsewhere.
+   */
+  void arrived(int loc, String key, double moveWork, long now) {
     grow(loc, now);
     decay(loc, now);
     arrivals[loc] += 1;
@@ -60,7 +65,7 @@ final class RankQueues {
       busyMark[loc] = now;
     }
     if (key != null) {
-      keyArrived(key, loc, now);
+      keyArrived(key, loc, now).moveWork = moveWork;
     }
   }
 
@@ -82,13 +87,15 @@ final class RankQueues {
   }
 
   /**
-   * How many requests of other sessions come to {@code loc} within {@code window} units of work from now: each
-   * session sending there (other than {@code self}) has one call in flight at a time, so it comes at most once in
-   * the window (with probability {@code min(1, its rate x window)}) and waits behind the work that arrived before it
-   * only once; requests without a key arrive as a Poisson stream of the location's remaining rate. Rates are per
-   * unit of work (per second x the measured seconds per unit of work). 0 until a completion was measured.
+   * The wait that {@code delay} units of work put on the requests of other sessions that come to {@code loc} within
+   * {@code window} units of work from now, in units of work. Each session sending there (other than {@code self}) has
+   * one call in flight at a time, so it comes at most once in the window (with probability {@code min(1, its rate x
+   * window)}), and waits at most as long as leaving costs it: a session the delay would hold up longer than
+   * prefilling its whole context elsewhere moves instead (which the router lets it do). Requests without a key arrive
+   * as a Poisson stream of the location's remaining rate and wait the whole delay. Rates are per unit of work (per
+   * second x the measured seconds per unit of work). 0 until a completion was measured.
    */
-  double arrivalsWithin(int loc, String self, double window, long now) {
+  double delayedWork(int loc, String self, double window, double delay, long now) {
     if (loc >= seen.length || !seen[loc]) {
       return 0;
     }
@@ -103,11 +110,11 @@ final class RankQueues {
       double count = decayed(k, now);
       keyed += count;
       if (!k.key.equals(self)) {
-        waits += Math.min(1, count * perWork * window);
+        waits += Math.min(1, count * perWork * window) * Math.min(delay, k.moveWork);
       }
     }
     double keyless = Math.max(0, arrivals[loc] - keyed);
-    return waits + keyless * perWork * window;
+    return waits + keyless * perWork * window * delay;
   }
 
   /** Forgets a location (a worker removed, a cache recreated): its rates start again from nothing. */
@@ -117,7 +124,7 @@ final class RankQueues {
     }
   }
 
-  private void keyArrived(String key, int loc, long now) {
+  private KeyRate keyArrived(String key, int loc, long now) {
     KeyRate k = keys.get(key);
     if (k == null) {
       k = new KeyRate(key);
@@ -149,6 +156,7 @@ final class RankQueues {
     // keys whose rate has faded out leave the location's list
     KeyRate current = k;
     keysAt(loc).removeIf(x -> x != current && decayed(x, now) < 0.01 && drop(x));
+    return k;
   }
 
   private boolean drop(KeyRate k) {

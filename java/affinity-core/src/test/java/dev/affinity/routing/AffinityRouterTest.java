@@ -359,7 +359,7 @@ class AffinityRouterTest {
     onB.release(Outcome.SUCCESS);
   }
 
-  /** Measures one completion: a rank busy 1 s for a keyless 100-token request. */
+  /** Measures one completion: {@code worker} busy 1 s for a keyless 100-token request. */
   private void oneCompletion(AffinityRouter r, String worker) {
     Selection s = r.select(req(500, null, tokens(100, 9_000_000)), Set.of(worker.equals("a") ? "b" : "a"));
     clock.advance(java.time.Duration.ofSeconds(1));
@@ -385,11 +385,26 @@ class AffinityRouterTest {
   }
 
   @Test
+  void aHugeRequestIsNotChargedMoreThanTheOtherSessionsWouldPayToMove() {
+    // a holds a 100,000-token prefill already; b has three small sessions (64-token contexts). A second 100,000-token
+    // request would delay them a lot, but each of them would rather move (64 units) than wait: it goes to b, not
+    // behind the first one on a
+    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
+    oneCompletion(r, "b");
+    for (String key : List.of("s1", "s2", "s3")) {
+      r.select(req(key.hashCode(), key, tokens(64, key.hashCode())), Set.of("a")).release(Outcome.SUCCESS);
+    }
+    Selection first = r.select(req(800, null, tokens(100_000, 8_000_000)), Set.of("b"));
+    assertEquals("b", r.select(req(801, null, tokens(100_000, 9_000_000)), Set.of()).worker().id());
+    first.release(Outcome.SUCCESS);
+  }
+
+  @Test
   void aSessionIsNotChargedForWaitingBehindItself() {
     // a session whose home is a, where nobody else sends, keeps going home with its big uncached turns: its own
     // arrival rate there is no one else's wait
     AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0), "a", "b");
-    oneCompletion(r, "a");
+    oneCompletion(r, "b");
     r.select(req(601, "other", tokens(64, 601)), Set.of("a")).release(Outcome.SUCCESS);
     Selection home = r.select(req(602, "me", tokens(64, 602)), Set.of("b"));
     home.release(Outcome.SUCCESS);
