@@ -241,6 +241,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         double own = work(prefix, n - prefix);
         long iterations = iterations(l.uncached + n - prefix, chunk);
         cost[i] = Math.max(l.work + own, siblingDelay(cands, i, iterations))
+            + Math.min(work(0, n), laterSiblingWaits(cands, i, queues.ownRatePerWork(request.routingKey(), now)))
             + evictionWeight * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
             + externalityWeight * externality(cands, i, own, iterations(n - prefix, chunk), request.routingKey(), now);
       }
@@ -406,6 +407,32 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       }
       double perIteration = l.work / iterations(l.uncached, chunkOf(s));
       most = Math.max(most, Math.min(l.work, iterations * perIteration));
+    }
+    return most;
+  }
+
+  /**
+   * What the request's session pays later for staying at candidate {@code i} while a lockstep sibling works through
+   * its queue: each of its next calls that comes before the sibling is done ({@code ratePerWork} calls per unit of
+   * work, over the sibling's queued work) waits one of the sibling's iterations. The caller caps it at what moving
+   * costs now (the session's whole prompt elsewhere): a session that would wait longer moves at its next call.
+   */
+  private double laterSiblingWaits(List<Candidate> cands, int i, double ratePerWork) {
+    if (ratePerWork == 0) {
+      return 0;
+    }
+    String worker = cands.get(i).workerId();
+    double most = 0;
+    for (int k = 0; k < cands.size(); k++) {
+      Candidate s = cands.get(k);
+      if (k == i || !s.workerId().equals(worker)) {
+        continue;
+      }
+      Load l = load(s);
+      if (l.work > 0) {
+        double perIteration = l.work / iterations(l.uncached, chunkOf(s));
+        most = Math.max(most, ratePerWork * l.work * perIteration);
+      }
     }
     return most;
   }

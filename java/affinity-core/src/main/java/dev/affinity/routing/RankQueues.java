@@ -117,6 +117,18 @@ final class RankQueues {
     return waits + keyless * perWork * window * delay;
   }
 
+  /**
+   * How many requests {@code key} sends per unit of work a rank does (its decaying request count over the window,
+   * per second, times the measured seconds per unit of work): 0 for an unknown key or before any completion.
+   */
+  double ownRatePerWork(String key, long now) {
+    KeyRate k = key == null ? null : keys.get(key);
+    if (k == null) {
+      return 0;
+    }
+    return decayed(k, now) / (windowNanos / 1e9) * secondsPerWork();
+  }
+
   /** Forgets a location (a worker removed, a cache recreated): its rates start again from nothing. */
   void forget(int loc) {
     if (loc < arrivals.length) {

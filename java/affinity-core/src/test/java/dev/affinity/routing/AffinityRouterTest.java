@@ -361,8 +361,12 @@ class AffinityRouterTest {
 
   /** Measures one completion: {@code worker} busy 1 s for a keyless 100-token request. */
   private void oneCompletion(AffinityRouter r, String worker) {
+    oneCompletion(r, worker, java.time.Duration.ofSeconds(1));
+  }
+
+  private void oneCompletion(AffinityRouter r, String worker, java.time.Duration busy) {
     Selection s = r.select(req(500, null, tokens(100, 9_000_000)), Set.of(worker.equals("a") ? "b" : "a"));
-    clock.advance(java.time.Duration.ofSeconds(1));
+    clock.advance(busy);
     s.release(Outcome.SUCCESS);
   }
 
@@ -397,6 +401,40 @@ class AffinityRouterTest {
     Selection first = r.select(req(800, null, tokens(100_000, 8_000_000)), Set.of("b"));
     assertEquals("b", r.select(req(801, null, tokens(100_000, 9_000_000)), Set.of()).worker().id());
     first.release(Outcome.SUCCESS);
+  }
+
+  /**
+   * A session with a 40,000-token context cached on a/1 calls again while a 100,000-token prefill runs on a/0 (13
+   * iterations of about 25,000 units). This call alone waits one of those iterations, less than prefilling its
+   * context elsewhere (75,000): a session seen for the first time stays. A session that calls often pays that wait at
+   * each call until a/0 is done, more than moving once: it moves.
+   */
+  private String whereASessionNextToALongPrefillGoes(int earlierCalls) {
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0,
+        "queue_externality_weight", 0.0), context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    // a slow rank: 1,000 s for 100 units, so that the five calls below (completed at once) leave it at ~2.7 ms a unit
+    oneCompletion(r, "b", java.time.Duration.ofSeconds(1000));
+    int[] context = tokens(40_000, 3_000_000);
+    for (int i = 0; i < earlierCalls; i++) {
+      r.select(req(900 + i, "s", context), Set.of("b")).release(Outcome.SUCCESS);  // five calls within the window
+    }
+    stored(r, "a", 1, context);
+    Selection giant = r.select(req(950, null, tokens(100_000, 4_000_000)), Set.of("b"));
+    if (giant.candidate().rank() != 0) {  // the giant goes to a/0 in this setting
+      throw new IllegalStateException("set-up: " + giant.candidate());
+    }
+    int[] next = java.util.Arrays.copyOf(context, 40_100);
+    Selection s = r.select(req(960, "s", next), Set.of());
+    giant.release(Outcome.SUCCESS);
+    return s.candidate().toString();
+  }
+
+  @Test
+  void aSessionThatCallsOftenLeavesTheSiblingOfALongPrefill() {
+    assertEquals("a#1", whereASessionNextToALongPrefillGoes(0), "no rate of its own yet: one iteration's wait");
+    assertEquals("b", whereASessionNextToALongPrefillGoes(5).substring(0, 1), "its next calls would wait too");
   }
 
   @Test
