@@ -22,8 +22,11 @@ public record AgentSettings(boolean priority, double priorityPromotionSeconds, b
     }
   }
 
-  /** Both on, with the default promotion age. */
+  /**
+   * Retention on, priority off: on the development traces priority changed nothing at the bench fleets' batch sizes
+   * (no call waited for admission) and cost 1.7% at p95 where context ranks had one batch slot each (docs/benchmarks.md).
+   */
   public static AgentSettings defaults() {
-    return new AgentSettings(true, DEFAULT_PROMOTION_SECONDS, true);
+    return new AgentSettings(false, DEFAULT_PROMOTION_SECONDS, true);
   }
 }

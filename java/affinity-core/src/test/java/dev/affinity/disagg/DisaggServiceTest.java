@@ -150,7 +150,7 @@ class DisaggServiceTest {
     service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1,
         Duration.ofSeconds(30), -1), ctxRouter, genRouter, new RequestIds(1, 0, clock::get), scheduler,
         dev.affinity.tracing.RequestTracer.NONE, null,
-        new AgentScheduling(AgentSettings.defaults(), 3600, () -> clock.get() * 1_000_000));
+        new AgentScheduling(new AgentSettings(true, 10, true), 3600, () -> clock.get() * 1_000_000));
     return service;
   }
 

@@ -79,7 +79,7 @@ class AgentPriorityStarvationTest {
     }
     trace.add(new TraceRequest(1000.5, "newcomer", null, 2048, 4, 32, blocks(block, 64)));
     trace.sort(java.util.Comparator.comparingDouble(TraceRequest::arrivalMs));
-    Policy p = Policy.named("affinity{agent_priority_promotion_seconds=" + promotionSeconds + "}");
+    Policy p = Policy.named("affinity{agent_priority=true; agent_priority_promotion_seconds=" + promotionSeconds + "}");
     RunResult r = new Simulation(FleetConfigs.load(fleet).under(p), Slo.defaults(), Duration.ofSeconds(10), false)
         .run(p.name(), new Workload.Trace("starve", trace), 1, n -> { });
     assertEquals(0, r.metrics().errors());
