@@ -394,21 +394,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * attention over the depth its chunks are at), and does at most all its queued work.
    */
   private double siblingDelay(List<Candidate> cands, int i, long iterations) {
-    String worker = cands.get(i).workerId();
-    double most = 0;
-    for (int k = 0; k < cands.size(); k++) {
-      Candidate s = cands.get(k);
-      if (k == i || !s.workerId().equals(worker)) {
-        continue;
-      }
-      Load l = load(s);
-      if (l.work <= 0) {
-        continue;
-      }
-      double perIteration = l.work / iterations(l.uncached, chunkOf(s));
-      most = Math.max(most, Math.min(l.work, iterations * perIteration));
-    }
-    return most;
+    return overBusySiblings(cands, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
   }
 
   /**
@@ -418,9 +404,19 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    * costs now (the session's whole prompt elsewhere): a session that would wait longer moves at its next call.
    */
   private double laterSiblingWaits(List<Candidate> cands, int i, double ratePerWork) {
-    if (ratePerWork == 0) {
-      return 0;
-    }
+    return ratePerWork == 0 ? 0 : overBusySiblings(cands, i, (work, perIteration) -> ratePerWork * work * perIteration);
+  }
+
+  /** A value of a sibling rank's queued prefill work and the work of one of its iterations. */
+  private interface SiblingValue {
+    double of(double work, double perIteration);
+  }
+
+  /**
+   * The largest {@code value} over the sibling ranks of candidate {@code i} that have prefill queued (0 without any):
+   * each at the pace of its own iterations, {@code work / ceil(uncached / max_num_tokens)}.
+   */
+  private double overBusySiblings(List<Candidate> cands, int i, SiblingValue value) {
     String worker = cands.get(i).workerId();
     double most = 0;
     for (int k = 0; k < cands.size(); k++) {
@@ -430,8 +426,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       }
       Load l = load(s);
       if (l.work > 0) {
-        double perIteration = l.work / iterations(l.uncached, chunkOf(s));
-        most = Math.max(most, ratePerWork * l.work * perIteration);
+        most = Math.max(most, value.of(l.work, l.work / iterations(l.uncached, chunkOf(s))));
       }
     }
     return most;

@@ -14,14 +14,16 @@ import java.util.List;
 /**
  * Affinity's own trace format (JSON Lines, documented in docs/traces.md): one request per line,
  * in arrival order, with the fields
- * {@code arrival_ms, session_id?, parent_session_id?, input_length, output_length, block_size, hash_ids}.
+ * {@code arrival_ms, session_id?, parent_session_id?, input_length, output_length, block_size, hash_ids,
+ * stop_reason?} (how the call ended: {@code tool_use} for a tool call, as the Claude Code traces record it).
  * Every reader of another format (the Mooncake reader, the agentic workload generator) produces
  * {@link TraceRequest}s that this class writes, and reads back unchanged. Unknown fields are errors,
  * so that a misspelt field is not silently ignored.
  */
 public final class AffinityTrace {
   static final List<String> FIELDS = List.of(
-      "arrival_ms", "session_id", "parent_session_id", "input_length", "output_length", "block_size", "hash_ids");
+      "arrival_ms", "session_id", "parent_session_id", "input_length", "output_length", "block_size", "hash_ids",
+      "stop_reason");
 
   private static final JsonFactory JSON = new JsonFactory();
 
@@ -48,6 +50,9 @@ public final class AffinityTrace {
           g.writeNumber(id);
         }
         g.writeEndArray();
+        if (r.stopReason() != null) {
+          g.writeStringField("stop_reason", r.stopReason());
+        }
         g.writeEndObject();
       }
       out.write('\n');
@@ -88,7 +93,8 @@ public final class AffinityTrace {
       int output = json.requiredInt("output_length", 1);
       int blockSize = json.requiredInt("block_size", 1);
       List<Long> ids = json.requiredLongArray("hash_ids", 0);
-      requests.add(json.build(() -> new TraceRequest(arrival, session, parent, input, output, blockSize, ids)));
+      String stop = json.optionalString("stop_reason");
+      requests.add(json.build(() -> new TraceRequest(arrival, session, parent, input, output, blockSize, ids, stop)));
     }
     return requests;
   }

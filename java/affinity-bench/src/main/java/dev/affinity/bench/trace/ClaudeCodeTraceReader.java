@@ -15,7 +15,7 @@ import java.util.stream.Stream;
 /**
  * Reads Claude Code session traces: every {@code *.json} file of a directory (in file-name order), each
  * one session in the format of {@code callanjfox/kv-cache-tester}'s {@code traces/} (docs/traces.md).
- * Fields a model call may lack ({@code api_time}, {@code think_time}) are NaN, a missing {@code stop} null; fields
+ * Fields a model call may lack ({@code api_time}, {@code think_time}) are NaN, a missing or empty {@code stop} null; fields
  * routing does not use ({@code model}, {@code input_types}, ...) are ignored. A bad file fails with its name and the JSON
  * path of the problem, e.g. {@code trace_0003.json: requests[4].hash_ids[2] must be an integer >= 0}.
  */
@@ -114,8 +114,8 @@ public final class ClaudeCodeTraceReader {
     }
     double api = r.optionalDouble("api_time", Double.NaN);
     double think = r.optionalDouble("think_time", Double.NaN);
-    String stop = r.optionalString("stop", null);
-    return new ClaudeCodeTrace.Call(t, in, out, hashIds, api, think, stop);
+    String stop = r.optionalString("stop", "");  // an empty stop (217 calls of the traces) says nothing either
+    return new ClaudeCodeTrace.Call(t, in, out, hashIds, api, think, stop.isEmpty() ? null : stop);
   }
 
   /** The fields of one JSON object, with errors naming the file and the JSON path. */

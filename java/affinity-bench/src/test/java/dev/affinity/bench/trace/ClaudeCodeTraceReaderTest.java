@@ -34,6 +34,9 @@ public class ClaudeCodeTraceReaderTest {
       ]}
       """;
 
+  /** trace_0058's calls' {@code stop}: three recorded empty (unknown), then end_turn. */
+  private static final List<String> STOPS_0058 = java.util.Arrays.asList(null, null, null, "end_turn");
+
   @Test
   void readsTheCommittedTracesWithTheirGaps() throws Exception {
     List<ClaudeCodeTrace> traces = ClaudeCodeTraceReader.readDirectory(resources());
@@ -47,6 +50,9 @@ public class ClaudeCodeTraceReaderTest {
     assertTrue(Double.isNaN(first.apiTimeS()), "api_time missing");
     assertTrue(Double.isNaN(((Call) t.main().entries().get(1)).thinkTimeS()), "think_time missing");
     assertEquals(15_494, t.main().systemTokens() + t.main().toolTokens(), "system prompt and tools");
+    assertEquals(STOPS_0058, t.main().entries().stream().map(e -> ((Call) e).stop()).toList(), "each call's stop reason");
+    assertEquals(null, ((Call) ClaudeCodeTraceReader.parse(WITH_SUBAGENTS, "s1.json").main().entries().get(0)).stop(),
+        "none recorded");
   }
 
   @Test
