@@ -60,12 +60,14 @@ public final class AgentScheduling {
 
   /**
    * The retention of a context leg of {@code session} where {@code selection} points, whose rank holds
-   * {@code capacityTokens} of KV (0: unknown); null when retention is off or the request has no session.
+   * {@code capacity} tokens of KV (0: unknown; asked only when needed); null when retention is off or the request has
+   * no session.
    */
-  public KvRetention retentionFor(String session, Selection selection, long capacityTokens) {
+  public KvRetention retentionFor(String session, Selection selection, LongSupplier capacity) {
     if (retention == null || session == null) {
       return null;
     }
+    long capacityTokens = capacity.getAsLong();
     String place = selection.candidate().toString();
     long now = now();
     if (Double.isInfinite(retention.survivalSeconds(place, capacityTokens, now))) {

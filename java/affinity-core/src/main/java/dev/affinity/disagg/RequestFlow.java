@@ -272,9 +272,11 @@ final class RequestFlow {
     AgentScheduling agents = service.agents();
     AgentPriority.Leg prioritized = agentLeg(Fleet.CONTEXT, sel);
     KvRetention retention = agents.retentionFor(conversationId(), sel,
-        service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
+        () -> service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
     context.send(sel, legBody(request, true, params, null, prioritized), prioritized, retention, (s, report) -> {
-      agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
+      if (agents.active()) {
+        agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
+      }
       lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
@@ -306,7 +308,7 @@ final class RequestFlow {
         if (resume != null) {
           resume.recordEncoded(chunk);
         }
-        streamedToolCall = streamedToolCall || ToolCalls.in(chunk);
+        noteToolCall(chunk);
         sink.streamEncoded(chunk);  // relayed as the worker's bytes
       }
 
@@ -334,7 +336,9 @@ final class RequestFlow {
     if (c == null) {
       return;
     }
-    streamedToolCall = streamedToolCall || ToolCalls.in(c);
+    if (!streamedToolCall && service.agents().active()) {
+      streamedToolCall = ToolCalls.in(c);
+    }
     if (resume != null) {
       resume.record(c);
     }
@@ -356,8 +360,17 @@ final class RequestFlow {
       EncodedResponse ctx = context.response();
       EncodedResponse r = generation.response().forClient(ctx == null ? null : ctx.usage());
       finish();
-      turnEnded(ToolCalls.in(generation.response()));
+      if (service.agents().active()) {
+        turnEnded(ToolCalls.in(generation.response()));
+      }
       sink.respondEncoded(r, route);
+    }
+  }
+
+  /** Notes a streamed chunk that calls a tool (agent-aware scheduling only: the scan costs a pass over the bytes). */
+  private void noteToolCall(EncodedChunk chunk) {
+    if (!streamedToolCall && service.agents().active()) {
+      streamedToolCall = ToolCalls.in(chunk);
     }
   }
 
