@@ -90,6 +90,11 @@ public final class AgentScheduling {
     sessions.turnEnded(session, toolCall, now());
   }
 
+  /** What is known of {@code session}: how likely its turns end in a tool call, and its tool pauses (or the pool's). */
+  public AgentSessions.History history(String session) {
+    return sessions.history(session, KvRetentionPolicy.MIN_OWN_PAUSES);
+  }
+
   /** A session ended (its client said so, or it expired): forgotten. */
   public void forget(String session) {
     sessions.forget(session);

@@ -222,6 +222,43 @@ class DisaggServiceTest {
   }
 
   @Test
+  void anAnswerThatCallsAToolEndsTheSessionsTurnInAToolCall() {
+    // whole answers: finish_reason tool_calls; streamed ones: a chunk whose delta carries tool_calls
+    for (boolean stream : new boolean[] {false, true}) {
+      ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+      ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> {
+        boolean tool = r.body().maxOutputTokens().orElse(0) == 3;  // 3: the tool turn
+        try {
+          if (r.streaming()) {
+            String delta = tool ? "{\"tool_calls\": [{\"index\": 0, \"id\": \"call_1\", \"type\": \"function\","
+                + " \"function\": {\"name\": \"ls\", \"arguments\": \"{}\"}}]}" : "{\"content\": \"done\"}";
+            l.onChunk(CODEC.parseChatCompletionStreamChunk(("{\"id\": \"c\", \"object\": \"chat.completion.chunk\","
+                + " \"created\": 1, \"model\": \"m\", \"choices\": [{\"index\": 0, \"delta\": " + delta + ","
+                + " \"finish_reason\": \"" + (tool ? "tool_calls" : "stop") + "\"}]}").getBytes(StandardCharsets.UTF_8)));
+          } else {
+            l.onResponse(DisaggFakes.chatResponse("x", tool ? "tool_calls" : "stop", null));
+          }
+        } catch (dev.affinity.protocol.ProtocolException e) {
+          throw new AssertionError(e);
+        }
+        l.onComplete(new WorkerReport(0, 0, 10, 100));
+      });
+      agentService(List.of(c), List.of(g));
+      handle(chat(3, stream), headers("x-session-id", "tools"), new RecordingSink());
+      handle(chat(2, stream), headers("x-session-id", "answers"), new RecordingSink());
+      // the fleet's fraction (1 of 2 turns) is a prior worth two turns: (own tool turns + 2 x 0.5) / (own turns + 2)
+      assertEquals(2.0 / 3, service.agents().history("tools").toolCallProbability(), 1e-9, "stream " + stream);
+      assertEquals(1.0 / 3, service.agents().history("answers").toolCallProbability(), 1e-9, "stream " + stream);
+      assertAllReleased();
+    }
+  }
+
+  private static OpenAiRequest chat(int maxTokens, boolean stream) {
+    return CODEC.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}],"
+        + " \"max_tokens\": " + maxTokens + ", \"stream\": " + stream + "}").getBytes(StandardCharsets.UTF_8));
+  }
+
+  @Test
   void contextFirstCarriesTheContextParamsIntoTheGenerationLeg() {
     ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
     ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
