@@ -376,10 +376,10 @@ class ConfigLoaderTest {
   void agentSchedulingSettingsParse() {
     AgentSettings d = parse(MINIMAL).config().affinity().agent();
     assertEquals(AgentSettings.defaults(), d);
-    assertTrue(!d.priority() && d.kvRetention(), "retention on, priority off");
-    AgentSettings set = parse("affinity:\n  agent_priority: true\n  kv_retention: false\n"
+    assertTrue(!d.priority() && !d.kvRetention(), "both off");
+    AgentSettings set = parse("affinity:\n  agent_priority: true\n  kv_retention: true\n"
         + "  agent_priority_promotion_seconds: 2.5\n" + MINIMAL).config().affinity().agent();
-    assertEquals(new AgentSettings(true, 2.5, false), set);
+    assertEquals(new AgentSettings(true, 2.5, true), set);
     ConfigException bad = fails("affinity:\n  agent_priority_promotion_seconds: 0\n" + MINIMAL);
     assertTrue(bad.getMessage().contains("affinity.agent_priority_promotion_seconds"), bad.getMessage());
     assertTrue(bad.getMessage().contains(":2:"), "the line: " + bad.getMessage());
