@@ -76,8 +76,14 @@ public final class AgentScheduling {
     return retention.decide(sessions.history(session, KvRetentionPolicy.MIN_OWN_PAUSES), place, capacityTokens, now);
   }
 
-  /** A context leg finished: it computed {@code promptTokens - reusedTokens} where {@code selection} points. */
+  /**
+   * A context leg finished: it computed {@code promptTokens - reusedTokens} where {@code selection} points. Nothing
+   * when agent-aware scheduling is off.
+   */
   public void contextDone(String session, Selection selection, int promptTokens, int reusedTokens) {
+    if (!active()) {
+      return;
+    }
     long now = now();
     sessions.contextDone(session, now);
     if (retention != null && promptTokens > 0) {
@@ -85,8 +91,14 @@ public final class AgentScheduling {
     }
   }
 
-  /** The session's turn ended, in a tool call or not (the answer's finish reason, or a trace's stop reason). */
+  /**
+   * The session's turn ended, in a tool call or not (the answer's finish reason, or a trace's stop reason). Nothing
+   * when agent-aware scheduling is off.
+   */
   public void turnEnded(String session, boolean toolCall) {
+    if (!active()) {
+      return;
+    }
     sessions.turnEnded(session, toolCall, now());
   }
 

@@ -274,9 +274,7 @@ final class RequestFlow {
     KvRetention retention = agents.retentionFor(conversationId(), sel,
         () -> service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
     context.send(sel, legBody(request, true, params, null, prioritized), prioritized, retention, (s, report) -> {
-      if (agents.active()) {
-        agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
-      }
+      agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
       lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
@@ -308,7 +306,9 @@ final class RequestFlow {
         if (resume != null) {
           resume.recordEncoded(chunk);
         }
-        noteToolCall(chunk);
+        if (watchingToolCalls()) {
+          streamedToolCall = ToolCalls.in(chunk);
+        }
         sink.streamEncoded(chunk);  // relayed as the worker's bytes
       }
 
@@ -336,7 +336,7 @@ final class RequestFlow {
     if (c == null) {
       return;
     }
-    if (!streamedToolCall && service.agents().active()) {
+    if (watchingToolCalls()) {
       streamedToolCall = ToolCalls.in(c);
     }
     if (resume != null) {
@@ -352,7 +352,7 @@ final class RequestFlow {
         sink.streamStart(route);
       }
       finish();
-      turnEnded(streamedToolCall);
+      service.agents().turnEnded(conversationId(), streamedToolCall);
       sink.streamEnd(route);
     } else if (generation.response() == null) {
       finishWithError(502, "generation worker " + gen.worker().id() + " returned no response");
@@ -360,26 +360,19 @@ final class RequestFlow {
       EncodedResponse ctx = context.response();
       EncodedResponse r = generation.response().forClient(ctx == null ? null : ctx.usage());
       finish();
-      if (service.agents().active()) {
-        turnEnded(ToolCalls.in(generation.response()));
+      if (service.agents().active()) {  // reading the finish reason may parse the answer
+        service.agents().turnEnded(conversationId(), ToolCalls.in(generation.response()));
       }
       sink.respondEncoded(r, route);
     }
   }
 
-  /** Notes a streamed chunk that calls a tool (agent-aware scheduling only: the scan costs a pass over the bytes). */
-  private void noteToolCall(EncodedChunk chunk) {
-    if (!streamedToolCall && service.agents().active()) {
-      streamedToolCall = ToolCalls.in(chunk);
-    }
-  }
-
-  /** Tells agent-aware scheduling how the session's turn ended (in a tool call or not). */
-  private void turnEnded(boolean toolCall) {
-    AgentScheduling agents = service.agents();
-    if (agents.active()) {
-      agents.turnEnded(conversationId(), toolCall);
-    }
+  /**
+   * Whether the next streamed chunk is scanned for a tool call: only while agent-aware scheduling is on and none was
+   * seen yet (a scan costs a pass over the chunk).
+   */
+  private boolean watchingToolCalls() {
+    return !streamedToolCall && service.agents().active();
   }
 
   /** The rank the executor reports having served on, else the one the router chose. */

@@ -99,7 +99,7 @@ final class RankQueues {
     if (loc >= seen.length || !seen[loc]) {
       return 0;
     }
-    double perWork = secondsPerWork() / (windowNanos / 1e9);
+    double perWork = ratePerWorkOfOneCount();
     if (perWork == 0) {
       return 0;
     }
@@ -126,7 +126,12 @@ final class RankQueues {
     if (k == null) {
       return 0;
     }
-    return decayed(k, now) / (windowNanos / 1e9) * secondsPerWork();
+    return decayed(k, now) * ratePerWorkOfOneCount();
+  }
+
+  /** A decayed request count over the window as a rate per unit of work: per second, times seconds per unit of work. */
+  private double ratePerWorkOfOneCount() {
+    return secondsPerWork() / (windowNanos / 1e9);
   }
 
   /** Forgets a location (a worker removed, a cache recreated): its rates start again from nothing. */
