@@ -97,4 +97,5 @@ affinity_ensure_test_models() {
 }
 
 # JVM flags for every launcher: see docs/native.md.
-AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0)
+AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0
+  -XX:Tier4LoadFeedback=1000)

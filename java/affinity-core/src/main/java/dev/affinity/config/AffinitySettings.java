@@ -72,7 +72,7 @@ public record AffinitySettings(
    * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of
    * its request path before it listens (docs/configuration.md#warm-up).
    */
-  public static final int DEFAULT_WARM_UP_REQUESTS = 20_000;
+  public static final int DEFAULT_WARM_UP_REQUESTS = 30_000;
 
   /** {@code max_queued_requests} when it is not set. */
   public static final long DEFAULT_MAX_QUEUED_REQUESTS = 4096;

@@ -102,7 +102,7 @@ final class ServeCommand implements Callable<Integer> {
     }
     WarmUp.Result warm = WarmUp.run(loaded.config());  // before listening: /health turns ready on a warm JVM
     if (warm.answered() > 0) {
-      err.println("affinity serve: warmed up with " + warm.answered() + " requests in "
+      err.println("affinity serve: warmed up with " + (warm.answered() + warm.abandoned()) + " requests in "
           + String.format(java.util.Locale.ROOT, "%.1f", warm.took().toNanos() / 1e9) + " s"
           + (warm.failed() > 0 ? " (" + warm.failed() + " failed)" : "") + " (affinity.warm_up_requests)");
       err.flush();

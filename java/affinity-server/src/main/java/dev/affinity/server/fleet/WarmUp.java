@@ -10,19 +10,14 @@ import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.workermode.WorkerServer;
 import dev.affinity.server.workermode.WorkerSettings;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.yaml.snakeyaml.DumperOptions;
@@ -30,25 +25,46 @@ import org.yaml.snakeyaml.Yaml;
 
 /**
  * Runs the request path hot before the frontend listens, so that a restarted frontend does not spend its first
- * thousands of requests in the interpreter (issue 29: a cold frontend paid 13x the warm CPU per request over its
- * first 10 s). A throw-away copy of the configured path (the same routers, schedule, sub-agent header, tokenizer,
- * and HTTP legs to loopback worker servers wherever the real fleet is remote, embedded executors wherever it is
- * embedded, all with a zero-cost timing model) serves {@code affinity.warm_up_requests} requests from a loopback
- * client, a mix of chats and completions, streamed and whole, with session and sub-agent headers; then everything
- * of it is closed. The JIT's compiled code and the JVM's grown heap stay. Nothing of the real fleet is touched:
- * its routers, caches, sessions and metrics start empty.
+ * thousands of requests in the interpreter and the JIT (issue 29: a cold frontend paid 10x the warm CPU per request
+ * over its first 10,000 requests). A throw-away copy of the configured path (the same routers, schedule, sub-agent
+ * header, tokenizer, and HTTP legs to loopback worker servers wherever the real fleet is remote, embedded executors
+ * wherever it is embedded, all with a zero-cost timing model) serves {@code affinity.warm_up_requests} requests from
+ * {@link WarmUpClient}, which sends them in the header sets, write patterns and connection lifetimes of common clients
+ * (some of them giving up before the answer): a mix of chats and completions, streamed and whole, new and repeated
+ * prompts, with session and sub-agent headers. The requests go in batches, each followed by a pause until the JIT has
+ * compiled what the batch made hot. Then everything of the copy is closed. The JIT's compiled code and the JVM's grown
+ * heap stay. Nothing of the real fleet is touched: its routers, caches, sessions and metrics start empty.
+ *
+ * <p>The launchers run the JVM with {@code -XX:Tier4LoadFeedback=1000} (docs/native.md): by default C2 raises its
+ * compile thresholds with the length of its queue, which a warm-up on a few cores keeps long, so that much of the hot
+ * path was still compiled with profiling (tier 3) when the warm-up ended and was compiled by C2 only during the real
+ * frontend's first requests (measured: 0.8 s of compilation in its first 10,000 requests, against 0.2 s with the flag).
  */
 public final class WarmUp {
   private static final Logger log = LoggerFactory.getLogger(WarmUp.class);
   private static final int CONCURRENCY = 16;
   private static final int ROUNDS = 2;
+  /** Requests between two pauses for the JIT. */
+  private static final int BATCH = 1000;
+  /** A pause for the JIT ends once it has compiled nothing for this long. */
+  private static final int QUIET_MS = 250;
+  private static final int QUIET_JIT_MS = 5;
+  private static final int MAX_DRAIN_S = 30;
   /** Every timing term of the CPU executor at zero: the legs cost only the code they run. */
   static final Map<String, Object> ZERO_TIMING = Map.of("iteration_overhead_us", 0, "prefill_us_per_token", 0,
       "prefill_us_per_token_sq", 0, "decode_base_us", 0, "decode_us_per_seq", 0, "decode_us_per_kv_token", 0,
       "transfer_latency_us", 0);
 
-  /** What a warm-up did: requests answered and failed, and how long it took. */
-  public record Result(int answered, int failed, Duration took) {}
+  /**
+   * What a warm-up did: requests answered, failed, and abandoned (sent by a client that closed before the answer, on
+   * purpose), and how long it took.
+   */
+  public record Result(int answered, int failed, int abandoned, Duration took) {
+    /** This and {@code more}, with {@code more}'s time. */
+    Result plus(Result more) {
+      return new Result(answered + more.answered, failed + more.failed, abandoned + more.abandoned, more.took);
+    }
+  }
 
   private WarmUp() {}
 
@@ -70,7 +86,7 @@ public final class WarmUp {
       if (real.affinity().warmUpRequests() > 0) {
         log.info("warm-up skipped: its loopback workers need the native layer, which this build does not have");
       }
-      return new Result(0, 0, Duration.ZERO);
+      return new Result(0, 0, 0, Duration.ZERO);
     }
     int requests = real.affinity().warmUpRequests();
     long start = System.nanoTime();
@@ -80,25 +96,23 @@ public final class WarmUp {
     // round recompiles them with the shutdown branches in their profile, so its own close, and the real
     // frontend's start, leave the compiled code in place (measured: one round left the first 10,000 requests
     // at 5x the warm cost).
-    int answered = 0;
-    int failed = 0;
+    Result total = new Result(0, 0, 0, Duration.ZERO);
     for (int round = 0; round < ROUNDS; round++) {
       Result r = round(real, requests / ROUNDS + (round == 0 ? requests % ROUNDS : 0));
       if (r == null) {
-        return new Result(answered, failed, Duration.ofNanos(System.nanoTime() - start));
+        break;
       }
-      answered += r.answered();
-      failed += r.failed();
+      total = total.plus(r);
     }
-    Result total = new Result(answered, failed, Duration.ofNanos(System.nanoTime() - start));
-    log.info("warm-up: {} requests in {} rounds through copies of the request path in {} ms ({} failed)",
-        total.answered(), ROUNDS, total.took().toMillis(), total.failed());
+    total = total.plus(new Result(0, 0, 0, Duration.ofNanos(System.nanoTime() - start)));
+    log.info("warm-up: {} requests in {} rounds through copies of the request path in {} ms ({} failed, {} abandoned"
+        + " on purpose)", total.answered() + total.failed() + total.abandoned(), ROUNDS, total.took().toMillis(),
+        total.failed(), total.abandoned());
     return total;
   }
 
   /** One round: a copy of the path, {@code requests} requests through it, the copy closed; null when it failed. */
   private static Result round(DisaggConfig real, int requests) {
-    long start = System.nanoTime();
     List<AutoCloseable> opened = new ArrayList<>();
     try (HandoffDomain handoff = new HandoffDomain()) {
       Map<String, Object> yaml = new LinkedHashMap<>();
@@ -134,7 +148,17 @@ public final class WarmUp {
       }
       AffinityServer server = AffinityServer.start(config, copyOptions);
       opened.add(0, server);
-      return drive(server.port(), requests, real, start);
+      awaitReady(server.port());
+      // In batches, each followed by a pause until the JIT's queue has drained: C2 compiles what crossed its
+      // thresholds during the batch instead of that work spilling over into the real frontend's first requests
+      Result sum = new Result(0, 0, 0, Duration.ZERO);
+      for (int sent = 0; sent < requests; sent += BATCH) {
+        long jit = jitMillis();
+        sum = sum.plus(drive(server.port(), sent, Math.min(sent + BATCH, requests), real));
+        awaitJitQuiet();
+        log.debug("warm-up batch {}: {} ms of JIT compilation", sent / BATCH, jitMillis() - jit);
+      }
+      return sum;
     } catch (Exception | LinkageError e) {
       log.warn("warm-up stopped, the frontend starts less warm: {}", e.toString(), e);
       return null;
@@ -146,6 +170,29 @@ public final class WarmUp {
           log.debug("warm-up: closing {} failed", c, e);
         }
       }
+    }
+  }
+
+  /** The JIT's compilation time so far, in ms; 0 where the JVM does not measure it. */
+  private static long jitMillis() {
+    CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
+  }
+
+  /**
+   * Waits until the JIT spends less than {@value #QUIET_JIT_MS} ms compiling over {@value #QUIET_MS} ms (a
+   * stray compilation of an idle timer's code does not count), at most {@value #MAX_DRAIN_S} s.
+   */
+  private static void awaitJitQuiet() throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(MAX_DRAIN_S);
+    long last = jitMillis();
+    while (System.nanoTime() < deadline) {
+      Thread.sleep(QUIET_MS);
+      long now = jitMillis();
+      if (now - last < QUIET_JIT_MS) {
+        return;
+      }
+      last = now;
     }
   }
 
@@ -181,48 +228,34 @@ public final class WarmUp {
     return m;
   }
 
-  /** Waits for the copy to be ready, then sends the requests, {@value #CONCURRENCY} at a time. */
-  private static Result drive(int port, int requests, DisaggConfig real, long start) throws Exception {
-    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    String base = "http://127.0.0.1:" + port;
+  /** Waits up to 60 s for the copy's {@code /health} to answer 200. */
+  private static void awaitReady(int port) throws IOException, InterruptedException {
+    WarmUpClient client = new WarmUpClient(port, 1);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (true) {
-      HttpResponse<Void> h = http.send(HttpRequest.newBuilder(URI.create(base + "/health")).build(),
-          HttpResponse.BodyHandlers.discarding());
-      if (h.statusCode() == 200) {
-        break;
-      }
+    while (client.get("/health") != 200) {
       if (System.nanoTime() > deadline) {
         throw new IOException("the warm-up copy did not become ready in 60 s");
       }
       Thread.sleep(20);
     }
+  }
+
+  /** Sends requests {@code from} to {@code to - 1}, {@value #CONCURRENCY} at a time. */
+  private static Result drive(int port, int from, int to, DisaggConfig real) throws InterruptedException {
     String model = real.affinity().modelOrDefault();
     String subagentHeader = real.subagentHeader().orElse(null);
     String sessionHeader = real.affinity().sessionHeaders().isEmpty() ? null : real.affinity().sessionHeaders().get(0);
-    Semaphore slots = new Semaphore(CONCURRENCY);
-    AtomicInteger answered = new AtomicInteger();
-    AtomicInteger failed = new AtomicInteger();
-    for (int i = 0; i < requests; i++) {
-      slots.acquire();
-      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + (chat(i) ? "/v1/chat/completions"
-          : "/v1/completions"))).header("Content-Type", "application/json")
-          .POST(HttpRequest.BodyPublishers.ofString(body(i, model)));
+    return new WarmUpClient(port, CONCURRENCY).send(from, to, i -> {
+      List<String[]> headers = new ArrayList<>(2);
       // every branch real traffic may take, taken here too: with and without a session, with a parent
       if (sessionHeader != null && (i & 4) != 0) {
-        b.header(sessionHeader, "warm-up-" + (i % 61));
+        headers.add(new String[] {sessionHeader, "warm-up-" + (i % 61)});
         if (subagentHeader != null && (i & 8) != 0) {
-          b.header(subagentHeader, "warm-up-" + ((i + 1) % 61));
+          headers.add(new String[] {subagentHeader, "warm-up-" + ((i + 1) % 61)});
         }
       }
-      CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(b.build(), HttpResponse.BodyHandlers.ofByteArray());
-      f.whenComplete((r, e) -> {
-        (e == null && r.statusCode() == 200 ? answered : failed).incrementAndGet();
-        slots.release();
-      });
-    }
-    slots.acquire(CONCURRENCY);
-    return new Result(answered.get(), failed.get(), Duration.ofNanos(System.nanoTime() - start));
+      return new WarmUpClient.Request(chat(i) ? "/v1/chat/completions" : "/v1/completions", body(i, model), headers);
+    });
   }
 
   private static boolean chat(int i) {
@@ -240,7 +273,9 @@ public final class WarmUp {
   static String body(int i, String model) {
     boolean stream = (i & 2) != 0;
     String turn = "Warm-up turn " + (i / 61) + " of session " + (i % 61) + ": summarise the plan and list the next step.";
-    if (i % 64 == 63) {
+    if ((i >> 4 & 3) == 0) {  // one in four repeats one of four prompts (retries, the same one-shot task)
+      turn = "Warm-up question " + (i >> 6 & 3) + ": what does a frontend do with a prompt it has seen before?";
+    } else if (i % 64 == 63) {
       turn = turn.repeat(1 + dev.affinity.admission.PromptTokenizer.LONG_PROMPT_CHARS / turn.length());
     }
     if (chat(i)) {
