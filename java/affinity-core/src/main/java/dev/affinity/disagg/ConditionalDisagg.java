@@ -22,7 +22,7 @@ final class ConditionalDisagg implements Schedule {
     if (gen == null) {
       return;
     }
-    int promptTokens = flow.tokens() != null ? flow.tokens().length : flow.routing(Fleet.GENERATION).numTokens();
+    int promptTokens = flow.inputs().tokens() != null ? flow.inputs().tokens().length : flow.routing(Fleet.GENERATION).numTokens();
     int uncached = promptTokens - gen.matchedTokens();
     if (gen.matchedTokens() == 0 || uncached > flow.settings().maxLocalPrefillLength()) {
       flow.generation().reserve(gen);

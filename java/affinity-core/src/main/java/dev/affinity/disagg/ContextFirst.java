@@ -27,7 +27,7 @@ final class ContextFirst implements Schedule {
       return;
     }
     DisaggregatedParams params = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
-        .disaggRequestId(flow.requestId()).scheduleStyle(flow.style()).conversationId(flow.conversationId()).build();
+        .disaggRequestId(flow.requestId()).scheduleStyle(flow.inputs().style()).conversationId(flow.inputs().conversationId()).build();
     flow.sendContext(sel, params, (s, report) -> contextDone(flow, s));
   }
 
@@ -55,7 +55,7 @@ final class ContextFirst implements Schedule {
   /** The generation leg's params: the context's hand-off params and usage (its prompt is the ids the context saw). */
   private static DisaggregatedParams generationParams(RequestFlow flow, EncodedResponse ctx, DisaggregatedParams handoff) {
     return handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
-        .scheduleStyle(flow.style()).conversationId(flow.conversationId()).ctxUsage(ctx.usage())
+        .scheduleStyle(flow.inputs().style()).conversationId(flow.inputs().conversationId()).ctxUsage(ctx.usage())
         .disaggRequestId(flow.requestId()).build();
   }
 

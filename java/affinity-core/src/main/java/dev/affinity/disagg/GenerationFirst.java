@@ -29,7 +29,7 @@ final class GenerationFirst implements Schedule {
     long attempt = flow.requestId();
     DisaggregatedParams genParams = DisaggregatedParams.builder(DisaggRequestType.GENERATION_ONLY)
         .ctxRequestId(attempt).disaggRequestId(attempt).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
-        .conversationId(flow.conversationId()).build();
+        .conversationId(flow.inputs().conversationId()).build();
     flow.sendGeneration(gen, genParams, null);
     if (attempt != flow.requestId()) {
       // The generation leg failed at once and the request was re-issued: this attempt's context leg is moot.
@@ -38,7 +38,7 @@ final class GenerationFirst implements Schedule {
     }
     DisaggregatedParams ctxParams = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
         .disaggRequestId(attempt).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
-        .conversationId(flow.conversationId()).build();
+        .conversationId(flow.inputs().conversationId()).build();
     flow.sendContext(ctx, ctxParams, (s, report) -> contextDone(flow));
   }
 

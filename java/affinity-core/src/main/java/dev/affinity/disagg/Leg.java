@@ -110,8 +110,8 @@ final class Leg {
     long attempt = flow.requestId();
     response = null;
     RequestTrace.LegTrace traced = flow.trace().legSent(fleet, attempt, sel);
-    WorkerRequest request = new WorkerRequest(attempt, body, flow.affinityFor(fleet), sel.rank(), flow.legTimeout(),
-        flow.cacheSalt(), traced.context(), retention);
+    WorkerRequest request = new WorkerRequest(attempt, body, flow.inputs().affinityFor(fleet), sel.rank(), flow.inputs().legTimeout(),
+        flow.inputs().cacheSalt(), traced.context(), retention);
     Listener listener = new Listener(sel, attempt, events, traced, prioritized);
     WorkerCall sent = sel.worker().send(request, listener);
     if (!listener.ended && flow.isCurrent(attempt)) {

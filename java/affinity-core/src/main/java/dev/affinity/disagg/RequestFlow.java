@@ -5,23 +5,17 @@ import dev.affinity.agent.AgentScheduling;
 import dev.affinity.agent.AgentSessions;
 import dev.affinity.executor.KvRetention;
 import dev.affinity.frontend.AdmittedRequest;
-import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.RouteInfo.Placement;
-import dev.affinity.protocol.ChatCompletionRequest;
-import dev.affinity.protocol.ConversationParams;
-import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.TokenIds;
-import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.routing.Fleet;
-import dev.affinity.routing.ContentKey;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
@@ -48,14 +42,11 @@ final class RequestFlow {
   private final AdmittedRequest admitted;
   private final OpenAiRequest client;
   private final ClientSink sink;
-  /** What the legs are built from: the client's request, or after a resume the stream's continuation. */
-  private OpenAiRequest request;
-  /** The prompt's token ids for routing and the legs (the continuation's after a resume), or null. */
-  private int[] promptTokens;
-  private Long contentKey;
-  private ChatCompletionRequest contentKeyOf;
+  /** What the legs are built from (the client's request, or after a resume the stream's continuation). */
+  private final LegInputs inputs;
   /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
   private final StreamResume resume;
+  private final FailedLegs failedLegs;
   /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
   private final RequestTrace trace;
   private final Object lock = new Object();
@@ -84,9 +75,9 @@ final class RequestFlow {
     this.client = admitted.request();
     this.trace = service.tracer().start(admitted);
     this.sink = TracedSink.of(sink, trace);
-    this.request = client;
-    this.promptTokens = admitted.promptTokens();
+    this.inputs = new LegInputs(service.settings(), admitted);
     this.resume = client.isStreaming() ? new StreamResume() : null;
+    this.failedLegs = new FailedLegs(this, service, admitted, resume);
     this.context = new Leg(this, Fleet.CONTEXT, service.contextRouter());
     this.generation = new Leg(this, Fleet.GENERATION, service.generationRouter());
   }
@@ -138,11 +129,6 @@ final class RequestFlow {
     return generation;
   }
 
-  /** The request the legs are built from: the client's, or the continuation of a resumed stream. */
-  OpenAiRequest client() {
-    return request;
-  }
-
   DisaggSettings settings() {
     return service.settings();
   }
@@ -151,58 +137,14 @@ final class RequestFlow {
     return streamStarted;
   }
 
-  /** The prompt's token ids from admission (a resumed stream's: the continuation's), or null. */
-  int[] tokens() {
-    return promptTokens;
+  /** What the legs are built from. */
+  LegInputs inputs() {
+    return inputs;
   }
 
+  /** The current attempt's routing request for {@code fleet}. */
   RoutingRequest routing(Fleet fleet) {
-    Resolution r = admitted.resolution();
-    RoutingRequest.Builder b = RoutingRequest.builder(requestId, fleet)
-        .routingKey(r.routingKey(fleet, settings().scope()))
-        .conversationId(r.conversationId())
-        .affinityId(r.affinityId())
-        .tokens(tokens())
-        .cacheSalt(cacheSalt())
-        .maxNewTokens(request.maxOutputTokens().orElse(1));
-    if (tokens() == null) {
-      b.text(request.routingText());
-    }
-    if (request instanceof ChatCompletionRequest chat) {
-      b.contentKey(contentKey(chat));
-    }
-    return b.build();
-  }
-
-  /**
-   * Upstream's content key of a chat ({@link ContentKey}), computed once per request body; upstream computes it after
-   * the write-back, so the ids count when they replace the messages.
-   */
-  private Long contentKey(ChatCompletionRequest chat) {
-    if (contentKeyOf != chat) {
-      contentKey = ContentKey.of(chat, chat.promptTokenIds() != null ? chat.promptTokenIds().toArray()
-          : admitted.forwardTokens() ? tokens() : null);
-      contentKeyOf = chat;
-    }
-    return contentKey;
-  }
-
-  /** The request's KV cache salt (admission's: the body's, or under tenant isolation the tenant's). */
-  String cacheSalt() {
-    return admitted.cacheSalt();
-  }
-
-  /** The affinity id goes to the context leg, and to the generation leg only with scope both. */
-  String affinityFor(Fleet fleet) {
-    return fleet == Fleet.CONTEXT || settings().scope() == SubagentScope.BOTH ? admitted.resolution().affinityId() : null;
-  }
-
-  /**
-   * Each leg gets an equal share of the request's budget, so that a stalled worker times out while there
-   * is still time to retry elsewhere.
-   */
-  Duration legTimeout() {
-    return share(settings().requestTimeout(), settings().maxRetries() + 1L);
+    return inputs.routing(requestId, fleet);
   }
 
   /**
@@ -214,37 +156,14 @@ final class RequestFlow {
     return seconds > -(1L << 32) && seconds < 1L << 32 ? Duration.ofNanos(total.toNanos() / parts) : total.dividedBy(parts);
   }
 
-  /** The schedule style the legs announce in their {@code disaggregated_params}. */
-  DisaggScheduleStyle style() {
-    return settings().scheduleStyle() == ScheduleStyle.GENERATION_FIRST
-        ? DisaggScheduleStyle.GENERATION_FIRST : DisaggScheduleStyle.CONTEXT_FIRST;
+  private String conversationId() {
+    return inputs.conversationId();
   }
 
-  String conversationId() {
-    return admitted.resolution().conversationId();
-  }
-
-  /** The client's request with these params, its own conversation id, and the prompt ids when known. */
-  OpenAiRequest legBody(OpenAiRequest body, DisaggregatedParams params) {
-    return legBody(body, false, params, null);
-  }
-
-  /**
-   * {@link #legBody(OpenAiRequest, DisaggregatedParams)} in one copy of the request, streaming off when
-   * {@code noStreaming}, and the prompt as {@code promptIds} when given (the ids a context leg saw).
-   */
-  OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds) {
-    return legBody(body, noStreaming, params, promptIds, null);
-  }
-
-  /** {@link #legBody(OpenAiRequest, boolean, DisaggregatedParams, TokenIds)} with the leg's agent priority, if any. */
-  private OpenAiRequest legBody(OpenAiRequest body, boolean noStreaming, DisaggregatedParams params, TokenIds promptIds,
+  /** The leg's body: the request with these params (see {@link LegInputs#legBody}) and the leg's agent priority. */
+  private OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds,
       AgentPriority.Leg prioritized) {
-    TokenIds ids = promptIds != null ? promptIds
-        : tokens() != null && !request.hasPromptTokenIds() && admitted.forwardTokens() ? TokenIds.of(tokens()) : null;
-    return body.forLeg(noStreaming, params,
-        conversationId() == null ? null : new ConversationParams(conversationId()), ids,
-        prioritized == null ? null : prioritized.priority());
+    return inputs.legBody(noStreaming, params, promptIds, prioritized == null ? null : prioritized.priority());
   }
 
   /**
@@ -273,7 +192,7 @@ final class RequestFlow {
     AgentPriority.Leg prioritized = agentLeg(Fleet.CONTEXT, sel);
     KvRetention retention = agents.retentionFor(conversationId(), sel,
         () -> service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
-    context.send(sel, legBody(request, true, params, null, prioritized), prioritized, retention, (s, report) -> {
+    context.send(sel, legBody(true, params, null, prioritized), prioritized, retention, (s, report) -> {
       agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
       lastContextWorker = s.worker();
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
@@ -288,7 +207,7 @@ final class RequestFlow {
    */
   void sendGeneration(Selection sel, DisaggregatedParams params, TokenIds promptIds) {
     AgentPriority.Leg prioritized = agentLeg(Fleet.GENERATION, sel);
-    OpenAiRequest body = legBody(request, false, params, promptIds, prioritized);
+    OpenAiRequest body = legBody(false, params, promptIds, prioritized);
     generation.send(sel, body, prioritized, null, new Leg.Events() {
       @Override
       public void onChunk(Selection s, OpenAiStreamChunk chunk) {
@@ -386,97 +305,51 @@ final class RequestFlow {
     heldContextWorker = worker;
   }
 
-  /**
-   * A leg of the current attempt failed: retried from the start on other workers when the failure allows
-   * it (connection errors, 5xx, a stalled worker; never 4xx, never after the first streamed byte, at most
-   * {@code max_retries} times), else the client hears why.
-   */
+  /** A leg of the current attempt failed: retried, resumed, or the client hears why ({@link FailedLegs}). */
   void legFailed(Leg leg, Selection sel, WorkerFailure failure) {
-    String fleet = leg.fleet().name().toLowerCase();
-    log.debug("request {}: {} leg on {} failed: {}", requestId, fleet, sel.worker().id(), failure);
-    boolean afterBytes = failure.afterFirstByte() || streamStarted;
-    if (failure.retryable() && !afterBytes && retries < settings().maxRetries()) {
-      retries++;
-      trace.retried(retries, leg.fleet(), sel.worker().id(), failure);
-      leg.exclude(sel.worker().id());
-      requestId = service.ids().next();  // re-issued so that a worker never sees the id twice
-      releaseHeldContext();
-      cancelCalls();  // the other leg of the failed attempt (generation-first) is stale now
-      route = firstRoute();
-      generation.releaseReserved();
-      service.schedule().start(this);
-      return;
-    }
-    if (afterBytes) {
-      if (!resumeStream(leg, sel, failure)) {
-        endCutStream(leg, sel, failure);
-      }
-      return;
-    }
-    int status = switch (failure.kind()) {
-      case CLIENT_ERROR -> failure.status() >= 400 && failure.status() < 500 ? failure.status() : 400;
-      case TIMEOUT -> 504;
-      case CANCELLED -> 499;
-      default -> 502;
-    };
-    finishWithError(status, fleet + " worker " + sel.worker().id() + ": " + failure.message()
-        + (retries > 0 ? " (after " + retries + (retries == 1 ? " retry)" : " retries)") : ""));
+    failedLegs.failed(leg, sel, failure);
   }
 
   /**
-   * Continues a stream its worker cut on other workers (see {@link StreamResume}): a new attempt whose prompt is the
-   * original prompt followed by the tokens the client has, counted as a retry. False when the stream cannot be
-   * continued (the caller ends it with an error event); ends it cleanly when the client already has the whole answer.
+   * A new attempt of the request on other workers than {@code sel}'s, counted as a retry; with {@code resumed} (a
+   * cut stream's continuation, see {@link FailedLegs}) the legs are built from the continuation from now on.
    */
-  private boolean resumeStream(Leg leg, Selection sel, WorkerFailure failure) {
-    if (resume == null || !failure.resumable() || retries >= settings().maxRetries()) {
-      return false;
+  void retry(Leg leg, Selection sel, WorkerFailure failure, StreamResume.Plan resumed) {
+    retries++;
+    trace.retried(retries, leg.fleet(), sel.worker().id(), failure);  // a resume is a retry
+    if (resumed != null) {
+      trace.resumed(resumed.generated());
     }
-    StreamResume.Plan plan = resume.plan(client, originalPromptIds(), null);
-    if (plan.kind() == StreamResume.Kind.NEEDS_TOKENS) {
-      TextTokenizer tokenizer = service.textTokenizer();
-      Worker tokenizingWorker = tokenizer == null ? tokenizingWorker() : null;
-      if (tokenizingWorker != null) {
-        tokenizeThenResume(tokenizingWorker, plan.text(), leg, sel, failure);
-        return true;
-      }
-      plan = tokenizer != null ? resume.plan(client, null, tokenizer.encode(plan.text()))
-          : StreamResume.Plan.impossible("the workers streamed text and neither the frontend nor a context worker"
-              + " can tokenize it");
+    leg.exclude(sel.worker().id());
+    requestId = service.ids().next();  // re-issued so that a worker never sees the id twice
+    releaseHeldContext();
+    cancelCalls();  // the other leg of the failed attempt (generation-first) is stale now
+    generation.releaseReserved();
+    if (resumed != null) {
+      inputs.resume(resumed);
+      resume.start(resumed);
     }
-    return follow(plan, leg, sel, failure);
+    route = firstRoute();
+    service.schedule().start(this);
   }
 
-  /**
-   * The streamed text goes to a context worker's tokenizer first (the frontend has none); the stream continues when
-   * the ids come back, unless the request ended meanwhile (timeout, client gone).
-   */
-  private void tokenizeThenResume(Worker worker, String text, Leg leg, Selection sel, WorkerFailure failure) {
-    long attempt = requestId;
-    worker.tokenize(text).whenComplete((ids, error) -> {
-      synchronized (lock) {
-        if (!isCurrent(attempt)) {
-          return;
-        }
-        StreamResume.Plan plan = error == null && ids != null ? resume.plan(client, null, ids)
-            : StreamResume.Plan.impossible("worker " + worker.id() + " could not tokenize the streamed text: " + error);
-        if (!follow(plan, leg, sel, failure)) {
-          endCutStream(leg, sel, failure);
-        }
-      }
-    });
+  int retries() {
+    return retries;
   }
 
-  /** Who tokenizes a cut stream's text: the worker that served the context leg, else any live context worker. */
-  private Worker tokenizingWorker() {
-    if (lastContextWorker != null && lastContextWorker.isAlive()) {
-      return lastContextWorker;
-    }
-    return service.contextRouter().workers().stream().filter(Worker::isAlive).findFirst().orElse(null);
+  Worker lastContextWorker() {
+    return lastContextWorker;
+  }
+
+  /** A cut stream whose client already has the whole answer ends cleanly. */
+  void endStreamAfterCut() {
+    finish();
+    releaseHeldContext();
+    sink.streamEnd(route);
   }
 
   /** The stream cannot go on: the error ends it as its last event (the client has the status line and chunks). */
-  private void endCutStream(Leg leg, Selection sel, WorkerFailure failure) {
+  void endCutStream(Leg leg, Selection sel, WorkerFailure failure) {
     finish();
     if (leg.fleet() == Fleet.GENERATION) {
       route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
@@ -484,57 +357,6 @@ final class RequestFlow {
     String message = leg.fleet().name().toLowerCase() + " worker " + sel.worker().id() + " failed mid-stream: "
         + failure;
     sink.fail(502, ErrorResponse.of(502, message, null), route);
-  }
-
-  /** Carries out a resume plan; false when it cannot continue the stream. */
-  private boolean follow(StreamResume.Plan plan, Leg leg, Selection sel, WorkerFailure failure) {
-    switch (plan.kind()) {
-      case FINISHED -> {
-        log.info("request {}: {} worker {} failed after the whole answer was streamed; ending the stream", requestId,
-            leg.fleet().name().toLowerCase(), sel.worker().id());
-        finish();
-        releaseHeldContext();
-        sink.streamEnd(route);
-        return true;
-      }
-      case CONTINUE -> {
-        log.info("request {}: {} worker {} failed mid-stream ({}); resuming after {} streamed tokens", requestId,
-            leg.fleet().name().toLowerCase(), sel.worker().id(), failure, plan.generated());
-        retries++;
-        trace.retried(retries, leg.fleet(), sel.worker().id(), failure);  // a resume is a retry
-        trace.resumed(plan.generated());
-        leg.exclude(sel.worker().id());
-        requestId = service.ids().next();
-        releaseHeldContext();
-        cancelCalls();
-        generation.releaseReserved();
-        request = plan.body();
-        promptTokens = plan.prompt();
-        resume.start(plan);
-        route = firstRoute();
-        service.schedule().start(this);
-        return true;
-      }
-      default -> {
-        log.info("request {}: stream not resumed after {} worker {} failed: {}", requestId,
-            leg.fleet().name().toLowerCase(), sel.worker().id(), plan.reason());
-        return false;
-      }
-    }
-  }
-
-  /** The client's prompt ids: admission's, the client's own, or those the context worker reported. */
-  private int[] originalPromptIds() {
-    EncodedResponse reported = context.response();
-    if (admitted.promptTokens() != null && (admitted.forwardTokens() || reported == null
-        || reported.promptTokenIds() == null)) {
-      return admitted.promptTokens();
-    }
-    int[] sent = PromptTokenizer.clientIds(client);
-    if (sent != null) {
-      return sent;
-    }
-    return reported != null && reported.promptTokenIds() != null ? reported.promptTokenIds().toArray() : null;
   }
 
   private RouteInfo firstRoute() {

@@ -1,12 +1,7 @@
 package dev.affinity.server.fleet;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.affinity.admission.PromptLimit;
 import dev.affinity.admission.CodecPromptTokenizer;
 import dev.affinity.admission.PromptTokenizer;
-import dev.affinity.admission.QueueLimit;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.SubagentScope;
@@ -16,38 +11,23 @@ import dev.affinity.conversation.ParentLinks;
 import dev.affinity.disagg.DisaggService;
 import dev.affinity.disagg.RequestIds;
 import dev.affinity.disagg.TextTokenizer;
-import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.nativebridge.HandoffDomain;
 import dev.affinity.nativebridge.NativeRequirement;
 import dev.affinity.nativebridge.NativeUnavailableException;
 import dev.affinity.nativebridge.worker.NativeWorker;
-import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Fleet;
-import dev.affinity.routing.PinKeeping;
 import dev.affinity.routing.Router;
-import dev.affinity.routing.RouterStats;
-import dev.affinity.server.cluster.ClockSync;
 import dev.affinity.server.cluster.ClusterMembership;
 import dev.affinity.server.cluster.ClusterStorage;
-import dev.affinity.server.cluster.ClusterStorageEndpoints;
-import dev.affinity.server.cluster.ClusterWorker;
 import dev.affinity.server.cluster.EtcdClusterStorage;
 import dev.affinity.server.cluster.InMemoryClusterStorage;
 import dev.affinity.server.cluster.PinSharingRouter;
-import dev.affinity.server.cluster.ServerRole;
 import dev.affinity.server.cluster.SharedParentLinks;
 import dev.affinity.server.cluster.SharedPins;
-import dev.affinity.server.cluster.StorageAuth;
-import dev.affinity.server.http.ExtraEndpoint;
-import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
-import dev.affinity.server.worker.HttpWorkerSettings;
-import dev.affinity.server.worker.LegAuth;
-import dev.affinity.session.PinAndLinkRelease;
-import dev.affinity.session.SessionLifecycleHandler;
 import dev.affinity.session.SessionRegistry;
 import dev.affinity.timer.RealScheduler;
 import dev.affinity.tokenizer.ModelPromptTokenizer;
@@ -59,13 +39,10 @@ import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
 import dev.affinity.server.metrics.TimedPromptTokenizer;
 import dev.affinity.tracing.RequestTracer;
-import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -104,7 +81,7 @@ public final class AffinityServer implements AutoCloseable {
   /** Meters registered per worker, removed when a cluster worker leaves. */
   private final List<RouterMeters> routerMeters = new ArrayList<>();
   private PerfMetricsLog perfLog;
-  private final Map<Worker, List<io.micrometer.core.instrument.Meter>> workerMeters = new java.util.concurrent.ConcurrentHashMap<>();
+  private final WorkerGauges workerGauges = new WorkerGauges(registry);
   private Router ctxRouter;
   private Router genRouter;
   private DisaggService service;
@@ -122,8 +99,7 @@ public final class AffinityServer implements AutoCloseable {
       });
   private ParentLinks parentLinks;
   private SharedParentLinks sharedLinks;
-  private SessionRegistry sessions;
-  private CompletionHandler handler;
+  private FrontendSessions sessions;
 
   /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
   private final Tracing tracing;
@@ -203,7 +179,7 @@ public final class AffinityServer implements AutoCloseable {
         }
       }
     }
-    PromptTokenizer tokenizer = renderer != null ? new ModelPromptTokenizer(renderer, this::workersRenderAlike)
+    PromptTokenizer tokenizer = renderer != null ? new ModelPromptTokenizer(renderer, () -> modelCodecs.renderAlike(workers))
         : embedded.values().stream().flatMap(List::stream).findFirst()
             .<PromptTokenizer>map(w -> new CodecPromptTokenizer(w::promptTokens, w.codec()))
             .orElse(PromptTokenizer.CLIENT_IDS);
@@ -228,7 +204,7 @@ public final class AffinityServer implements AutoCloseable {
       if (embedded.containsKey(fleet)) {
         for (Worker w : embedded.get(fleet)) {
           orchestration.attach(w, fleet);
-          registerWorkerGauges(w);
+          workerGauges.register(w);
         }
       } else {
         RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, w -> {
@@ -236,19 +212,32 @@ public final class AffinityServer implements AutoCloseable {
           synchronized (workers) {
             workers.add(w);
           }
-          registerWorkerGauges(w);
+          workerGauges.register(w);
         });
       }
     }
     if (config.disaggCluster().isPresent()) {
-      membership = new ClusterMembership(config.disaggCluster().get(), storage, new ClusterFleets(), background,
+      ClusterFleets fleets = new ClusterFleets(config, codec, ctxRouter, genRouter, io, background, models, workerGauges,
+          w -> {
+            synchronized (workers) {
+              workers.add(w);
+            }
+          }, w -> {
+            synchronized (workers) {
+              workers.remove(w);
+            }
+          });
+      membership = new ClusterMembership(config.disaggCluster().get(), storage, fleets, background,
           RemoteWorkers.RETRY);
     }
     for (Router r : List.of(ctxRouter, genRouter)) {
       routerMeters.add(new RouterMeters(registry, r, r == ctxRouter ? "context" : "generation"));
     }
-    startSessions();
-    frontend = FrontendServer.start(options, new Backend(tokenizer, PromptLimits.of(config, embedded),
+    sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::endOnWorkers,
+        sessionWork, registry);
+    FleetBackend.Parts parts = new FleetBackend.Parts(config, sessions.handler(), parentLinks, perfLog, routerMeters, ctxRouter,
+        genRouter, models, storage, membership);
+    frontend = FrontendServer.start(options, new FleetBackend(parts, tokenizer, PromptLimits.of(config, embedded),
         PromptLimits.queueLimit(config, embedded)), registry, io);
     if (membership != null) {
       membership.start(); // after the frontend listens: the HTTP storage is served there
@@ -290,44 +279,6 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   /**
-   * Session lifecycle: the sessions of the requests served, ended by the session-final header or expired when
-   * idle, releasing the pins of the pin-keeping routers and the parent links; their metrics.
-   */
-  private void startSessions() {
-    List<PinKeeping> keeping = new ArrayList<>();
-    for (Router r : List.of(ctxRouter, genRouter)) {
-      if (r instanceof PinKeeping p) {
-        keeping.add(p);
-      }
-    }
-    long ttlNanos = (long) (config.affinity().sessionIdleTtlSeconds() * 1e9);
-    sessions = new SessionRegistry(ttlNanos, SessionRegistry.DEFAULT_MAX_SESSIONS, System::nanoTime,
-        new PinAndLinkRelease(keeping, parentLinks).andThen(this::endOnWorkers));
-    handler = new SessionLifecycleHandler(service, sessions, config.affinity().sessionFinalHeader());
-    long periodMillis = Math.max(1000, Math.min(60_000, ttlNanos / 4_000_000));
-    sessionWork.scheduleWithFixedDelay(() -> {
-      int n = sessions.expireIdle();
-      if (n > 0) {
-        log.debug("{} idle sessions expired", n);
-      }
-    }, periodMillis, periodMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
-    Gauge.builder("affinity_sessions_live", sessions, SessionRegistry::live)
-        .description("sessions (conversation ids) seen and neither ended nor expired").register(registry);
-    FunctionCounter.builder("affinity_session_expirations", sessions, SessionRegistry::expirations)
-        .description("sessions expired after affinity.session_idle_ttl_seconds without a request").register(registry);
-    FunctionCounter.builder("affinity_sessions_ended", sessions, SessionRegistry::ended)
-        .description("sessions their clients ended (affinity.session_final_header: true)").register(registry);
-    for (Router r : List.of(ctxRouter, genRouter)) {
-      if (r instanceof PinKeeping p) {
-        Gauge.builder("affinity_session_pins", p, PinKeeping::pinCount).description("routing keys pinned")
-            .tag("fleet", r == ctxRouter ? "context" : "generation").register(registry);
-      }
-    }
-    Gauge.builder("affinity_parent_links", parentLinks, ParentLinks::size)
-        .description("sub-agent parent links known").register(registry);
-  }
-
-  /**
    * With an etcd cluster, the pins of the context router (and of the generation router with scope both) are
    * shared with the other frontends of the cluster, when the router keeps pins (conversation, affinity).
    */
@@ -343,243 +294,8 @@ public final class AffinityServer implements AutoCloseable {
         sessionWork);
   }
 
-  /** Cluster workers join and leave the fleets' routers as their keys come and go. */
-  private final class ClusterFleets implements ClusterMembership.Fleets {
-    private final ClockSync clock = new ClockSync(java.time.Duration.ofSeconds(5));
-
-    @Override
-    public Object join(ClusterWorker w) throws Exception {
-      HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
-      clock.align(settings.baseUrl().toString());
-      RemoteWorkers.Joined joined = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background);
-      HttpWorker hw = joined.worker();
-      if (w.role() == ServerRole.CONTEXT) {
-        models.fetch(hw.id(), settings.baseUrl());
-      }
-      synchronized (workers) {
-        workers.add(hw);
-      }
-      registerWorkerGauges(hw);
-      return joined;
-    }
-
-    @Override
-    public void leave(ClusterWorker w, Object joined) {
-      RemoteWorkers.Joined j = (RemoteWorkers.Joined) joined;
-      HttpWorker hw = j.worker();
-      models.remove(hw.id());
-      List<io.micrometer.core.instrument.Meter> meters = workerMeters.remove(hw);
-      if (meters != null) {
-        meters.forEach(registry::remove);
-      }
-      RemoteWorkers.retire(j, routerOf(w.role()), background,
-          java.time.Duration.ofMillis((long) (config.affinity().requestTimeoutSeconds() * 1000)), () -> {
-            synchronized (workers) {
-              workers.remove(hw);
-            }
-          });
-    }
-  }
-
-  private Router routerOf(ServerRole role) {
-    return role == ServerRole.CONTEXT ? ctxRouter : genRouter;
-  }
-
-  /** Per-worker gauges: requests in flight, and for in-process workers the prefix-hit ratio. */
-  private void registerWorkerGauges(Worker w) {
-    List<io.micrometer.core.instrument.Meter> meters = new ArrayList<>();
-    if (w instanceof NativeWorker n) {
-      meters.add(Gauge.builder("affinity_worker_in_flight", n, x -> x.isAlive() ? x.executor().iterationStats().activeRequests() : 0)
-          .description("Requests the worker has admitted and not finished").tag("worker", w.id()).register(registry));
-      meters.add(Gauge.builder("affinity_worker_prefix_hit_ratio", n, x -> x.isAlive() ? x.executor().iterationStats().prefixHitRatio() : 0)
-          .description("Share of the prompt tokens the in-process worker served from its KV cache")
-          .tag("worker", w.id()).register(registry));
-      meters.add(FunctionCounter.builder("affinity_worker_rejected_poll_items", n,
-              x -> x.isAlive() ? x.executor().iterationStats().rejectedPollItems() : 0)
-          .description("KV events and statistics rows of an unexpected shape that the executor skipped")
-          .tag("worker", w.id()).register(registry));
-    } else if (w instanceof HttpWorker h) {
-      meters.add(Gauge.builder("affinity_worker_in_flight", h, x -> x.inFlight())
-          .description("Requests the frontend has in flight at the remote worker").tag("worker", w.id()).register(registry));
-    }
-    workerMeters.put(w, meters);
-  }
-
-  /**
-   * Whether every worker renders chats as the frontend's model tokenizer does, so a chat's ids may replace its
-   * messages on the legs: embedded workers share the tokenizer; a remote worker must report the same
-   * {@code render_fingerprint} digest in its {@code /server_info} (Affinity workers on the same tokenizer do; stock
-   * workers use upstream's recipe, so chats reach them as text).
-   */
-  private boolean workersRenderAlike() {
-    String mine = renderer.fingerprint();
-    synchronized (workers) {
-      if (workers.isEmpty()) {
-        return false;
-      }
-      for (Worker w : workers) {
-        if (w instanceof HttpWorker h) {
-          com.fasterxml.jackson.databind.JsonNode info = h.serverInfo();
-          if (info == null || !mine.equals(info.path("render_fingerprint").path("digest").asText(null))) {
-            return false;
-          }
-        } else if (!(w instanceof NativeWorker n) || n.codec() != modelCodecs.codec()) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-
   private ServerSection section(Fleet fleet) {
     return fleet == Fleet.CONTEXT ? config.context() : config.generation();
-  }
-
-  /** What the frontend serves. */
-  private final class Backend implements FrontendBackend {
-    private final PromptTokenizer tokenizer;
-    private final PromptLimit promptLimit;
-    private final QueueLimit queueLimit;
-
-    Backend(PromptTokenizer tokenizer, PromptLimit promptLimit, QueueLimit queueLimit) {
-      this.tokenizer = tokenizer;
-      this.promptLimit = promptLimit;
-      this.queueLimit = queueLimit;
-    }
-
-    @Override
-    public QueueLimit queueLimit() {
-      return queueLimit;
-    }
-
-    @Override
-    public PromptLimit promptLimit() {
-      return promptLimit;
-    }
-
-    @Override
-    public CompletionHandler handler() {
-      return handler;
-    }
-
-    @Override
-    public java.util.Optional<ParentLinks> parentLinks() {
-      return java.util.Optional.of(parentLinks);
-    }
-
-    @Override
-    public PromptTokenizer tokenizer() {
-      return tokenizer;
-    }
-
-    @Override
-    public JsonNode perfMetrics() {
-      return perfLog.drain();
-    }
-
-    @Override
-    public void beforeScrape() {
-      routerMeters.forEach(RouterMeters::refresh);
-    }
-
-    /**
-     * Embedded workers: counted with their tokenizer. Remote workers: the Anthropic body is forwarded to the live
-     * context worker with the fewest requests in flight (as upstream, outside the router's accounting).
-     */
-    @Override
-    public java.util.concurrent.CompletionStage<Integer> countTokens(dev.affinity.protocol.ChatCompletionRequest request,
-        byte[] anthropicBody) {
-      int[] ids = tokenizer.tokenize(request);
-      if (ids != null) {
-        return java.util.concurrent.CompletableFuture.completedFuture(ids.length);
-      }
-      return ctxRouter.workers().stream().filter(Worker::isAlive)
-          .filter(w -> w instanceof dev.affinity.server.worker.HttpWorker)
-          .map(w -> (dev.affinity.server.worker.HttpWorker) w)
-          .min(java.util.Comparator.comparingInt(dev.affinity.server.worker.HttpWorker::inFlight))
-          .<java.util.concurrent.CompletionStage<Integer>>map(w -> w.countTokens(anthropicBody))
-          .orElseGet(() -> java.util.concurrent.CompletableFuture.failedFuture(dev.affinity.protocol.ProtocolException
-              .of(503, "no context worker is ready to count tokens", null)));
-    }
-
-    @Override
-    public List<String> models() {
-      if (config.affinity().model().isPresent()) {
-        return List.of(config.affinity().model().get());
-      }
-      return models.of(ctxRouter.workers().stream().filter(Worker::isAlive).map(Worker::id).toList());
-    }
-
-    @Override
-    public boolean checksModel() {
-      return config.affinity().model().isPresent();
-    }
-
-    @Override
-    public Map<String, ExtraEndpoint> extraEndpoints() {
-      if (!(storage instanceof InMemoryClusterStorage mem)) {
-        return Map.of();
-      }
-      StorageAuth.Verifier auth = InternalAuth.ofNullable(config.internalRequestAuthKey().orElse(null))
-          .map(k -> new StorageAuth.Verifier(k, Clock.systemUTC(), LegAuth.DEFAULT_WINDOW)).orElse(null);
-      return new ClusterStorageEndpoints(mem, auth).endpoints();
-    }
-
-    /**
-     * With a disagg_cluster: {@code minimal_instances} of each role are in their routers (upstream's
-     * readiness). Otherwise a live worker in each fleet that has instances (none needed for a fleet of 0).
-     */
-    @Override
-    public boolean ready() {
-      if (membership != null) {
-        // upstream's is_ready_with_router: the workers prepared in each router against minimal_instances
-        DisaggConfig.DisaggClusterConfig c = config.disaggCluster().get();
-        return ctxRouter.workers().size() >= c.minimalContextInstances()
-            && genRouter.workers().size() >= c.minimalGenerationInstances();
-      }
-      return fleetReady(ctxRouter, config.context()) && fleetReady(genRouter, config.generation());
-    }
-
-    private boolean fleetReady(Router r, ServerSection section) {
-      if (section.numInstances() == 0) {
-        return true;
-      }
-      for (Worker w : r.workers()) { // asked once per request: a loop, not a stream
-        if (w.isAlive()) {
-          return true;
-        }
-      }
-      return false;
-    }
-
-    /**
-     * Upstream's shape ({@code is_ready}, {@code server_lists}, and with a cluster {@code current_workers} and
-     * {@code minimal_instances}) plus each fleet's router and workers.
-     */
-    @Override
-    public JsonNode clusterInfo() {
-      ObjectNode root = JsonNodeFactory.instance.objectNode();
-      root.put("is_ready", ready());
-      ObjectNode lists = root.putObject("server_lists");
-      ctxRouter.workers().forEach(w -> lists.withArray("context").add(w.id()));
-      genRouter.workers().forEach(w -> lists.withArray("generation").add(w.id()));
-      lists.withArray("context");
-      lists.withArray("generation");
-      if (membership != null) {
-        membership.describe(root);
-      }
-      for (Map.Entry<String, Router> e : Map.of("context_servers", ctxRouter, "generation_servers", genRouter).entrySet()) {
-        ObjectNode fleet = root.putObject(e.getKey());
-        RouterStats st = e.getValue().stats();
-        fleet.put("router", st.type());
-        var list = fleet.putArray("workers");
-        for (Worker w : e.getValue().workers()) {
-          list.addObject().put("id", w.id()).put("alive", w.isAlive()).put("ranks", w.info().numRanks())
-              .put("tokens_per_block", w.info().tokensPerBlock());
-        }
-      }
-      return root;
-    }
   }
 
   public int port() {
@@ -592,7 +308,7 @@ public final class AffinityServer implements AutoCloseable {
 
   /** The live sessions (tests, metrics). */
   public SessionRegistry sessions() {
-    return sessions;
+    return sessions == null ? null : sessions.registry();
   }
 
   /** The sub-agent parent links this frontend resolves by (tests). */

@@ -45,6 +45,37 @@ public record Codecs(TokenCodec codec, ModelTokenizer model) implements AutoClos
     return codec instanceof HfTokenCodec h ? h.renderer() : null;
   }
 
+  /**
+   * Whether every worker of {@code workers} (a list guarded by its own monitor) renders chats as this codec's model
+   * tokenizer does, so a chat's ids may replace its messages on the legs: embedded workers share the codec; a remote
+   * worker must report the same {@code render_fingerprint} digest in its {@code /server_info} (Affinity workers on
+   * the same tokenizer do; stock workers use upstream's recipe, so chats reach them as text). False when there are no
+   * workers or this codec has no renderer.
+   */
+  public boolean renderAlike(java.util.List<dev.affinity.worker.Worker> workers) {
+    PromptRenderer renderer = renderer();
+    if (renderer == null) {
+      return false;
+    }
+    String mine = renderer.fingerprint();
+    synchronized (workers) {
+      if (workers.isEmpty()) {
+        return false;
+      }
+      for (dev.affinity.worker.Worker w : workers) {
+        if (w instanceof dev.affinity.server.worker.HttpWorker h) {
+          com.fasterxml.jackson.databind.JsonNode info = h.serverInfo();
+          if (info == null || !mine.equals(info.path("render_fingerprint").path("digest").asText(null))) {
+            return false;
+          }
+        } else if (!(w instanceof dev.affinity.nativebridge.worker.NativeWorker n) || n.codec() != codec) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   @Override
   public void close() {
     if (model != null) {

@@ -50,6 +50,11 @@ public final class WarmUp {
   private static final int QUIET_MS = 250;
   private static final int QUIET_JIT_MS = 5;
   private static final int MAX_DRAIN_S = 30;
+  /**
+   * The warm-up ends after this long even when requests are left (a machine too busy to compile): the frontend must
+   * bind its port within the startup probe's 2 minutes (deploy/kubernetes).
+   */
+  private static final int MAX_SECONDS = 90;
   /** Every timing term of the CPU executor at zero: the legs cost only the code they run. */
   static final Map<String, Object> ZERO_TIMING = Map.of("iteration_overhead_us", 0, "prefill_us_per_token", 0,
       "prefill_us_per_token_sq", 0, "decode_base_us", 0, "decode_us_per_seq", 0, "decode_us_per_kv_token", 0,
@@ -90,6 +95,7 @@ public final class WarmUp {
     }
     int requests = real.affinity().warmUpRequests();
     long start = System.nanoTime();
+    long deadline = start + TimeUnit.SECONDS.toNanos(MAX_SECONDS);
     // Two rounds, each on a copy of its own: closing a copy runs shutdown branches (event loops terminating,
     // executors stopping) that its requests never took, and the JIT, finding them inlined into the hottest
     // compiled methods (the event loop's run), throws those methods away to be profiled again. The second
@@ -98,7 +104,7 @@ public final class WarmUp {
     // at 5x the warm cost).
     Result total = new Result(0, 0, 0, Duration.ZERO);
     for (int round = 0; round < ROUNDS; round++) {
-      Result r = round(real, requests / ROUNDS + (round == 0 ? requests % ROUNDS : 0));
+      Result r = round(real, requests / ROUNDS + (round == 0 ? requests % ROUNDS : 0), deadline);
       if (r == null) {
         break;
       }
@@ -112,7 +118,7 @@ public final class WarmUp {
   }
 
   /** One round: a copy of the path, {@code requests} requests through it, the copy closed; null when it failed. */
-  private static Result round(DisaggConfig real, int requests) {
+  private static Result round(DisaggConfig real, int requests, long deadline) {
     List<AutoCloseable> opened = new ArrayList<>();
     try (HandoffDomain handoff = new HandoffDomain()) {
       Map<String, Object> yaml = new LinkedHashMap<>();
@@ -153,9 +159,14 @@ public final class WarmUp {
       // thresholds during the batch instead of that work spilling over into the real frontend's first requests
       Result sum = new Result(0, 0, 0, Duration.ZERO);
       for (int sent = 0; sent < requests; sent += BATCH) {
+        if (System.nanoTime() > deadline) {
+          log.warn("warm-up: stopped after {} s, {} requests short (affinity.warm_up_requests); the frontend starts"
+              + " less warm", MAX_SECONDS, requests - sent);
+          break;
+        }
         long jit = jitMillis();
         sum = sum.plus(drive(server.port(), sent, Math.min(sent + BATCH, requests), real));
-        awaitJitQuiet();
+        awaitJitQuiet(deadline);
         log.debug("warm-up batch {}: {} ms of JIT compilation", sent / BATCH, jitMillis() - jit);
       }
       return sum;
@@ -183,8 +194,8 @@ public final class WarmUp {
    * Waits until the JIT spends less than {@value #QUIET_JIT_MS} ms compiling over {@value #QUIET_MS} ms (a
    * stray compilation of an idle timer's code does not count), at most {@value #MAX_DRAIN_S} s.
    */
-  private static void awaitJitQuiet() throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(MAX_DRAIN_S);
+  private static void awaitJitQuiet(long warmUpDeadline) throws InterruptedException {
+    long deadline = Math.min(warmUpDeadline, System.nanoTime() + TimeUnit.SECONDS.toNanos(MAX_DRAIN_S));
     long last = jitMillis();
     while (System.nanoTime() < deadline) {
       Thread.sleep(QUIET_MS);

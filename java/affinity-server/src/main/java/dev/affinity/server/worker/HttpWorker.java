@@ -2,40 +2,23 @@ package dev.affinity.server.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
-import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.protocol.DisaggRequestType;
-import dev.affinity.protocol.InternalAuth;
-import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
-import dev.affinity.protocol.UsageInfo;
-import dev.affinity.server.http.Transports;
-import dev.affinity.tracing.TraceContext;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerInfo;
 import dev.affinity.worker.WorkerListener;
-import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
-import io.netty.bootstrap.Bootstrap;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpResponseDecoder;
-import io.netty.handler.ssl.SslContext;
-import io.netty.handler.ssl.SslContextBuilder;
-import io.netty.resolver.NoopAddressResolverGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.internal.ThreadExecutorMap;
-import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -48,7 +31,6 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -78,31 +60,23 @@ import org.slf4j.LoggerFactory;
  * do not block in them and do not {@link #close()} the worker from them. Nothing here blocks a loop; the
  * blocking calls ({@link #connect}, {@link #refreshInfo}, {@link #checkHealth}) refuse to run on one.
  *
- * <p>Size: over 350 lines because it is the whole of one worker's HTTP contract (legs, health, server
- * info, KV-event polling, the connections' pipeline) on one pool and one in-flight count; answers are read
- * by {@link LegExchange} and {@link ControlExchange}, streams split by {@link SseDecoder}, failures mapped
- * by {@link Failures}, and polling lives in {@link KvEventPoller}.
+ * <p>Requests are built by {@link LegRequests}, connections pooled by {@link ConnectionPool}
+ * ({@link WorkerConnections}), answers read by {@link LegExchange} and {@link ControlExchange} (control answers
+ * by {@link ControlAnswers}), streams split by {@link SseDecoder}, failures mapped by {@link Failures}, and
+ * polling lives in {@link KvEventPoller}.
  */
 public final class HttpWorker implements Worker {
   private static final Logger LOG = LoggerFactory.getLogger(HttpWorker.class);
-  private static final String JSON = "application/json";
-  /** Longest status line and headers of an answer (upstream's perf-metrics headers fit). */
-  private static final int MAX_INITIAL_LINE = 8 * 1024;
-  private static final int MAX_HEADER_SIZE = 64 * 1024;
-  private static final int MAX_CHUNK_SIZE = 64 * 1024;
 
   private final HttpWorkerSettings settings;
   private final String id;
-  private final String host;
   private final ProtocolCodec codec;
   private final EventLoopGroup loops;
   /** Whether the loops are this worker's own (shut down on close). */
   private final boolean ownLoops;
   private final ConnectionPool pool;
   private final ScheduledExecutorService scheduler;
-  private final RequestSigner signer;
-  /** Signs every POST with {@link LegAuth#HEADER}; null without a key. */
-  private final LegAuth.Signer legSigner;
+  private final LegRequests requests;
   private final KvEventPoller poller;
   private final Set<HttpCall> inFlight = ConcurrentHashMap.newKeySet();
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -113,55 +87,22 @@ public final class HttpWorker implements Worker {
   private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
     this.settings = settings;
     this.id = settings.workerId();
-    this.host = settings.baseUrl().getHost() + ":" + settings.port();
     this.codec = codec;
     this.loops = loops;
     this.ownLoops = ownLoops;
-    SslContext tls = tlsContext(settings);
-    String hostName = settings.baseUrl().getHost();
-    int port = settings.port();
-    Bootstrap bootstrap = new Bootstrap()
-        .group(loops)
-        .channel(Transports.socketChannel(loops))
-        .resolver(NoopAddressResolverGroup.INSTANCE) // resolved here, never on an event loop
-        .remoteAddress(new InetSocketAddress(hostName, port))
-        .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, settings.connectTimeout().toMillis()))
-        .option(ChannelOption.TCP_NODELAY, true)
-        .option(ChannelOption.SO_KEEPALIVE, true);
-    this.pool = new ConnectionPool(id, loops, bootstrap, settings.maxConnections(), settings.idleTimeout().toNanos());
-    bootstrap.handler(new ChannelInitializer<SocketChannel>() {
-      @Override
-      protected void initChannel(SocketChannel ch) {
-        if (tls != null) {
-          ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), hostName, port));
-        }
-        // answers are decoded by Netty; requests are written as bytes (RequestTemplate#encode), so no encoder
-        ch.pipeline().addLast("http", new HttpResponseDecoder(MAX_INITIAL_LINE, MAX_HEADER_SIZE, MAX_CHUNK_SIZE));
-        ch.pipeline().addLast("exchange", new ExchangeHandler(pool));
-      }
-    });
-    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, "http-worker-" + id);
-      t.setDaemon(true);
-      return t;
-    });
+    this.pool = WorkerConnections.pool(settings, loops);
+    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "http-worker-" + id));
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
-    InternalAuth auth = InternalAuth.ofNullable(settings.authKey()).orElse(null);
-    this.signer = new RequestSigner(id, auth);
-    this.legSigner = auth == null ? null : new LegAuth.Signer(auth, java.time.Clock.systemUTC());
+    this.requests = new LegRequests(settings, settings.baseUrl().getHost() + ":" + settings.port(), codec, () -> info,
+        () -> serverInfo);
     this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
   }
 
-  private static SslContext tlsContext(HttpWorkerSettings settings) {
-    if (!settings.tls()) {
-      return null;
-    }
-    try {
-      return SslContextBuilder.forClient().build(); // the JVM's default trust store
-    } catch (SSLException e) {
-      throw new IllegalStateException("cannot set up TLS for " + settings.baseUrl(), e);
-    }
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
   }
 
   /**
@@ -252,8 +193,6 @@ public final class HttpWorker implements Worker {
     return pool.idle();
   }
 
-  // ---- requests ----
-
   @Override
   public WorkerCall send(WorkerRequest request, WorkerListener listener) {
     Objects.requireNonNull(request, "request");
@@ -268,36 +207,9 @@ public final class HttpWorker implements Worker {
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
       return call;
     }
-    OpenAiRequest body = request.body();
     RequestTemplate http;
     try {
-      List<RequestTemplate.Header> headers = new ArrayList<>(5);
-      headers.add(new RequestTemplate.Header("content-type", JSON));
-      String affinityId = null;
-      for (RequestSigner.Header h : signer.headers(request)) {
-        headers.add(new RequestTemplate.Header(h.name(), h.value()));
-        if (h.name().equals(InternalAuth.SUBAGENT_AFFINITY_HEADER)) {
-          affinityId = h.value();
-        }
-      }
-      String hint = rankHint(request);
-      if (hint != null) {
-        headers.add(new RequestTemplate.Header(WorkerExtensions.RANK_HINT_HEADER, hint));
-      }
-      String retention = retention(request);
-      if (retention != null) {
-        headers.add(new RequestTemplate.Header(WorkerExtensions.KV_RETENTION_HEADER, retention));
-      }
-      TraceContext trace = request.trace();
-      if (trace != null) { // W3C trace context: the worker's spans join the request's trace (docs/tracing.md)
-        headers.add(new RequestTemplate.Header(TraceContext.TRACEPARENT, trace.traceparent()));
-        if (trace.tracestate() != null) {
-          headers.add(new RequestTemplate.Header(TraceContext.TRACESTATE, trace.tracestate()));
-        }
-      }
-      byte[] json = codec.toJsonBytes(body);
-      http = new RequestTemplate(HttpMethod.POST, settings.basePath() + body.path(), host, headers, json,
-          legSignature(body.path(), json, hint, affinityId, retention));
+      http = requests.leg(request);
     } catch (RuntimeException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
@@ -308,69 +220,13 @@ public final class HttpWorker implements Worker {
       call.attachTimer(loop.schedule(
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
-      new LegExchange(call, http, pool, loop, codec, request.streaming(), body.isChat(),
+      new LegExchange(call, http, pool, loop, codec, request.streaming(), request.body().isChat(),
           request.leg() != DisaggRequestType.CONTEXT_ONLY).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }
     return call;
   }
-
-  /**
-   * The {@value WorkerExtensions#RANK_HINT_HEADER} value: the router's rank, sent only to a worker whose
-   * ranks are visible (an Affinity worker process; a trtllm-serve worker picks its rank itself).
-   */
-  private String rankHint(WorkerRequest request) {
-    WorkerInfo current = info;
-    int rank = request.rankHint();
-    if (rank < 0 || !current.ranksVisible()) {
-      return null;
-    }
-    if (rank >= current.numRanks()) {
-      LOG.debug("worker {}: rank hint {} is outside its {} ranks; not sent", id, rank, current.numRanks());
-      return null;
-    }
-    return Integer.toString(rank);
-  }
-
-  /**
-   * The {@value WorkerExtensions#KV_RETENTION_HEADER} value: the leg's retention as JSON, sent only to an Affinity
-   * worker process (ranks visible); a trtllm-serve worker's OpenAI protocol has no field for it, so it is left alone.
-   */
-  private String retention(WorkerRequest request) {
-    return request.retention() == null || !info.ranksVisible() ? null : KvRetentionJson.toJson(request.retention());
-  }
-
-  /** What the worker reports it did: ctx_dp_rank, cached and prompt tokens (-1 where absent). */
-  static WorkerReport report(UsageInfo usage, Integer rank) {
-    int prompt = usage == null || usage.promptTokens() == null ? -1 : usage.promptTokens();
-    int cached = usage == null || usage.promptTokensDetails() == null
-        || usage.promptTokensDetails().cachedTokens() == null ? -1 : usage.promptTokensDetails().cachedTokens();
-    return new WorkerReport(rank == null ? -1 : rank, cached, prompt, -1);
-  }
-
-  /**
-   * The {@link LegAuth#HEADER} of a POST, computed at each write (null without a key): the path without the
-   * base path, the exact body bytes, the rank hint and affinity id as sent, and the worker's name from its
-   * {@code /server_info}. Sent to every worker; a trtllm-serve worker ignores it.
-   */
-  private java.util.function.Supplier<RequestTemplate.Header> legSignature(String path, byte[] body, String rankHint,
-      String affinityId, String retention) {
-    LegAuth.Signer s = legSigner;
-    if (s == null) {
-      return null;
-    }
-    return () -> new RequestTemplate.Header(LegAuth.HEADER,
-        s.sign("POST", path, body, rankHint, affinityId, retention, workerName()));
-  }
-
-  /** The worker's name as its {@code /server_info} reports it ({@code affinity.name}), or null. */
-  private String workerName() {
-    JsonNode s = serverInfo;
-    JsonNode name = s == null ? null : s.path(WorkerExtensions.SERVER_INFO_KEY).get("name");
-    return name != null && name.isTextual() ? name.asText() : null;
-  }
-
 
   /**
    * {@code POST /v1/messages/count_tokens} with an Anthropic Messages body, as upstream's frontend asks a context
@@ -383,31 +239,10 @@ public final class HttpWorker implements Worker {
     if (closed.get()) {
       return CompletableFuture.failedFuture(ProtocolException.of(503, "the context worker is closed", null));
     }
-    RequestTemplate r = new RequestTemplate(HttpMethod.POST, settings.basePath() + "/v1/messages/count_tokens", host,
-        List.of(new RequestTemplate.Header("content-type", JSON)), anthropicBody);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).handle((a, error) -> {
-      if (error != null) {
-        LOG.warn("worker {}: count_tokens failed: {}", id, error.toString());
-        throw ProtocolException.of(502, "the context worker did not answer count_tokens", null);
-      }
-      JsonNode answer;
-      try {
-        answer = codec.readTree(a.body());
-      } catch (ProtocolException e) {
-        LOG.warn("worker {}: count_tokens answered {} with a body that is not JSON", id, a.status());
-        throw ProtocolException.of(502, "the context worker answered count_tokens with status " + a.status()
-            + " and a body that is not JSON", null);
-      }
-      if (a.status() == 200 && answer.path("input_tokens").canConvertToInt()) {
-        return answer.get("input_tokens").asInt();
-      }
-      String message = answer.at("/error/message").isTextual() ? answer.at("/error/message").asText()
-          : answer.path("message").isTextual() ? answer.get("message").asText()
-          : "context worker rejected the request with status " + a.status();
-      throw ProtocolException.of(a.status() >= 400 && a.status() <= 599 ? a.status() : 502, message, null);
-    });
+    RequestTemplate r = requests.unsignedJson("/v1/messages/count_tokens", anthropicBody);
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos())
+        .handle((a, error) -> ControlAnswers.inputTokens(id, codec, a, error));
   }
-
 
   /**
    * {@code POST /_internal/tokenize} (TensorRT-LLM {@code tensorrt_llm/serve/openai_protocol.py},
@@ -420,20 +255,9 @@ public final class HttpWorker implements Worker {
       return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
     }
     byte[] body = codec.toJsonBytes(java.util.Map.of("prompt", text));
-    RequestTemplate r = new RequestTemplate(HttpMethod.POST, settings.basePath() + "/_internal/tokenize", host,
-        List.of(new RequestTemplate.Header("content-type", JSON)), body);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos()).thenApply(a -> {
-      JsonNode tokens = a.status() == 200 ? codec.readTree(a.body()).get("tokens") : null;
-      if (tokens == null || !tokens.isArray()) {
-        throw new IllegalStateException("worker " + id + " answered /_internal/tokenize with status " + a.status()
-            + (a.status() == 200 ? " and no tokens" : ""));
-      }
-      int[] ids = new int[tokens.size()];
-      for (int i = 0; i < ids.length; i++) {
-        ids[i] = tokens.get(i).asInt();
-      }
-      return ids;
-    });
+    RequestTemplate r = requests.unsignedJson("/_internal/tokenize", body);
+    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos())
+        .thenApply(a -> ControlAnswers.tokens(id, codec, a));
   }
 
   /** A control request with the control timeout; completes with the whole answer. POSTs are signed. */
@@ -441,14 +265,8 @@ public final class HttpWorker implements Worker {
     if (closed.get()) {
       return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
     }
-    RequestTemplate r = method.equals(HttpMethod.POST)
-        ? new RequestTemplate(method, settings.basePath() + path, host, List.of(), null,
-            legSignature(path, null, null, null, null))
-        : RequestTemplate.of(method, settings.basePath() + path, host);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos());
+    return ControlExchange.send(requests.control(method, path), pool, pool.loop(), settings.controlTimeout().toNanos());
   }
-
-  // ---- server info and health ----
 
   /**
    * Reads {@code GET /server_info} again and adopts {@code tokens_per_block}, {@code kv_cache_hash_algo},
@@ -468,16 +286,7 @@ public final class HttpWorker implements Worker {
     } catch (ExecutionException e) {
       throw new WorkerSetupException(id, "cannot read /server_info: " + Failures.of(e), e.getCause());
     }
-    if (response.status() != 200) {
-      throw new WorkerSetupException(id, "/server_info answered HTTP " + response.status() + ": "
-          + Failures.errorMessage(response.status(), response.body(), codec), null);
-    }
-    JsonNode root;
-    try {
-      root = codec.readTree(response.body());
-    } catch (ProtocolException e) {
-      throw new WorkerSetupException(id, "/server_info is not JSON: " + e.getMessage(), e);
-    }
+    JsonNode root = ServerInfos.body(id, response, codec);
     WorkerInfo parsed = ServerInfos.parse(id, root);
     serverInfo = root;
     if (!parsed.equals(info)) {
@@ -532,8 +341,6 @@ public final class HttpWorker implements Worker {
     }
   }
 
-  // ---- KV events ----
-
   @Override
   public void onKvEvents(Consumer<List<KvEvent>> sink) {
     poller.sink(sink);
@@ -559,8 +366,6 @@ public final class HttpWorker implements Worker {
   public CompletableFuture<Integer> pollKvEvents() {
     return poller.poll();
   }
-
-  // ---- lifecycle ----
 
   /**
    * Stops the poller, ends calls in flight with RESET ("worker closed"; retryable when nothing was

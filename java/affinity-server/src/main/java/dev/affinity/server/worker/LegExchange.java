@@ -9,6 +9,7 @@ import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerFailure;
+import dev.affinity.worker.WorkerReport;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
@@ -105,7 +106,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
 
         @Override
         public void done() {
-          call.complete(null, HttpWorker.report(lastUsage, rank));
+          call.complete(null, workerReport(lastUsage, rank));
         }
       });
     } else {
@@ -184,11 +185,19 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
       return;
     }
     Integer ctxRank = answer.firstDisaggregatedParams().map(DisaggregatedParams::ctxDpRank).orElse(null);
-    call.complete(answer, HttpWorker.report(answer.usage(), ctxRank));
+    call.complete(answer, workerReport(answer.usage(), ctxRank));
   }
 
   @Override
   void onFailure(Throwable cause) {
     call.fail(Failures.of(cause));
+  }
+
+  /** What the worker reports it did: ctx_dp_rank, cached and prompt tokens (-1 where absent). */
+  static WorkerReport workerReport(UsageInfo usage, Integer rank) {
+    int prompt = usage == null || usage.promptTokens() == null ? -1 : usage.promptTokens();
+    int cached = usage == null || usage.promptTokensDetails() == null
+        || usage.promptTokensDetails().cachedTokens() == null ? -1 : usage.promptTokensDetails().cachedTokens();
+    return new WorkerReport(rank == null ? -1 : rank, cached, prompt, -1);
   }
 }

@@ -2,6 +2,8 @@ package dev.affinity.server.worker;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.kv.HashAlgorithm;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.protocol.ProtocolException;
 import dev.affinity.worker.WorkerInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,6 +21,20 @@ final class ServerInfos {
   private static final Logger LOG = LoggerFactory.getLogger(ServerInfos.class);
 
   private ServerInfos() {}
+
+  /** The JSON of worker {@code workerId}'s answer to {@code GET /server_info}. */
+  static JsonNode body(String workerId, ControlExchange.Answer response, ProtocolCodec codec)
+      throws WorkerSetupException {
+    if (response.status() != 200) {
+      throw new WorkerSetupException(workerId, "/server_info answered HTTP " + response.status() + ": "
+          + Failures.errorMessage(response.status(), response.body(), codec), null);
+    }
+    try {
+      return codec.readTree(response.body());
+    } catch (ProtocolException e) {
+      throw new WorkerSetupException(workerId, "/server_info is not JSON: " + e.getMessage(), e);
+    }
+  }
 
   static WorkerInfo parse(String workerId, JsonNode info) throws WorkerSetupException {
     if (info == null || !info.isObject()) {

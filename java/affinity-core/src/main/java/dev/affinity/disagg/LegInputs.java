@@ -1,0 +1,127 @@
+package dev.affinity.disagg;
+
+import dev.affinity.config.ScheduleStyle;
+import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.Resolution;
+import dev.affinity.frontend.AdmittedRequest;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ConversationParams;
+import dev.affinity.protocol.DisaggScheduleStyle;
+import dev.affinity.protocol.DisaggregatedParams;
+import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.TokenIds;
+import dev.affinity.routing.ContentKey;
+import dev.affinity.routing.Fleet;
+import dev.affinity.routing.RoutingRequest;
+import java.time.Duration;
+
+/**
+ * What one request's legs are built from: the request the legs carry (the client's, or after a resume the stream's
+ * continuation) and its prompt ids, turned into the routers' {@link RoutingRequest}s and the legs' bodies, with the
+ * conversation, affinity id, cache salt, schedule style and leg timeout every leg carries. Used under its flow's lock.
+ */
+final class LegInputs {
+  private final DisaggSettings settings;
+  private final AdmittedRequest admitted;
+  /** What the legs are built from: the client's request, or after a resume the stream's continuation. */
+  private OpenAiRequest request;
+  /** The prompt's token ids for routing and the legs (the continuation's after a resume), or null. */
+  private int[] promptTokens;
+  private Long contentKey;
+  private ChatCompletionRequest contentKeyOf;
+
+  LegInputs(DisaggSettings settings, AdmittedRequest admitted) {
+    this.settings = settings;
+    this.admitted = admitted;
+    this.request = admitted.request();
+    this.promptTokens = admitted.promptTokens();
+  }
+
+  /** From now on the legs are built from a resumed stream's continuation. */
+  void resume(StreamResume.Plan plan) {
+    request = plan.body();
+    promptTokens = plan.prompt();
+  }
+
+  /** The request the legs are built from: the client's, or the continuation of a resumed stream. */
+  OpenAiRequest request() {
+    return request;
+  }
+
+  /** The prompt's token ids from admission (a resumed stream's: the continuation's), or null. */
+  int[] tokens() {
+    return promptTokens;
+  }
+
+  RoutingRequest routing(long requestId, Fleet fleet) {
+    Resolution r = admitted.resolution();
+    RoutingRequest.Builder b = RoutingRequest.builder(requestId, fleet)
+        .routingKey(r.routingKey(fleet, settings.scope()))
+        .conversationId(r.conversationId())
+        .affinityId(r.affinityId())
+        .tokens(promptTokens)
+        .cacheSalt(cacheSalt())
+        .maxNewTokens(request.maxOutputTokens().orElse(1));
+    if (promptTokens == null) {
+      b.text(request.routingText());
+    }
+    if (request instanceof ChatCompletionRequest chat) {
+      b.contentKey(contentKey(chat));
+    }
+    return b.build();
+  }
+
+  /**
+   * Upstream's content key of a chat ({@link ContentKey}), computed once per request body; upstream computes it after
+   * the write-back, so the ids count when they replace the messages.
+   */
+  private Long contentKey(ChatCompletionRequest chat) {
+    if (contentKeyOf != chat) {
+      contentKey = ContentKey.of(chat, chat.promptTokenIds() != null ? chat.promptTokenIds().toArray()
+          : admitted.forwardTokens() ? promptTokens : null);
+      contentKeyOf = chat;
+    }
+    return contentKey;
+  }
+
+  /** The request's KV cache salt (admission's: the body's, or under tenant isolation the tenant's). */
+  String cacheSalt() {
+    return admitted.cacheSalt();
+  }
+
+  /** The affinity id goes to the context leg, and to the generation leg only with scope both. */
+  String affinityFor(Fleet fleet) {
+    return fleet == Fleet.CONTEXT || settings.scope() == SubagentScope.BOTH ? admitted.resolution().affinityId() : null;
+  }
+
+  /**
+   * Each leg gets an equal share of the request's budget, so that a stalled worker times out while there
+   * is still time to retry elsewhere.
+   */
+  Duration legTimeout() {
+    return RequestFlow.share(settings.requestTimeout(), settings.maxRetries() + 1L);
+  }
+
+  /** The schedule style the legs announce in their {@code disaggregated_params}. */
+  DisaggScheduleStyle style() {
+    return settings.scheduleStyle() == ScheduleStyle.GENERATION_FIRST
+        ? DisaggScheduleStyle.GENERATION_FIRST : DisaggScheduleStyle.CONTEXT_FIRST;
+  }
+
+  String conversationId() {
+    return admitted.resolution().conversationId();
+  }
+
+  /**
+   * The request with these params, its own conversation id, and the prompt ids when known, in one copy: streaming
+   * off when {@code noStreaming}, the prompt as {@code promptIds} when given (the ids a context leg saw), and the
+   * leg's agent {@code priority} (null: none).
+   */
+  OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds, Double priority) {
+    TokenIds ids = promptIds != null ? promptIds
+        : promptTokens != null && !request.hasPromptTokenIds() && admitted.forwardTokens() ? TokenIds.of(promptTokens)
+        : null;
+    return request.forLeg(noStreaming, params,
+        conversationId() == null ? null : new ConversationParams(conversationId()), ids, priority);
+  }
+}
