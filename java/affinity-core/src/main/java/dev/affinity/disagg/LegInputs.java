@@ -4,6 +4,7 @@ import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.AdmittedRequest;
+import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ConversationParams;
 import dev.affinity.protocol.DisaggScheduleStyle;
@@ -82,6 +83,16 @@ final class LegInputs {
       contentKeyOf = chat;
     }
     return contentKey;
+  }
+
+  /** The route of attempt {@code requestId} before any leg: the conversation, the routing keys, the retries so far. */
+  RouteInfo firstRoute(long requestId, int retries) {
+    Resolution r = admitted.resolution();
+    SubagentScope scope = settings.scope();
+    return RouteInfo.of(requestId)
+        .withConversation(new RouteInfo.Conversation(r.conversationId(), r.affinityId()))
+        .withKeys(new RouteInfo.RoutingKeys(r.routingKey(Fleet.CONTEXT, scope), r.routingKey(Fleet.GENERATION, scope)))
+        .withRetries(retries);
   }
 
   /** The request's KV cache salt (admission's: the body's, or under tenant isolation the tenant's). */

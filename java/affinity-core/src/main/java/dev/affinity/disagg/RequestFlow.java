@@ -5,7 +5,6 @@ import dev.affinity.agent.AgentScheduling;
 import dev.affinity.agent.AgentSessions;
 import dev.affinity.executor.KvRetention;
 import dev.affinity.frontend.AdmittedRequest;
-import dev.affinity.config.SubagentScope;
 import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
@@ -47,6 +46,7 @@ final class RequestFlow {
   /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
   private final StreamResume resume;
   private final FailedLegs failedLegs;
+  private final StreamRelay relay;
   /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
   private final RequestTrace trace;
   private final Object lock = new Object();
@@ -66,8 +66,6 @@ final class RequestFlow {
   private Runnable cancelTimeout = () -> { };
   /** Where the request stands in its agent's program (agent-aware scheduling; NEW when it is off). */
   private AgentSessions.Standing standing = AgentSessions.Standing.NEW;
-  /** Whether the answer's stream carried a tool call (a streamed turn that ends in a tool call). */
-  private boolean streamedToolCall;
 
   RequestFlow(DisaggService service, AdmittedRequest admitted, ClientSink sink) {
     this.service = service;
@@ -78,6 +76,7 @@ final class RequestFlow {
     this.inputs = new LegInputs(service.settings(), admitted);
     this.resume = client.isStreaming() ? new StreamResume() : null;
     this.failedLegs = new FailedLegs(this, service, admitted, resume);
+    this.relay = new StreamRelay(this.sink, resume, service.agents());
     this.context = new Leg(this, Fleet.CONTEXT, service.contextRouter());
     this.generation = new Leg(this, Fleet.GENERATION, service.generationRouter());
   }
@@ -101,8 +100,7 @@ final class RequestFlow {
     }
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // What legs and schedules read
+  // ---- What legs and schedules read ----
 
   Object lock() {
     return lock;
@@ -179,8 +177,7 @@ final class RequestFlow {
     service.agents().legEnded(prioritized);
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Legs
+  // ---- Legs ----
 
   /**
    * Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. The context
@@ -212,23 +209,13 @@ final class RequestFlow {
       @Override
       public void onChunk(Selection s, OpenAiStreamChunk chunk) {
         beforeChunk(s);
-        relay(chunk);
+        relay.relay(chunk);
       }
 
       @Override
       public void onEncodedChunk(Selection s, EncodedChunk chunk) {
         beforeChunk(s);
-        if (resume != null && resume.resumed()) {
-          relay(chunk.parsed());  // a continuation's chunks are rewritten into the client's stream
-          return;
-        }
-        if (resume != null) {
-          resume.recordEncoded(chunk);
-        }
-        if (watchingToolCalls()) {
-          streamedToolCall = ToolCalls.in(chunk);
-        }
-        sink.streamEncoded(chunk);  // relayed as the worker's bytes
+        relay.relay(chunk);  // relayed as the worker's bytes
       }
 
       private void beforeChunk(Selection s) {
@@ -249,21 +236,6 @@ final class RequestFlow {
     });
   }
 
-  /** Sends one chunk to the client: as it is, or rewritten into the stream a resume continues; kept for a resume. */
-  private void relay(OpenAiStreamChunk chunk) {
-    OpenAiStreamChunk c = resume != null && resume.resumed() ? resume.rewrite(chunk) : chunk;
-    if (c == null) {
-      return;
-    }
-    if (watchingToolCalls()) {
-      streamedToolCall = ToolCalls.in(c);
-    }
-    if (resume != null) {
-      resume.record(c);
-    }
-    sink.streamChunk(c);
-  }
-
   private void answer(Selection gen) {
     if (client.isStreaming()) {
       if (!streamStarted) {
@@ -271,7 +243,7 @@ final class RequestFlow {
         sink.streamStart(route);
       }
       finish();
-      service.agents().turnEnded(conversationId(), streamedToolCall);
+      service.agents().turnEnded(conversationId(), relay.toolCall());
       sink.streamEnd(route);
     } else if (generation.response() == null) {
       finishWithError(502, "generation worker " + gen.worker().id() + " returned no response");
@@ -284,14 +256,6 @@ final class RequestFlow {
       }
       sink.respondEncoded(r, route);
     }
-  }
-
-  /**
-   * Whether the next streamed chunk is scanned for a tool call: only while agent-aware scheduling is on and none was
-   * seen yet (a scan costs a pass over the chunk).
-   */
-  private boolean watchingToolCalls() {
-    return !streamedToolCall && service.agents().active();
   }
 
   /** The rank the executor reports having served on, else the one the router chose. */
@@ -360,16 +324,10 @@ final class RequestFlow {
   }
 
   private RouteInfo firstRoute() {
-    Resolution r = admitted.resolution();
-    SubagentScope scope = settings().scope();
-    return RouteInfo.of(requestId)
-        .withConversation(new RouteInfo.Conversation(r.conversationId(), r.affinityId()))
-        .withKeys(new RouteInfo.RoutingKeys(r.routingKey(Fleet.CONTEXT, scope), r.routingKey(Fleet.GENERATION, scope)))
-        .withRetries(retries);
+    return inputs.firstRoute(requestId, retries);
   }
 
-  // ---------------------------------------------------------------------------------------------
-  // Endings
+  // ---- Endings ----
 
   /**
    * The whole answer came from one leg (the context finished the request): sent without its
@@ -384,7 +342,7 @@ final class RequestFlow {
         sink.streamStart(route);
       }
       for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response.parsed())) {
-        relay(chunk);  // a resumed stream's context finished it: its chunks continue the stream
+        relay.relay(chunk);  // a resumed stream's context finished it: its chunks continue the stream
       }
       sink.streamEnd(route);
     } else {

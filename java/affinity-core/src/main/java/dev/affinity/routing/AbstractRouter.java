@@ -82,8 +82,7 @@ public abstract class AbstractRouter implements Router {
     this.lastSweepNanos = context.nanoClock().getAsLong();
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Subclass hooks (under lock unless noted)
+  // ---- Subclass hooks (under lock unless noted) ----
 
   /**
    * Picks among the live, non-excluded workers (never empty). {@code prepared} is what
@@ -104,8 +103,7 @@ public abstract class AbstractRouter implements Router {
 
   protected void onWorkerRemoved(String workerId) {}
 
-  // -------------------------------------------------------------------------------------------
-  // Router
+  // ---- Router ----
 
   @Override
   public final Selection select(RoutingRequest request, Set<String> excludedWorkerIds) {
@@ -288,8 +286,7 @@ public abstract class AbstractRouter implements Router {
     return out;
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Helpers for subclasses (call under lock)
+  // ---- Helpers for subclasses (call under lock) ----
 
   private void addLoad(Candidate c, RoutingRequest r, int sign) {
     Load w = load(c.workerId());

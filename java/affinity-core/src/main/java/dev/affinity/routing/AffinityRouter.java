@@ -3,12 +3,10 @@ package dev.affinity.routing;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.kv.RoutedPrefixes;
 import dev.affinity.worker.Worker;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.IntToDoubleFunction;
 
 /**
  * {@code affinity}: Affinity's own policy, cost-based at the level of (worker, attention-DP rank).
@@ -38,23 +36,10 @@ import java.util.function.IntToDoubleFunction;
  * ranks of an instance decode in lockstep); the key pins only with {@code subagent_affinity_scope: both}.
  */
 public final class AffinityRouter extends AbstractRouter implements PinKeeping {
-  private final long pinMarginTokens;
-  private final double placementTolerance;
-  private final double genPinMargin;
-  private final double loadEpsilon;
-  private final double attentionFactor;
+  private final AffinityRouterSettings settings;
   private final long predictTtlNanos;
-  private final boolean trackRoutedBlocks;
-  private final double slotWeight;
-  private final double kvWeight;
-  /** Soft first placement of sub-agents (context fleet): margin in request tokens per request token; negative: off. */
-  private final double softMargin;
-  /** Tokens one rank computes per iteration ({@code max_num_tokens}): the lockstep bound's chunk; 0: the worker's. */
-  private final int maxNumTokens;
-  private final double evictionWeight;
-  /** Weight of the wait a placement imposes on the requests that arrive at its rank and its siblings after it (0: off). */
-  private final double externalityWeight;
   private final RankQueues queues;
+  private final LockstepSiblings siblings;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
   private final Map<Long, Routed> bySelection = new HashMap<>();
@@ -81,60 +66,18 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
 
-  /**
-   * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its
-   *     root's pin while that costs at most {@code softMargin} x its prompt tokens more than the best candidate,
-   *     and its later turns follow its own pin; negative: off (every turn follows the root's pin)
-   * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk); 0:
-   *     each worker's own ({@link dev.affinity.worker.WorkerInfo#maxNumTokens})
-   * @param evictionWeight the work counted for each cached token a placement evicts from a full cache (0: none)
-   * @param externalityWeight the weight of the queueing externality (context fleet): the wait a placement imposes on
-   *     the requests that arrive after it at its rank and at its lockstep siblings (0: none)
-   * @param rateWindowSeconds the window of the measured arrival rates and time per unit of work
-   */
-  public AffinityRouter(RouterContext context, long pinMarginTokens, double placementTolerance, double genPinMargin,
-      double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
-      double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
-      double externalityWeight, double rateWindowSeconds) {
+  public AffinityRouter(RouterContext context, AffinityRouterSettings settings) {
     super(context);
-    this.maxNumTokens = maxNumTokens;
-    this.evictionWeight = evictionWeight;
-    this.externalityWeight = externalityWeight;
-    this.queues = new RankQueues(rateWindowSeconds, maxKeys);
-    this.softMargin = softMargin;
-    this.pinMarginTokens = pinMarginTokens;
-    this.placementTolerance = placementTolerance;
-    this.genPinMargin = genPinMargin;
-    this.loadEpsilon = loadEpsilon;
-    this.attentionFactor = attentionFactor;
-    this.predictTtlNanos = (long) (predictTtlSeconds * 1e9);
-    this.trackRoutedBlocks = trackRoutedBlocks;
-    this.slotWeight = slotWeight;
-    this.kvWeight = kvWeight;
-    this.pins = new LruMap<>(maxKeys);
-    this.routed = new RoutedPrefixes(8, (long) (predictTtlSeconds * 1e9));
+    this.settings = settings;
+    this.queues = new RankQueues(settings.rateWindowSeconds(), settings.maxKeys());
+    this.siblings = new LockstepSiblings(this, settings.maxNumTokens(), queues);
+    this.pins = new LruMap<>(settings.maxKeys());
+    this.predictTtlNanos = (long) (settings.predictTtlSeconds() * 1e9);
+    this.routed = new RoutedPrefixes(8, predictTtlNanos);
   }
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
-    long margin = args.getLong("pin_break_margin_tokens", DEFAULT_PIN_BREAK_MARGIN_TOKENS, 0, Long.MAX_VALUE);
-    double tolerance = args.getDouble("placement_tolerance", 0.1, 0, 100);
-    double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
-    double eps = args.getDouble("load_epsilon", DEFAULT_LOAD_EPSILON, 0, Double.MAX_VALUE);
-    double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
-    long maxKeys = args.getLong("max_keys", 200_000, 1, Long.MAX_VALUE);
-    double ttl = args.getDouble("predict_ttl_seconds", 30, 0, 86400);
-    boolean track = args.getBoolean("track_routed_blocks", true);
-    double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
-    double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
-    double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
-    // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
-    int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
-    double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
-    double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
-    double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
-    args.done(RouterArgs.ADOPTED);
-    return new AffinityRouter(context, margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction, externality, window);
+    return new AffinityRouter(context, AffinityRouterSettings.of(context, args));
   }
 
   @Override
@@ -199,7 +142,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
 
   /** Prefill work of n new tokens after a prefix of p (token-equivalents). */
   private double work(long p, long n) {
-    return n + attentionFactor * ((double) (p + n) * (p + n) - (double) p * p);
+    return n + settings.attentionFactor() * ((double) (p + n) * (p + n) - (double) p * p);
   }
 
   @Override
@@ -221,7 +164,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
-    double[] siblingGen = gen ? onSiblings(cands, i -> {
+    double[] siblingGen = gen ? LockstepSiblings.onSiblings(cands, i -> {
       Load l = load(cands.get(i));
       return generationCost(cands.get(i), l.requests, l.tokens, meanTokens);
     }) : null;
@@ -237,17 +180,18 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         int loc = locationOf(c);
         matched[i] = Math.max(p.events().blocks(loc), loc < p.routed().length ? p.routed()[loc] : 0);
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
-        int chunk = chunkOf(c);
+        int chunk = siblings.chunkOf(c);
         double own = work(prefix, n - prefix);
-        long iterations = iterations(l.uncached + n - prefix, chunk);
-        cost[i] = Math.max(l.work + own, siblingDelay(cands, i, iterations))
-            + Math.min(work(0, n), laterSiblingWaits(cands, i, queues.ownRatePerWork(request.routingKey(), now)))
-            + evictionWeight * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
-            + externalityWeight * externality(cands, i, own, iterations(n - prefix, chunk), request.routingKey(), now);
+        long iterations = LockstepSiblings.iterations(l.uncached + n - prefix, chunk);
+        cost[i] = Math.max(l.work + own, siblings.siblingDelay(cands, i, iterations))
+            + Math.min(work(0, n),
+                siblings.laterSiblingWaits(cands, i, queues.ownRatePerWork(request.routingKey(), now)))
+            + settings.evictionWeight() * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
+            + externality(cands, i, own, LockstepSiblings.iterations(n - prefix, chunk), request.routingKey(), now);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
-    double cap = Math.ceil((1 + loadEpsilon) * (totalRequests + 1) / cands.size());
+    double cap = Math.ceil((1 + settings.loadEpsilon()) * (totalRequests + 1) / cands.size());
     List<Integer> eligible = new ArrayList<>();
     for (int i = 0; i < cands.size(); i++) {
       Candidate c = cands.get(i);
@@ -264,9 +208,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     for (int i : eligible) {
       minCost = Math.min(minCost, cost[i]);
     }
-    double margin = gen ? genPinMargin : pinMarginTokens;
+    double margin = gen ? settings.genPinMargin() : settings.pinMarginTokens();
     // New keys: rendezvous among near-equal candidates only (a cached prefix still wins).
-    double tolerance = gen ? genPinMargin : placementTolerance * n;
+    double tolerance = gen ? settings.genPinMargin() : settings.placementTolerance() * n;
 
     String key = request.routingKey();
     boolean useKey = key != null && (!gen || context.scope() == SubagentScope.BOTH);
@@ -278,11 +222,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       // root's own pin is never moved by a sub-agent.
       Candidate root = pins.get(key);
       int at = root == null ? -1 : cands.indexOf(root);
-      if (at >= 0 && eligible.contains(at) && cost[at] - minCost <= softMargin * n) {
+      if (at >= 0 && eligible.contains(at) && cost[at] - minCost <= settings.softMargin() * n) {
         chosen = at;
         reason = DecisionReason.FOLLOWED_ROOT;
       } else {
-        chosen = rendezvous(own, cands, eligible, cost, minCost + tolerance);
+        chosen = Rendezvous.choose(own, cands, eligible, cost, minCost + tolerance);
         reason = DecisionReason.NEW_PIN;
       }
       pins.put(own, cands.get(chosen));
@@ -291,10 +235,10 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       Candidate pinned = pins.get(key);
       int at = pinned == null ? -1 : cands.indexOf(pinned);
       if (pinned == null) {
-        chosen = rendezvous(key, cands, eligible, cost, minCost + tolerance);
+        chosen = Rendezvous.choose(key, cands, eligible, cost, minCost + tolerance);
         reason = DecisionReason.NEW_PIN;
       } else if (at < 0) {
-        chosen = rendezvous(key, cands, eligible, cost, minCost + tolerance);
+        chosen = Rendezvous.choose(key, cands, eligible, cost, minCost + tolerance);
         reason = DecisionReason.RE_PINNED;
       } else if (!eligible.contains(at) || cost[at] - minCost > margin) {
         chosen = cheapest(eligible, cost);
@@ -321,7 +265,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    */
   private String softPlacementKey(RoutingRequest request) {
     String own = request.conversationId();
-    if (softMargin < 0 || request.affinityId() == null || own == null || own.equals(request.routingKey())) {
+    if (settings.softMargin() < 0 || request.affinityId() == null || own == null || own.equals(request.routingKey())) {
       return null;
     }
     return own;
@@ -333,129 +277,23 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
    */
   private long evictedTokens(int location, long written, int tokensPerBlock) {
     long capacity = index.capacity(location);
-    if (capacity == 0 || evictionWeight == 0) {
+    if (capacity == 0 || settings.evictionWeight() == 0) {
       return 0;
     }
     long free = Math.max(0, capacity - index.size(location)) * tokensPerBlock;
     return Math.max(0, written - free);
   }
 
+  /** The weighted queueing externality of candidate {@code i} ({@link LockstepSiblings#externality}); 0 when off. */
+  private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
+    double weight = settings.externalityWeight();
+    return weight == 0 ? 0 : weight * siblings.externality(cands, i, own, ownIterations, key, now);
+  }
+
   /** A generation candidate's load: decode slots in use and KV tokens against the fleet's mean. */
   private double generationCost(Candidate c, double requests, double tokens, double meanTokens) {
-    return slotWeight * requests / c.worker().info().maxBatchSize() + kvWeight * tokens / meanTokens;
-  }
-
-  /**
-   * Per candidate, the largest {@code value} of another attention-DP rank of its worker (0 without visible ranks):
-   * the ranks of an instance advance in lockstep, so the busiest one sets the length of their shared iterations
-   * (queued prefill work on the context fleet, the decode load on the generation fleet).
-   */
-  private static double[] onSiblings(List<Candidate> cands, IntToDoubleFunction value) {
-    double[] values = new double[cands.size()];
-    for (int i = 0; i < values.length; i++) {
-      values[i] = value.applyAsDouble(i);
-    }
-    double[] out = new double[cands.size()];
-    for (int from = 0, to; from < cands.size(); from = to) {
-      // a worker's candidates are adjacent (candidatesOf adds them together)
-      String worker = cands.get(from).workerId();
-      double first = 0;
-      double second = 0;
-      for (to = from; to < cands.size() && cands.get(to).workerId().equals(worker); to++) {
-        double w = values[to];
-        if (w > first) {
-          second = first;
-          first = w;
-        } else if (w > second) {
-          second = w;
-        }
-      }
-      for (int k = from; k < to; k++) {
-        out[k] = values[k] == first ? second : first;
-      }
-    }
-    return out;
-  }
-
-  private int chunkOf(Candidate c) {
-    return maxNumTokens > 0 ? maxNumTokens : c.worker().info().maxNumTokens();
-  }
-
-  /** Iterations of at most {@code chunk} tokens that {@code tokens} uncached tokens take (at least 1). */
-  private static long iterations(long tokens, int chunk) {
-    return Math.max(1, (tokens + chunk - 1) / chunk);
-  }
-
-  /**
-   * The lockstep bound: the work the busiest sibling rank of candidate {@code i} does in the next {@code iterations}
-   * iterations, which this rank's queue and request cannot finish sooner than, since each iteration lasts as long as
-   * its slowest rank (TensorRT-LLM docs/source/blogs/tech_blog/blog10_ADP_Balance_Strategy.md). The sibling goes at
-   * the pace of its own iterations ({@code work / ceil(uncached / max_num_tokens)} per iteration, which counts the
-   * attention over the depth its chunks are at), and does at most all its queued work.
-   */
-  private double siblingDelay(List<Candidate> cands, int i, long iterations) {
-    return overBusySiblings(cands, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
-  }
-
-  /**
-   * What the request's session pays later for staying at candidate {@code i} while a lockstep sibling works through
-   * its queue: each of its next calls that comes before the sibling is done ({@code ratePerWork} calls per unit of
-   * work, over the sibling's queued work) waits one of the sibling's iterations. The caller caps it at what moving
-   * costs now (the session's whole prompt elsewhere): a session that would wait longer moves at its next call.
-   */
-  private double laterSiblingWaits(List<Candidate> cands, int i, double ratePerWork) {
-    return ratePerWork == 0 ? 0 : overBusySiblings(cands, i, (work, perIteration) -> ratePerWork * work * perIteration);
-  }
-
-  /** A value of a sibling rank's queued prefill work and the work of one of its iterations. */
-  private interface SiblingValue {
-    double of(double work, double perIteration);
-  }
-
-  /**
-   * The largest {@code value} over the sibling ranks of candidate {@code i} that have prefill queued (0 without any):
-   * each at the pace of its own iterations, {@code work / ceil(uncached / max_num_tokens)}.
-   */
-  private double overBusySiblings(List<Candidate> cands, int i, SiblingValue value) {
-    String worker = cands.get(i).workerId();
-    double most = 0;
-    for (int k = 0; k < cands.size(); k++) {
-      Candidate s = cands.get(k);
-      if (k == i || !s.workerId().equals(worker)) {
-        continue;
-      }
-      Load l = load(s);
-      if (l.work > 0) {
-        most = Math.max(most, value.of(l.work, l.work / iterations(l.uncached, chunkOf(s))));
-      }
-    }
-    return most;
-  }
-
-  /**
-   * The queueing externality of putting {@code own} units of prefill work ({@code ownIterations} iterations) on
-   * candidate {@code i}: the wait it imposes on the requests of other sessions that come after it. Prefill is served
-   * first come, first served (TensorRT-LLM's chunking policy), so a request arriving at the same rank while its
-   * queue and this work are in the system waits {@code own} longer; one arriving at a lockstep sibling rank while
-   * this request computes waits one of its iterations ({@code own / iterations}) per iteration it shares. Who
-   * arrives comes from the measured rates ({@link RankQueues#delayedWork}): agent sessions have one call in
-   * flight each, so each is delayed at most once, and by no more than prefilling its own context elsewhere would
-   * cost it (the router moves it rather than let it wait longer).
-   */
-  private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
-    if (externalityWeight == 0) {
-      return 0;
-    }
-    Candidate c = cands.get(i);
-    double ext = queues.delayedWork(locationOf(c), key, load(c).work + own / 2, own, now);
-    double perIteration = own / ownIterations;
-    for (int k = 0; k < cands.size(); k++) {
-      Candidate s = cands.get(k);
-      if (k != i && s.workerId().equals(c.workerId())) {
-        ext += queues.delayedWork(locationOf(s), key, own, perIteration, now);
-      }
-    }
-    return ext;
+    return settings.slotWeight() * requests / c.worker().info().maxBatchSize()
+        + settings.kvWeight() * tokens / meanTokens;
   }
 
   /**
@@ -497,39 +335,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     return pickTied(tied);
   }
 
-  /** Among eligible candidates costing at most {@code limit}, the highest rendezvous score of key and candidate. */
-  private static int rendezvous(String key, List<Candidate> cands, List<Integer> eligible, double[] cost, double limit) {
-    int best = -1;
-    long bestScore = 0;
-    long keyHash = fnv1a(key);
-    for (int i : eligible) {
-      if (cost[i] > limit) {
-        continue;
-      }
-      long score = mix(keyHash ^ fnv1a(cands.get(i).toString()));
-      if (best < 0 || Long.compareUnsigned(score, bestScore) > 0) {
-        best = i;
-        bestScore = score;
-      }
-    }
-    return best;
-  }
-
-  static long fnv1a(String s) {
-    long h = 0xcbf29ce484222325L;
-    for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
-      h ^= b & 0xFF;
-      h *= 0x100000001b3L;
-    }
-    return h;
-  }
-
-  static long mix(long v) {
-    v = (v ^ (v >>> 30)) * 0xBF58476D1CE4E5B9L;
-    v = (v ^ (v >>> 27)) * 0x94D049BB133111EBL;
-    return v ^ (v >>> 31);
-  }
-
   @Override
   protected void onSelected(Selection s) {
     if (context.fleet() == Fleet.GENERATION) {
@@ -559,7 +364,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       l.uncached -= r.uncached();
       queues.completed(r.location(), r.work(), context.nanoClock().getAsLong());
     }
-    if (outcome == Outcome.SUCCESS && trackRoutedBlocks && context.fleet() == Fleet.CONTEXT) {
+    if (outcome == Outcome.SUCCESS && settings.trackRoutedBlocks() && context.fleet() == Fleet.CONTEXT) {
       backfill(s);
     }
   }

@@ -15,9 +15,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,8 +25,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.SplittableRandom;
-import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -130,6 +126,7 @@ public final class ChatHitRatio implements Callable<Integer> {
   Path requestsCsv;
 
   private ModelTokenizer tokenizer;
+  private BlockTexts texts;
   private HttpClient client;
   private URI endpoint;
   /** Chain keys of every whole KV block (or trace block id, without a tokenizer) of the calls sent so far. */
@@ -158,6 +155,7 @@ public final class ChatHitRatio implements Callable<Integer> {
       throw new IllegalArgumentException("--requests, --words-per-block, --concurrency, --block-tokens must be >= 1, "
           + "--max-tokens >= 64, --system-blocks >= 0");
     }
+    texts = new BlockTexts(wordsPerBlock);
     if (tokenizerDir != null) {
       tokenizer = ModelTokenizer.load(tokenizerDir);
     }
@@ -186,7 +184,7 @@ public final class ChatHitRatio implements Callable<Integer> {
       pool.shutdownNow();
     }
     double wallS = (System.nanoTime() - start) / 1e9;
-    report(results, wallS, out, err);
+    new HitRatioReport(label, tokenizer != null, csv, requestsCsv).write(results, wallS, out, err);
     return results.stream().anyMatch(r -> r.status() != 200) ? 1 : 0;
   }
 
@@ -226,10 +224,10 @@ public final class ChatHitRatio implements Callable<Integer> {
   }
 
   private int tokensOf(String traceId, long id) {
-    long key = seed(traceId, id);
+    long key = BlockTexts.seed(traceId, id);
     synchronized (blockTokenEstimate) {
       return blockTokenEstimate.computeIfAbsent(key, k -> tokenizer != null
-          ? tokenizer.encode(" " + blockText(traceId, id), false).length
+          ? tokenizer.encode(" " + texts.blockText(traceId, id), false).length
           : (int) Math.ceil(wordsPerBlock * 1.1));
     }
   }
@@ -248,8 +246,8 @@ public final class ChatHitRatio implements Callable<Integer> {
   private Result send(Conversation c, int turn) {
     long[] ids = c.calls().get(turn).ids();
     int sys = Math.min(systemBlocks, ids.length - 1);
-    String system = text(c.traceId(), ids, 0, sys);
-    String user = text(c.traceId(), ids, sys, ids.length);
+    String system = texts.text(c.traceId(), ids, 0, sys);
+    String user = texts.text(c.traceId(), ids, sys, ids.length);
     List<Map<String, Object>> messages = new ArrayList<>();
     if (sys > 0) {
       messages.add(message("system", system));
@@ -366,49 +364,10 @@ public final class ChatHitRatio implements Callable<Integer> {
     return keys;
   }
 
-  private static long mix(long z) {
+  static long mix(long z) {
     z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
     z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
     return z ^ (z >>> 31);
-  }
-
-  private String text(String traceId, long[] ids, int from, int to) {
-    StringBuilder sb = new StringBuilder();
-    for (int i = from; i < to; i++) {
-      if (i > from) {
-        sb.append(' ');
-      }
-      sb.append(blockText(traceId, ids[i]));
-    }
-    return sb.toString();
-  }
-
-  /** The text of one block id of a trace: {@code --words-per-block} words, a sentence break now and then. */
-  String blockText(String traceId, long id) {
-    SplittableRandom rng = new SplittableRandom(seed(traceId, id));
-    StringBuilder sb = new StringBuilder(wordsPerBlock * 7);
-    boolean capital = true;
-    for (int w = 0; w < wordsPerBlock; w++) {
-      if (w > 0) {
-        sb.append(' ');
-      }
-      String word = WORDS[rng.nextInt(WORDS.length)];
-      sb.append(capital ? Character.toUpperCase(word.charAt(0)) + word.substring(1) : word);
-      capital = false;
-      if (w == wordsPerBlock - 1 || rng.nextInt(12) == 0) {
-        sb.append('.');
-        capital = true;
-      }
-    }
-    return sb.toString();
-  }
-
-  private static long seed(String traceId, long id) {
-    long h = 0xCBF29CE484222325L;
-    for (byte b : traceId.getBytes(StandardCharsets.UTF_8)) {
-      h = (h ^ (b & 0xFF)) * 0x100000001B3L;
-    }
-    return mix(h ^ mix(id + 0x9E3779B97F4A7C15L));
   }
 
   private static Map<String, String> routeFields(String header) {
@@ -437,84 +396,4 @@ public final class ChatHitRatio implements Callable<Integer> {
     s = s.replaceAll("\\s+", " ");
     return s.length() > 300 ? s.substring(0, 300) + "..." : s;
   }
-
-  private void report(List<Result> results, double wallS, PrintWriter out, PrintWriter err) throws IOException {
-    long ok = 0;
-    long failed = 0;
-    long prompt = 0;
-    long reused = 0;
-    long ideal = 0;
-    long mismatched = 0;
-    Map<String, Integer> ctx = new TreeMap<>();
-    for (Result r : results) {
-      if (r.status() != 200) {
-        failed++;
-        err.println("chat-hits " + label + ": " + r.session() + " turn " + r.turn() + ": " + r.error());
-        continue;
-      }
-      ok++;
-      prompt += Math.max(0, r.promptTokens());
-      reused += Math.max(0, r.reused());
-      ideal += r.ideal();
-      if (r.localTokens() >= 0 && r.localTokens() != r.promptTokens()) {
-        mismatched++;
-      }
-      ctx.merge(r.ctx() == null ? "?" : r.ctx(), 1, Integer::sum);
-    }
-    double hit = prompt == 0 ? 0 : (double) reused / prompt;
-    double idealHit = prompt == 0 ? 0 : (double) ideal / prompt;
-    double ofIdeal = ideal == 0 ? 0 : (double) reused / ideal;
-    StringBuilder split = new StringBuilder();
-    for (int n : ctx.values()) {
-      split.append(split.length() == 0 ? "" : "/").append(n);
-    }
-    out.println("| variant | requests | failed | prompt tokens | reused tokens | hit ratio | ideal hit ratio | of ideal | ctx split | wall s |");
-    out.println("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
-    out.printf(Locale.ROOT, "| %s | %d | %d | %d | %d | %.3f | %.3f | %.3f | %s | %.1f |%n", label, ok, failed, prompt, reused,
-        hit, idealHit, ofIdeal, split, wallS);
-    out.flush();
-    if (tokenizer != null && mismatched > 0) {
-      err.println("chat-hits " + label + ": " + mismatched + " answers counted other prompt tokens than the local "
-          + "rendering (the ideal is in the local rendering's blocks)");
-    }
-    if (csv != null) {
-      boolean fresh = !Files.exists(csv) || Files.size(csv) == 0;
-      StringBuilder sb = new StringBuilder();
-      if (fresh) {
-        sb.append("variant,requests,failed,prompt_tokens,reused_tokens,hit_ratio,ideal_hit_ratio,of_ideal,ctx_split,wall_s,ideal_basis\n");
-      }
-      sb.append(String.format(Locale.ROOT, "%s,%d,%d,%d,%d,%.4f,%.4f,%.4f,%s,%.1f,%s%n", label.replace(',', ';'), ok, failed, prompt, reused,
-          hit, idealHit, ofIdeal, split, wallS, tokenizer != null ? "kv_blocks" : "trace_blocks"));
-      Files.writeString(csv, sb, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-    }
-    if (requestsCsv != null) {
-      boolean fresh = !Files.exists(requestsCsv) || Files.size(requestsCsv) == 0;
-      StringBuilder sb = new StringBuilder();
-      if (fresh) {
-        sb.append("variant,session,turn,status,prompt_tokens,local_tokens,reused_tokens,ideal_tokens,ctx,latency_ms\n");
-      }
-      for (Result r : results) {
-        sb.append(String.format(Locale.ROOT, "%s,%s,%d,%d,%d,%d,%d,%d,%s,%d%n", label.replace(',', ';'), r.session(), r.turn(), r.status(),
-            r.promptTokens(), r.localTokens(), r.reused(), r.ideal(), r.ctx() == null ? "" : r.ctx(), r.latencyMs()));
-      }
-      Files.writeString(requestsCsv, sb, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-    }
-  }
-
-  /** Common English words, the vocabulary of the block texts. */
-  private static final String[] WORDS = (
-      "the of and to in is that for it as was with be by on not he this are or his from at which but have an they you "
-      + "were her she there been one all we their has would when if so no will more out up into do any your what some "
-      + "can time only other new about could these may first then than also two after most made over did many before "
-      + "such like through where just long well should very between those each under being must people because "
-      + "same while another found know part still way place work down even back use good year much most right take "
-      + "house world small large great number water light point hand city state river field table order course "
-      + "system report market change power line group paper music story night money letter answer street garden "
-      + "window station morning evening summer winter country village school office forest mountain island bridge "
-      + "engine signal record simple common strong early final public private open close clear quick quiet heavy "
-      + "bright careful gentle sudden narrow modern ancient golden silver yellow purple orange green blue red black "
-      + "white happy ready sure true free full warm cold dark deep high low near far next last old young short "
-      + "build carry follow begin bring keep leave learn listen move offer open pass play read remember return "
-      + "show sing sleep speak stand start stay stop teach think travel turn wait walk watch write answer measure "
-      + "travel gather explain describe consider decide develop continue provide include produce allow require").split(" ");
 }

@@ -1,0 +1,56 @@
+package dev.affinity.routing;
+
+/**
+ * The arguments of the {@code affinity} router (docs/routing.md), read once from its {@link RouterArgs}.
+ *
+ * @param pinMarginTokens {@code pin_break_margin_tokens}: how much more than the best a pinned candidate may cost
+ * @param placementTolerance {@code placement_tolerance}: a new key's candidates lie within this fraction of the
+ *     request's tokens of the best cost
+ * @param genPinMargin {@code generation_pin_margin}: the pin margin on the generation fleet (scope both)
+ * @param loadEpsilon {@code load_epsilon}: no candidate above (1 + epsilon) x the mean in-flight requests
+ * @param attentionFactor {@code attention_factor}: the quadratic term of the prefill work
+ * @param maxKeys {@code max_keys}: pins and measured sessions kept
+ * @param predictTtlSeconds {@code predict_ttl_seconds}: how long routed prefixes count as cached before KV events
+ * @param trackRoutedBlocks {@code track_routed_blocks}: record the blocks of served requests
+ * @param slotWeight {@code slot_weight}: the generation cost's weight of decode slots
+ * @param kvWeight {@code kv_weight}: the generation cost's weight of KV tokens
+ * @param softMargin soft first placement of sub-agents (context fleet): a sub-agent's first turn follows its root's
+ *     pin while that costs at most {@code softMargin} x its prompt tokens more than the best candidate, and its later
+ *     turns follow its own pin; negative: off (every turn follows the root's pin)
+ * @param maxNumTokens the tokens one attention-DP rank computes per iteration (the lockstep bound's chunk); 0: each
+ *     worker's own ({@link dev.affinity.worker.WorkerInfo#maxNumTokens})
+ * @param evictionWeight {@code eviction_weight}: the work counted for each cached token a placement evicts from a
+ *     full cache (0: none)
+ * @param externalityWeight {@code queue_externality_weight}: the weight of the queueing externality (context fleet),
+ *     the wait a placement imposes on the requests that arrive after it at its rank and its lockstep siblings (0: none)
+ * @param rateWindowSeconds {@code rate_window_seconds}: the window of the measured arrival rates and time per work
+ */
+record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
+    double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
+    double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
+    double externalityWeight, double rateWindowSeconds) {
+
+  /** The settings {@code args} give, with the defaults of docs/routing.md; refuses unknown arguments. */
+  static AffinityRouterSettings of(RouterContext context, RouterArgs args) {
+    long margin = args.getLong("pin_break_margin_tokens", AffinityRouter.DEFAULT_PIN_BREAK_MARGIN_TOKENS, 0,
+        Long.MAX_VALUE);
+    double tolerance = args.getDouble("placement_tolerance", 0.1, 0, 100);
+    double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
+    double eps = args.getDouble("load_epsilon", AffinityRouter.DEFAULT_LOAD_EPSILON, 0, Double.MAX_VALUE);
+    double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
+    long maxKeys = args.getLong("max_keys", 200_000, 1, Long.MAX_VALUE);
+    double ttl = args.getDouble("predict_ttl_seconds", 30, 0, 86400);
+    boolean track = args.getBoolean("track_routed_blocks", true);
+    double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
+    double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
+    double soft = context.softPlacementMargin(args, AffinityRouter.DEFAULT_SOFT_PLACEMENT_MARGIN);
+    // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
+    int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
+    double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
+    double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
+    double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
+    args.done(RouterArgs.ADOPTED);
+    return new AffinityRouterSettings(margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
+        eviction, externality, window);
+  }
+}
