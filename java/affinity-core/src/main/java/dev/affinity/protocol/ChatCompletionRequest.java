@@ -7,10 +7,8 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -26,9 +24,9 @@ import java.util.Set;
  * is kept). {@code max_tokens} and {@code max_completion_tokens} are kept as sent; see
  * {@link #effectiveMaxTokens()}. An explicit JSON null on a modelled scalar field is read as "absent".
  *
- * <p>Size: over 350 lines because it mirrors upstream's chat request ({@code ChatCompletionRequest} in
- * TensorRT-LLM's {@code tensorrt_llm/serve/openai_protocol.py}): thirty wire fields, each a component, a
- * builder field and a builder setter; the sampling knobs are shared with completions ({@link SamplingParams}).
+ * <p>It mirrors upstream's chat request ({@code ChatCompletionRequest} in TensorRT-LLM's
+ * {@code tensorrt_llm/serve/openai_protocol.py}): thirty wire fields; the sampling knobs are shared with completions
+ * ({@link SamplingParams}); the builder is {@link ChatCompletionRequestBuilder}.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ChatCompletionRequest(
@@ -92,12 +90,19 @@ public record ChatCompletionRequest(
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
   }
 
-  public static Builder builder(String model, List<ChatMessage> messages) {
-    return new Builder().model(model).messages(messages);
+  public static ChatCompletionRequestBuilder builder(String model, List<ChatMessage> messages) {
+    return new ChatCompletionRequestBuilder().model(model).messages(messages);
   }
 
-  public Builder toBuilder() {
-    return new Builder(this);
+  /** A builder holding this request's fields (a copy is derived from it). */
+  public ChatCompletionRequestBuilder toBuilder() {
+    return new ChatCompletionRequestBuilder().model(model).messages(messages).promptTokenIds(promptTokenIds)
+        .promptTokenIdsB64(promptTokenIdsB64).maxTokens(maxTokens).maxCompletionTokens(maxCompletionTokens)
+        .sampling(sampling()).stream(stream).streamOptions(streamOptions).logprobs(logprobs)
+        .topLogprobs(topLogprobs).echo(echo).tools(tools).toolChoice(toolChoice).responseFormat(responseFormat)
+        .user(user).priority(priority).chatTemplate(chatTemplate).chatTemplateKwargs(chatTemplateKwargs)
+        .addGenerationPrompt(addGenerationPrompt).addSpecialTokens(addSpecialTokens).cacheSalt(cacheSalt)
+        .disaggregatedParams(disaggregatedParams).conversationParams(conversationParams).extraFrom(extra);
   }
 
   /** Whether the client asked for a streamed (SSE) answer. */
@@ -138,24 +143,10 @@ public record ChatCompletionRequest(
     return new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);
   }
 
-  /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
-  public Optional<String> conversationId() {
-    if (conversationParams != null) {
-      return Optional.of(conversationParams.conversationId());
-    }
-    return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
-  }
-
-  @Override
-  public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
-      TokenIds ids) {
-    return forLeg(noStreaming, params, conversation, ids, null);
-  }
-
   @Override
   public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids, Double newPriority) {
-    Builder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
+    ChatCompletionRequestBuilder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
     if (newPriority != null) {
       b.priority(newPriority);
     }
@@ -195,7 +186,7 @@ public record ChatCompletionRequest(
   /** The rendered prompt as {@code ids} (no base64 form); the limit replaces whichever of the two the client sent. */
   @Override
   public ChatCompletionRequest continuation(TokenIds ids, Integer maxOutputTokens) {
-    Builder b = toBuilder().promptTokenIds(ids).promptTokenIdsB64(null);
+    ChatCompletionRequestBuilder b = toBuilder().promptTokenIds(ids).promptTokenIdsB64(null);
     if (maxOutputTokens != null) {
       b = maxTokens != null || maxCompletionTokens == null ? b.maxTokens(maxOutputTokens)
           : b.maxCompletionTokens(maxOutputTokens);
@@ -243,205 +234,5 @@ public record ChatCompletionRequest(
   @JsonAnyGetter
   Map<String, JsonNode> extraForJson() {
     return extra;
-  }
-
-  /** Mutable builder; {@link #build()} validates and freezes. */
-  public static final class Builder {
-    private String model;
-    private List<ChatMessage> messages;
-    private TokenIds promptTokenIds;
-    private String promptTokenIdsB64;
-    private Integer maxTokens;
-    private Integer maxCompletionTokens;
-    private SamplingParams sampling = SamplingParams.NONE;
-    private Boolean stream;
-    private StreamOptions streamOptions;
-    private Boolean logprobs;
-    private Integer topLogprobs;
-    private Boolean echo;
-    private JsonNode tools;
-    private JsonNode toolChoice;
-    private JsonNode responseFormat;
-    private String user;
-    private Double priority;
-    private String chatTemplate;
-    private JsonNode chatTemplateKwargs;
-    private Boolean addGenerationPrompt;
-    private Boolean addSpecialTokens;
-    private String cacheSalt;
-    private DisaggregatedParams disaggregatedParams;
-    private ConversationParams conversationParams;
-    private final Map<String, JsonNode> extra = new LinkedHashMap<>();
-
-    private Builder() {}
-
-    private Builder(ChatCompletionRequest r) {
-      model = r.model;
-      messages = r.messages;
-      promptTokenIds = r.promptTokenIds;
-      promptTokenIdsB64 = r.promptTokenIdsB64;
-      maxTokens = r.maxTokens;
-      maxCompletionTokens = r.maxCompletionTokens;
-      sampling = r.sampling();
-      stream = r.stream;
-      streamOptions = r.streamOptions;
-      logprobs = r.logprobs;
-      topLogprobs = r.topLogprobs;
-      echo = r.echo;
-      tools = r.tools;
-      toolChoice = r.toolChoice;
-      responseFormat = r.responseFormat;
-      user = r.user;
-      priority = r.priority;
-      chatTemplate = r.chatTemplate;
-      chatTemplateKwargs = r.chatTemplateKwargs;
-      addGenerationPrompt = r.addGenerationPrompt;
-      addSpecialTokens = r.addSpecialTokens;
-      cacheSalt = r.cacheSalt;
-      disaggregatedParams = r.disaggregatedParams;
-      conversationParams = r.conversationParams;
-      extra.putAll(r.extra);
-    }
-
-    public Builder model(String v) {
-      model = v;
-      return this;
-    }
-
-    public Builder messages(List<ChatMessage> v) {
-      messages = v;
-      return this;
-    }
-
-    public Builder promptTokenIds(TokenIds v) {
-      promptTokenIds = v;
-      return this;
-    }
-
-    public Builder promptTokenIdsB64(String v) {
-      promptTokenIdsB64 = v;
-      return this;
-    }
-
-    public Builder maxTokens(Integer v) {
-      maxTokens = v;
-      return this;
-    }
-
-    public Builder maxCompletionTokens(Integer v) {
-      maxCompletionTokens = v;
-      return this;
-    }
-
-    /** The sampling knobs ({@code temperature}, {@code top_p}, ..., {@code ignore_eos}). */
-    public Builder sampling(SamplingParams v) {
-      sampling = Objects.requireNonNull(v, "sampling");
-      return this;
-    }
-
-    public Builder stream(Boolean v) {
-      stream = v;
-      return this;
-    }
-
-    public Builder streamOptions(StreamOptions v) {
-      streamOptions = v;
-      return this;
-    }
-
-    public Builder logprobs(Boolean v) {
-      logprobs = v;
-      return this;
-    }
-
-    public Builder topLogprobs(Integer v) {
-      topLogprobs = v;
-      return this;
-    }
-
-    public Builder echo(Boolean v) {
-      echo = v;
-      return this;
-    }
-
-    public Builder tools(JsonNode v) {
-      tools = v;
-      return this;
-    }
-
-    public Builder toolChoice(JsonNode v) {
-      toolChoice = v;
-      return this;
-    }
-
-    public Builder responseFormat(JsonNode v) {
-      responseFormat = v;
-      return this;
-    }
-
-    public Builder user(String v) {
-      user = v;
-      return this;
-    }
-
-    public Builder priority(Double v) {
-      priority = v;
-      return this;
-    }
-
-    public Builder chatTemplate(String v) {
-      chatTemplate = v;
-      return this;
-    }
-
-    public Builder chatTemplateKwargs(JsonNode v) {
-      chatTemplateKwargs = v;
-      return this;
-    }
-
-    public Builder addGenerationPrompt(Boolean v) {
-      addGenerationPrompt = v;
-      return this;
-    }
-
-    public Builder addSpecialTokens(Boolean v) {
-      addSpecialTokens = v;
-      return this;
-    }
-
-    public Builder cacheSalt(String v) {
-      cacheSalt = v;
-      return this;
-    }
-
-    public Builder disaggregatedParams(DisaggregatedParams v) {
-      disaggregatedParams = v;
-      return this;
-    }
-
-    public Builder conversationParams(ConversationParams v) {
-      conversationParams = v;
-      return this;
-    }
-
-    /** Sets an unmodelled field; a modelled name is rejected at {@link #build()}. */
-    public Builder putExtra(String name, JsonNode value) {
-      extra.put(Objects.requireNonNull(name, "name"), value);
-      return this;
-    }
-
-    public Builder removeExtra(String name) {
-      extra.remove(name);
-      return this;
-    }
-
-    public ChatCompletionRequest build() {
-      SamplingParams s = sampling;
-      return new ChatCompletionRequest(model, messages, promptTokenIds, promptTokenIdsB64, maxTokens,
-          maxCompletionTokens, s.temperature(), s.topP(), s.topK(), s.n(), s.seed(), s.stop(), stream, streamOptions,
-          logprobs, topLogprobs, echo, tools, toolChoice, responseFormat, user, priority, s.ignoreEos(), chatTemplate,
-          chatTemplateKwargs, addGenerationPrompt, addSpecialTokens, cacheSalt, disaggregatedParams,
-          conversationParams, extra);
-    }
   }
 }

@@ -104,20 +104,6 @@ public record CompletionRequest(
     return new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);
   }
 
-  /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
-  public Optional<String> conversationId() {
-    if (conversationParams != null) {
-      return Optional.of(conversationParams.conversationId());
-    }
-    return disaggregatedParams == null ? Optional.empty() : Optional.ofNullable(disaggregatedParams.conversationId());
-  }
-
-  @Override
-  public CompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
-      TokenIds ids) {
-    return forLeg(noStreaming, params, conversation, ids, null);
-  }
-
   @Override
   public CompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids, Double newPriority) {

@@ -23,6 +23,16 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
 
   ConversationParams conversationParams();
 
+  /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
+  default Optional<String> conversationId() {
+    ConversationParams c = conversationParams();
+    if (c != null) {
+      return Optional.of(c.conversationId());
+    }
+    DisaggregatedParams d = disaggregatedParams();
+    return d == null ? Optional.empty() : Optional.ofNullable(d.conversationId());
+  }
+
   OpenAiRequest withoutStreaming();
 
   OpenAiRequest withDisaggregatedParams(DisaggregatedParams params);

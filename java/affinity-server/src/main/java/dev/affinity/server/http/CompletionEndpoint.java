@@ -132,14 +132,14 @@ final class CompletionEndpoint {
     }
     exchange.processing(admitted.request().isStreaming());
     try {
-      fc.backend.handler().handle(admitted, exchange);
+      fc.backend.handler().handle(admitted, exchange.sink());
     } catch (ProtocolException e) {  // a handler may refuse what admission let through, naming the field
-      exchange.fail(e.status(), e.toErrorResponse(), null);
+      exchange.sink().fail(e.status(), e.toErrorResponse(), null);
     } catch (InvalidHeaderException e) {
-      exchange.fail(400, ErrorResponse.of(400, e.getMessage(), e.header()), null);
+      exchange.sink().fail(400, ErrorResponse.of(400, e.getMessage(), e.header()), null);
     } catch (RuntimeException e) {
       LOG.error("request {}: the completion handler failed", exchange.meta().localId(), e);
-      exchange.fail(500, exchange.internalError(), null);
+      exchange.sink().fail(500, exchange.internalError(), null);
     }
   }
 

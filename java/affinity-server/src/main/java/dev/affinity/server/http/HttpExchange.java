@@ -7,23 +7,17 @@ import dev.affinity.frontend.StreamTransformer;
 import dev.affinity.protocol.ChatCompletionResponse;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
-import dev.affinity.worker.EncodedResponse;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
-import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
@@ -34,27 +28,17 @@ import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One request being answered, and the {@link ClientSink} the handler answers through.
- *
- * <p>The sink methods may be called from any thread: they serialize JSON on the caller's thread and
- * then run on the channel's event loop, in call order, where all state of the exchange lives (called on that
- * loop with no earlier call pending, they run at once, without a task). The
- * first of respond / fail / stream end / abort / connection close completes the exchange (access log
- * line, metrics) and every later call is ignored.
- *
- * <p>A stream is written through the endpoint's {@link StreamTransformer}: a worker's chunk that arrives as
- * bytes ({@link #streamEncoded}) reaches the client without being parsed. Backpressure: when the client
- * reads slower than the worker writes, the connection's outbound buffer passes its high-water mark and the
- * exchange pauses the chunk's source (the worker connection stops reading) until the buffer drains below
- * the low-water mark ({@link #writabilityChanged()}); what is buffered per stream is bounded by the mark plus
- * what the worker connection had already read.
+ * One request being answered, on its connection's event loop, where all its state lives: the whole answer, or the
+ * stream ({@link ExchangeStream}), then completion. The handler answers through {@link #sink()}
+ * ({@link ExchangeSink}), from any thread: its calls run here in call order (called on this loop with no earlier call
+ * pending, they run at once, without a task). The first of respond / fail / stream end / abort / connection close
+ * completes the exchange (access log line, metrics) and every later call is ignored.
  */
-final class HttpExchange implements ClientSink {
+final class HttpExchange {
   private static final Logger LOG = LoggerFactory.getLogger(HttpExchange.class);
 
   private static final AsciiString JSON = ResponseHeaders.JSON;
@@ -68,6 +52,7 @@ final class HttpExchange implements ClientSink {
   private final Channel channel;
   private final RequestMeta meta;
   private final ExchangeLog log;
+  private final ExchangeSink sink = new ExchangeSink(this);
   /** Frames this exchange's stream (the endpoint's, or the one its handler set, {@link #streamFormat}). */
   private volatile StreamTransformer.Factory streamFormat;
   /** Anthropic's endpoints: their whole answers are Anthropic messages and their errors Anthropic's envelope. */
@@ -83,13 +68,12 @@ final class HttpExchange implements ClientSink {
 
   // event-loop confined
   private State state = State.NEW;
-  private StreamTransformer transformer;
+  /** The answer's stream once it started, else null. */
+  private ExchangeStream stream;
   private Runnable onComplete;
   private final DisconnectCallbacks disconnect = new DisconnectCallbacks();
   /** Whether anything was written since the last probe of a half-closed client. */
   private boolean wroteSinceProbe;
-  /** The source paused because the client could not keep up, or null. */
-  private EncodedChunk.Source paused;
 
   HttpExchange(FrontendContext fc, HttpConnection connection, Channel channel, RequestMeta meta, long readNanos) {
     this.fc = fc;
@@ -141,91 +125,37 @@ final class HttpExchange implements ClientSink {
     log.describe(requestModel, streaming);
   }
 
-  // ---- ClientSink: any thread ----
-
-  @Override
-  public void respond(OpenAiResponse response, RouteInfo routeInfo) {
-    Objects.requireNonNull(response, "response");
-    respondJson(() -> fc.codec.toJsonBytes(answerFormat.apply(response)), routeInfo);
+  /** The sink the handler answers through: callable from any thread ({@link ExchangeSink}). */
+  ClientSink sink() {
+    return sink;
   }
 
-  /**
-   * A whole response in its client's form: the OpenAI endpoints write its JSON ({@link EncodedResponse#json}, for a
-   * worker's answer over HTTP the bytes copied from it); an endpoint that reshapes the answer reads its records.
-   */
-  @Override
-  public void respondEncoded(EncodedResponse response, RouteInfo routeInfo) {
-    Objects.requireNonNull(response, "response");
-    if (answerFormat != AS_IS) {
-      respond(response.parsed(), routeInfo);
-      return;
+  /** The answer format set for the request: {@link #AS_IS} for the OpenAI endpoints. */
+  Function<OpenAiResponse, Object> answerFormat() {
+    return answerFormat;
+  }
+
+  /** Whether whole answers go out as the worker's JSON (the OpenAI endpoints), not reshaped. */
+  boolean answersAsIs() {
+    return answerFormat == AS_IS;
+  }
+
+  FrontendContext context() {
+    return fc;
+  }
+
+  /** Starts the stream (on the loop); a second start, or one after the answer, is ignored. */
+  void streamStartOnLoop(RouteInfo routeInfo) {
+    if (state == State.NEW) {
+      startStream(routeInfo);
+    } else {
+      LOG.warn("request {}: streamStart after the response started or ended; ignored", meta.localId());
     }
-    respondJson(() -> response.json(fc.codec), routeInfo);
   }
 
-  /** A whole answer, HTTP 200, with the JSON {@code body} writes; a 500 when it cannot be written. */
-  private void respondJson(Supplier<byte[]> body, RouteInfo routeInfo) {
-    byte[] json;
-    try {
-      json = body.get();
-    } catch (RuntimeException e) {
-      LOG.error("request {}: cannot serialize the response", meta.localId(), e);
-      fail(500, internalError(), routeInfo);
-      return;
-    }
-    onLoop(() -> writeFull(HttpResponseStatus.OK, JSON, json, routeInfo, Map.of(), false, null));
-  }
-
-  @Override
-  public void streamStart(RouteInfo routeInfo) {
-    onLoop(() -> {
-      if (state == State.NEW) {
-        startStream(routeInfo);
-      } else {
-        LOG.warn("request {}: streamStart after the response started or ended; ignored", meta.localId());
-      }
-    });
-  }
-
-  @Override
-  public void streamChunk(OpenAiStreamChunk chunk) {
-    Objects.requireNonNull(chunk, "chunk");
-    streamEncoded(EncodedChunk.of(chunk, fc.codec.toJsonBytes(chunk)));
-  }
-
-  @Override
-  public void streamEncoded(EncodedChunk chunk) {
-    Objects.requireNonNull(chunk, "chunk");
-    onLoop(() -> writeChunk(chunk));
-  }
-
-  @Override
-  public void streamEnd(RouteInfo routeInfo) {
-    onLoop(() -> endStream(routeInfo));
-  }
-
-  @Override
-  public void fail(int status, ErrorResponse error, RouteInfo routeInfo) {
-    Objects.requireNonNull(error, "error");
-    int code = status;
-    if (status < 400 || status > 599) {
-      LOG.warn("request {}: fail() with status {} is not an error status; answering 500", meta.localId(), status);
-      code = 500;
-    }
-    byte[] body = errorBody(code, error);
-    int finalCode = code;
-    onLoop(() -> failOnLoop(finalCode, body, error.error().message(), routeInfo));
-  }
-
-  @Override
-  public void abort(String reason, RouteInfo routeInfo) {
-    onLoop(() -> abortOnLoop(reason, routeInfo));
-  }
-
-  @Override
-  public void onDisconnect(Runnable callback) {
-    Objects.requireNonNull(callback, "callback");
-    onLoop(() -> disconnect.add(callback));
+  /** Registers a callback for a client that goes away (on the loop). */
+  void onDisconnectOnLoop(Runnable callback) {
+    disconnect.add(callback);
   }
 
   /**
@@ -320,7 +250,7 @@ final class HttpExchange implements ClientSink {
 
   // ---- writing: event loop ----
 
-  private void writeFull(HttpResponseStatus status, CharSequence contentType, byte[] body, RouteInfo routeInfo,
+  void writeFull(HttpResponseStatus status, CharSequence contentType, byte[] body, RouteInfo routeInfo,
       Map<String, String> extraHeaders, boolean forceClose, String error) {
     if (state != State.NEW) {
       if (state == State.STREAMING) {
@@ -354,82 +284,41 @@ final class HttpExchange implements ClientSink {
 
   private void startStream(RouteInfo routeInfo) {
     log.route(routeInfo);
-    transformer = streamFormat.newStream();
+    stream = new ExchangeStream(fc, channel, meta, log, streamFormat.newStream(), this::write);
     state = State.STREAMING;
     HttpHeaders h = ResponseHeaders.newHeaders();
-    HttpResponse response = new DefaultHttpResponse(meta.version(), HttpResponseStatus.OK, h);
     Sse.headers(h);
     commonHeaders(h, routeInfo);
-    if (chunked()) {
-      HttpUtil.setTransferEncodingChunked(response, true);
-    }
-    HttpUtil.setKeepAlive(h, meta.version(), keepAliveAfterStream());
-    write(response);
-    byte[] open = transformer.open(log.routeOr(routeInfo));
-    if (open.length > 0) {
-      log.sent(open.length);
-      write(new DefaultHttpContent(Unpooled.wrappedBuffer(open)));
-    }
+    stream.open(h, routeInfo);
   }
 
-  /** HTTP/1.0 has no chunked encoding: the stream ends when the connection closes. */
-  private boolean chunked() {
-    return meta.version() != HttpVersion.HTTP_1_0;
-  }
-
-  private boolean keepAliveAfterStream() {
-    return chunked() && meta.keepAlive();
-  }
-
-  private void writeChunk(EncodedChunk chunk) {
+  void writeChunk(EncodedChunk chunk) {
     if (state == State.NEW) {
       LOG.warn("request {}: streamChunk before streamStart; starting the stream", meta.localId());
       startStream(null);
     }
-    if (state != State.STREAMING) {
-      return;
-    }
-    byte[] event = transformer.chunk(chunk);
-    EncodedChunk.Source source = chunk.source();
-    log.chunk(event.length, System.nanoTime());
-    if (event.length == 0) {
-      return;
-    }
-    write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
-    ChannelOutboundBuffer out = channel.unsafe().outboundBuffer();
-    if (out != null) {
-      fc.metrics.streamBuffered(out.totalPendingWriteBytes());
-    }
-    if (source != null && paused == null && !channel.isWritable()) {
-      paused = source; // the client reads slower than the worker writes: stop reading from the worker
-      fc.metrics.streamPaused();
-      source.pause();
+    if (state == State.STREAMING) {
+      stream.chunk(chunk);
     }
   }
 
   /** The connection's writability changed (event loop): a paused source reads again once the client caught up. */
   void writabilityChanged() {
-    EncodedChunk.Source p = paused;
-    if (p != null && channel.isWritable()) {
-      paused = null;
-      p.resume();
+    if (stream != null) {
+      stream.writabilityChanged();
     }
   }
 
-  private void endStream(RouteInfo routeInfo) {
+  void endStream(RouteInfo routeInfo) {
     if (state == State.DONE) {
       return;
     }
     if (state == State.NEW) {
       startStream(routeInfo); // a stream without chunks: only its end
     }
-    byte[] end = transformer.close(log.routeOr(routeInfo));
-    log.route(routeInfo);
-    log.sent(end.length);
+    byte[] end = stream.end(routeInfo);
     complete(200, AccessRecord.OK, null, System.nanoTime());
-    // without chunked encoding (HTTP/1.0) the encoder writes the last content as it is
-    ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(end)));
-    connection.exchangeDone(this, written, !keepAliveAfterStream());
+    connection.exchangeDone(this, stream.writeLast(end), !stream.keepAliveAfter());
   }
 
   private ChannelFuture write(Object message) {
@@ -437,35 +326,28 @@ final class HttpExchange implements ClientSink {
     return channel.writeAndFlush(message);
   }
 
-  private void failOnLoop(int status, byte[] body, String message, RouteInfo routeInfo) {
+  void failOnLoop(int status, byte[] body, String message, RouteInfo routeInfo) {
     if (state == State.STREAMING) {
       // The status line is sent: the error travels as the stream's last event and the response ends there,
       // well framed, so the connection stays as the head said (closing it would race clients that pool it).
       LOG.warn("request {}: fail({}) after the stream started; ending it with an error event: {}", meta.localId(), status,
           message);
-      byte[] event = transformer.error(body);
-      log.route(routeInfo);
-      log.sent(event.length);
+      byte[] event = stream.error(body, routeInfo);
       complete(200, AccessRecord.ABORTED, message, System.nanoTime());
-      ChannelFuture written = write(new DefaultLastHttpContent(Unpooled.wrappedBuffer(event)));
-      connection.exchangeDone(this, written, !keepAliveAfterStream());
+      connection.exchangeDone(this, stream.writeLast(event), !stream.keepAliveAfter());
       return;
     }
     writeFull(HttpResponseStatus.valueOf(status), JSON, body, routeInfo, Map.of(), false, message);
   }
 
-  private void abortOnLoop(String reason, RouteInfo routeInfo) {
+  void abortOnLoop(String reason, RouteInfo routeInfo) {
     if (state == State.DONE) {
       return;
     }
     log.route(routeInfo);
     LOG.debug("request {}: aborted: {}", meta.localId(), reason);
-    if (state == State.STREAMING && transformer != null) {
-      byte[] last = transformer.broken(); // best effort: the connection closes right after
-      if (last.length > 0 && channel.isActive()) {
-        log.sent(last.length);
-        write(new DefaultHttpContent(Unpooled.wrappedBuffer(last)));
-      }
+    if (state == State.STREAMING) {
+      stream.broken(); // best effort: the connection closes right after
     }
     complete(state == State.STREAMING ? 200 : 0, AccessRecord.ABORTED, reason, System.nanoTime());
     connection.exchangeDone(this, null, true);
@@ -505,7 +387,9 @@ final class HttpExchange implements ClientSink {
     if (r != null) {
       r.run();
     }
-    paused = null; // its call has ended or is being cancelled
+    if (stream != null) {
+      stream.forgetPaused(); // its call has ended or is being cancelled
+    }
     disconnect.forget();
     log.complete(status, outcome, error, nowNanos);
   }
