@@ -46,7 +46,7 @@ public final class WarmUp {
   private static final int ROUNDS = 2;
   /** Requests between two pauses for the JIT. */
   private static final int BATCH = 1000;
-  /** A pause for the JIT ends once it has compiled nothing for this long. */
+  /** A pause for the JIT ends once it has compiled less than {@link #QUIET_JIT_MS} ms over this long. */
   private static final int QUIET_MS = 250;
   private static final int QUIET_JIT_MS = 5;
   private static final int MAX_DRAIN_S = 30;
@@ -65,9 +65,10 @@ public final class WarmUp {
    * purpose), and how long it took.
    */
   public record Result(int answered, int failed, int abandoned, Duration took) {
-    /** This and {@code more}, with {@code more}'s time. */
+    /** This and {@code more} together: their requests and their times added. */
     Result plus(Result more) {
-      return new Result(answered + more.answered, failed + more.failed, abandoned + more.abandoned, more.took);
+      return new Result(answered + more.answered, failed + more.failed, abandoned + more.abandoned,
+          took.plus(more.took));
     }
   }
 
@@ -110,7 +111,8 @@ public final class WarmUp {
       }
       total = total.plus(r);
     }
-    total = total.plus(new Result(0, 0, 0, Duration.ofNanos(System.nanoTime() - start)));
+    total = new Result(total.answered(), total.failed(), total.abandoned(),
+        Duration.ofNanos(System.nanoTime() - start));
     log.info("warm-up: {} requests in {} rounds through copies of the request path in {} ms ({} failed, {} abandoned"
         + " on purpose)", total.answered() + total.failed() + total.abandoned(), ROUNDS, total.took().toMillis(),
         total.failed(), total.abandoned());
