@@ -4,7 +4,6 @@ import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.routing.Selection;
 import dev.affinity.worker.EncodedResponse;
-import dev.affinity.worker.WorkerReport;
 import java.util.Optional;
 
 /**

@@ -26,7 +26,7 @@ import java.util.Set;
  *
  * <p>It mirrors upstream's chat request ({@code ChatCompletionRequest} in TensorRT-LLM's
  * {@code tensorrt_llm/serve/openai_protocol.py}): thirty wire fields; the sampling knobs are shared with completions
- * ({@link SamplingParams}); the builder is {@link ChatCompletionRequestBuilder}.
+ * ({@link SamplingParams}).
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ChatCompletionRequest(
@@ -60,7 +60,7 @@ public record ChatCompletionRequest(
     @JsonProperty("cache_salt") String cacheSalt,
     @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
     @JsonProperty("conversation_params") ConversationParams conversationParams,
-    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiRequest {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) implements OpenAiRequest {
 
   static final Set<String> FIELDS = Set.of(
       "model", "messages", "prompt_token_ids", "prompt_token_ids_b64", "max_tokens", "max_completion_tokens",
@@ -90,13 +90,13 @@ public record ChatCompletionRequest(
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
   }
 
-  public static ChatCompletionRequestBuilder builder(String model, List<ChatMessage> messages) {
-    return new ChatCompletionRequestBuilder().model(model).messages(messages);
+  public static Builder builder(String model, List<ChatMessage> messages) {
+    return new Builder().model(model).messages(messages);
   }
 
   /** A builder holding this request's fields (a copy is derived from it). */
-  public ChatCompletionRequestBuilder toBuilder() {
-    return new ChatCompletionRequestBuilder().model(model).messages(messages).promptTokenIds(promptTokenIds)
+  public Builder toBuilder() {
+    return new Builder().model(model).messages(messages).promptTokenIds(promptTokenIds)
         .promptTokenIdsB64(promptTokenIdsB64).maxTokens(maxTokens).maxCompletionTokens(maxCompletionTokens)
         .sampling(sampling()).stream(stream).streamOptions(streamOptions).logprobs(logprobs)
         .topLogprobs(topLogprobs).echo(echo).tools(tools).toolChoice(toolChoice).responseFormat(responseFormat)
@@ -146,22 +146,12 @@ public record ChatCompletionRequest(
   @Override
   public ChatCompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids, Double newPriority) {
-    ChatCompletionRequestBuilder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
-    if (newPriority != null) {
-      b.priority(newPriority);
-    }
-    if (noStreaming) {
-      b.stream(false).streamOptions(null);
-    }
-    if (ids != null) {
-      b.promptTokenIds(ids);
-    }
-    return b.build();
+    return toBuilder().leg(noStreaming, params, conversation, ids, newPriority).build();
   }
 
   /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
   public ChatCompletionRequest withoutStreaming() {
-    return toBuilder().stream(false).streamOptions(null).build();
+    return toBuilder().noStreaming().build();
   }
 
   public ChatCompletionRequest withStream(Boolean newStream, StreamOptions newStreamOptions) {
@@ -186,7 +176,7 @@ public record ChatCompletionRequest(
   /** The rendered prompt as {@code ids} (no base64 form); the limit replaces whichever of the two the client sent. */
   @Override
   public ChatCompletionRequest continuation(TokenIds ids, Integer maxOutputTokens) {
-    ChatCompletionRequestBuilder b = toBuilder().promptTokenIds(ids).promptTokenIdsB64(null);
+    Builder b = toBuilder().promptTokenIds(ids).promptTokenIdsB64(null);
     if (maxOutputTokens != null) {
       b = maxTokens != null || maxCompletionTokens == null ? b.maxTokens(maxOutputTokens)
           : b.maxCompletionTokens(maxOutputTokens);
@@ -224,15 +214,101 @@ public record ChatCompletionRequest(
     return Json.copy(chatTemplateKwargs);
   }
 
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
+  /** The mutable builder of a {@link ChatCompletionRequest}; {@link #build()} validates and freezes. */
+  public static final class Builder extends OpenAiRequestBuilder<ChatCompletionRequest, Builder> {
+    private List<ChatMessage> messages;
+    private TokenIds promptTokenIds;
+    private String promptTokenIdsB64;
+    private Integer maxCompletionTokens;
+    private Boolean logprobs;
+    private Integer topLogprobs;
+    private JsonNode tools;
+    private JsonNode toolChoice;
+    private String chatTemplate;
+    private JsonNode chatTemplateKwargs;
+    private Boolean addGenerationPrompt;
+    private String cacheSalt;
 
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
+    private Builder() {}
+
+    @Override
+    Builder self() {
+      return this;
+    }
+
+    @Override
+    Builder promptIds(TokenIds ids) {
+      return promptTokenIds(ids);
+    }
+
+    public Builder messages(List<ChatMessage> v) {
+      messages = v;
+      return this;
+    }
+
+    public Builder promptTokenIds(TokenIds v) {
+      promptTokenIds = v;
+      return this;
+    }
+
+    public Builder promptTokenIdsB64(String v) {
+      promptTokenIdsB64 = v;
+      return this;
+    }
+
+    public Builder maxCompletionTokens(Integer v) {
+      maxCompletionTokens = v;
+      return this;
+    }
+
+    public Builder logprobs(Boolean v) {
+      logprobs = v;
+      return this;
+    }
+
+    public Builder topLogprobs(Integer v) {
+      topLogprobs = v;
+      return this;
+    }
+
+    public Builder tools(JsonNode v) {
+      tools = v;
+      return this;
+    }
+
+    public Builder toolChoice(JsonNode v) {
+      toolChoice = v;
+      return this;
+    }
+
+    public Builder chatTemplate(String v) {
+      chatTemplate = v;
+      return this;
+    }
+
+    public Builder chatTemplateKwargs(JsonNode v) {
+      chatTemplateKwargs = v;
+      return this;
+    }
+
+    public Builder addGenerationPrompt(Boolean v) {
+      addGenerationPrompt = v;
+      return this;
+    }
+
+    public Builder cacheSalt(String v) {
+      cacheSalt = v;
+      return this;
+    }
+
+    @Override
+    public ChatCompletionRequest build() {
+      SamplingParams s = sampling;
+      return new ChatCompletionRequest(model, messages, promptTokenIds, promptTokenIdsB64, maxTokens,
+          maxCompletionTokens, s.temperature(), s.topP(), s.topK(), s.n(), s.seed(), s.stop(), stream, streamOptions,
+          logprobs, topLogprobs, echo, tools, toolChoice, responseFormat, user, priority, s.ignoreEos(), chatTemplate,
+          chatTemplateKwargs, addGenerationPrompt, addSpecialTokens, cacheSalt, disaggregatedParams,
+          conversationParams, extra());
+    }
   }
 }

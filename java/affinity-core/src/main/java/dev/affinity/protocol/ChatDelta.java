@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -18,24 +17,12 @@ public record ChatDelta(
     @JsonProperty("reasoning") String reasoning,
     @JsonProperty("reasoning_content") String reasoningContent,
     @JsonProperty("tool_calls") List<ToolCall> toolCalls,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of("role", "content", "reasoning", "reasoning_content", "tool_calls");
 
   public ChatDelta {
     toolCalls = Json.list(toolCalls, "tool_calls");
     extra = Json.freezeExtra(extra, FIELDS);
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

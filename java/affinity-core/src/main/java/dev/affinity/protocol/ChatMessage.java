@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -27,7 +26,7 @@ public record ChatMessage(
     @JsonProperty("tool_call_id") String toolCallId,
     @JsonProperty("reasoning") String reasoning,
     @JsonProperty("reasoning_content") String reasoningContent,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS =
       Set.of("role", "content", "name", "tool_calls", "tool_call_id", "reasoning", "reasoning_content");
@@ -50,17 +49,5 @@ public record ChatMessage(
   /** The content's text ({@link MessageContent#text()}), "" without content. */
   public String contentText() {
     return content == null ? "" : content.text();
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -22,7 +21,7 @@ public record ChatStreamChoice(
     @JsonProperty("logprobs") JsonNode logprobs,
     @JsonProperty("finish_reason") @JsonInclude(JsonInclude.Include.ALWAYS) String finishReason,
     @JsonProperty("stop_reason") JsonNode stopReason,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of("index", "delta", "logprobs", "finish_reason", "stop_reason");
 
@@ -41,17 +40,5 @@ public record ChatStreamChoice(
   @Override
   public JsonNode stopReason() {
     return Json.copy(stopReason);
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

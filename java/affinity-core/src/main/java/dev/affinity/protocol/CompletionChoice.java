@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -28,7 +27,7 @@ public record CompletionChoice(
     @JsonProperty("finish_reason") @JsonInclude(JsonInclude.Include.ALWAYS) String finishReason,
     @JsonProperty("stop_reason") JsonNode stopReason,
     @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of(
       "index", "text", "token_ids", "logprobs", "finish_reason", "stop_reason", "disaggregated_params");
@@ -54,17 +53,5 @@ public record CompletionChoice(
   @Override
   public JsonNode stopReason() {
     return Json.copy(stopReason);
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

@@ -7,9 +7,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
-import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -45,7 +43,7 @@ public record CompletionRequest(
     @JsonProperty("add_special_tokens") Boolean addSpecialTokens,
     @JsonProperty("disaggregated_params") DisaggregatedParams disaggregatedParams,
     @JsonProperty("conversation_params") ConversationParams conversationParams,
-    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiRequest {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) implements OpenAiRequest {
 
   static final Set<String> FIELDS = Set.of(
       "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "n", "seed", "stop", "stream",
@@ -68,8 +66,12 @@ public record CompletionRequest(
     return new Builder().model(model).prompt(prompt);
   }
 
+  /** A builder holding this request's fields (a copy is derived from it). */
   public Builder toBuilder() {
-    return new Builder(this);
+    return new Builder().model(model).prompt(prompt).maxTokens(maxTokens).sampling(sampling()).stream(stream)
+        .streamOptions(streamOptions).logprobs(logprobs).echo(echo).responseFormat(responseFormat).user(user)
+        .priority(priority).addSpecialTokens(addSpecialTokens).disaggregatedParams(disaggregatedParams)
+        .conversationParams(conversationParams).extraFrom(extra);
   }
 
   /** Whether the client asked for a streamed (SSE) answer. */
@@ -107,22 +109,12 @@ public record CompletionRequest(
   @Override
   public CompletionRequest forLeg(boolean noStreaming, DisaggregatedParams params, ConversationParams conversation,
       TokenIds ids, Double newPriority) {
-    Builder b = toBuilder().disaggregatedParams(params).conversationParams(conversation);
-    if (newPriority != null) {
-      b.priority(newPriority);
-    }
-    if (noStreaming) {
-      b.stream(false).streamOptions(null);
-    }
-    if (ids != null) {
-      b.prompt(Prompt.tokens(ids));
-    }
-    return b.build();
+    return toBuilder().leg(noStreaming, params, conversation, ids, newPriority).build();
   }
 
   /** The copy for a non-streaming leg: {@code stream=false}, no {@code stream_options}. */
   public CompletionRequest withoutStreaming() {
-    return toBuilder().stream(false).streamOptions(null).build();
+    return toBuilder().noStreaming().build();
   }
 
   public CompletionRequest withStream(Boolean newStream, StreamOptions newStreamOptions) {
@@ -159,84 +151,26 @@ public record CompletionRequest(
     return Json.copy(responseFormat);
   }
 
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
 
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
-  }
-
-  /** Mutable builder; {@link #build()} validates and freezes. */
-  public static final class Builder {
-    private String model;
+  /** The mutable builder of a {@link CompletionRequest}; {@link #build()} validates and freezes. */
+  public static final class Builder extends OpenAiRequestBuilder<CompletionRequest, Builder> {
     private Prompt prompt;
-    private Integer maxTokens;
-    private SamplingParams sampling = SamplingParams.NONE;
-    private Boolean stream;
-    private StreamOptions streamOptions;
     private Integer logprobs;
-    private Boolean echo;
-    private JsonNode responseFormat;
-    private String user;
-    private Double priority;
-    private Boolean addSpecialTokens;
-    private DisaggregatedParams disaggregatedParams;
-    private ConversationParams conversationParams;
-    private final Map<String, JsonNode> extra = new LinkedHashMap<>();
 
     private Builder() {}
 
-    private Builder(CompletionRequest r) {
-      model = r.model;
-      prompt = r.prompt;
-      maxTokens = r.maxTokens;
-      sampling = r.sampling();
-      stream = r.stream;
-      streamOptions = r.streamOptions;
-      logprobs = r.logprobs;
-      echo = r.echo;
-      responseFormat = r.responseFormat;
-      user = r.user;
-      priority = r.priority;
-      addSpecialTokens = r.addSpecialTokens;
-      disaggregatedParams = r.disaggregatedParams;
-      conversationParams = r.conversationParams;
-      extra.putAll(r.extra);
+    @Override
+    Builder self() {
+      return this;
     }
 
-    public Builder model(String v) {
-      model = v;
-      return this;
+    @Override
+    Builder promptIds(TokenIds ids) {
+      return prompt(Prompt.tokens(ids));
     }
 
     public Builder prompt(Prompt v) {
       prompt = v;
-      return this;
-    }
-
-    public Builder maxTokens(Integer v) {
-      maxTokens = v;
-      return this;
-    }
-
-    /** The sampling knobs ({@code temperature}, {@code top_p}, ..., {@code ignore_eos}). */
-    public Builder sampling(SamplingParams v) {
-      sampling = Objects.requireNonNull(v, "sampling");
-      return this;
-    }
-
-    public Builder stream(Boolean v) {
-      stream = v;
-      return this;
-    }
-
-    public Builder streamOptions(StreamOptions v) {
-      streamOptions = v;
       return this;
     }
 
@@ -245,57 +179,12 @@ public record CompletionRequest(
       return this;
     }
 
-    public Builder echo(Boolean v) {
-      echo = v;
-      return this;
-    }
-
-    public Builder responseFormat(JsonNode v) {
-      responseFormat = v;
-      return this;
-    }
-
-    public Builder user(String v) {
-      user = v;
-      return this;
-    }
-
-    public Builder priority(Double v) {
-      priority = v;
-      return this;
-    }
-
-    public Builder addSpecialTokens(Boolean v) {
-      addSpecialTokens = v;
-      return this;
-    }
-
-    public Builder disaggregatedParams(DisaggregatedParams v) {
-      disaggregatedParams = v;
-      return this;
-    }
-
-    public Builder conversationParams(ConversationParams v) {
-      conversationParams = v;
-      return this;
-    }
-
-    /** Sets an unmodelled field; a modelled name is rejected at {@link #build()}. */
-    public Builder putExtra(String name, JsonNode value) {
-      extra.put(Objects.requireNonNull(name, "name"), value);
-      return this;
-    }
-
-    public Builder removeExtra(String name) {
-      extra.remove(name);
-      return this;
-    }
-
+    @Override
     public CompletionRequest build() {
       SamplingParams s = sampling;
       return new CompletionRequest(model, prompt, maxTokens, s.temperature(), s.topP(), s.topK(), s.n(), s.seed(),
           s.stop(), stream, streamOptions, logprobs, echo, responseFormat, user, priority, s.ignoreEos(),
-          addSpecialTokens, disaggregatedParams, conversationParams, extra);
+          addSpecialTokens, disaggregatedParams, conversationParams, extra());
     }
   }
 }

@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -24,7 +23,7 @@ public record CompletionResponse(
     @JsonProperty("choices") List<CompletionChoice> choices,
     @JsonProperty("usage") UsageInfo usage,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
-    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiResponse {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) implements OpenAiResponse {
 
   static final Set<String> FIELDS =
       Set.of("id", "object", "created", "model", "choices", "usage", "prompt_token_ids");
@@ -60,17 +59,5 @@ public record CompletionResponse(
   /** {@link UsageInfo#withContextUsage} applied to this response's usage (no-op without usage). */
   public CompletionResponse withUsageFromContext(UsageInfo ctxUsage) {
     return usage == null ? this : withUsage(usage.withContextUsage(ctxUsage));
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -19,7 +18,7 @@ public record CompletionStreamResponse(
     @JsonProperty("model") String model,
     @JsonProperty("choices") List<CompletionChoice> choices,
     @JsonProperty("usage") UsageInfo usage,
-    @JsonAnySetter Map<String, JsonNode> extra) implements OpenAiStreamChunk {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) implements OpenAiStreamChunk {
 
   static final Set<String> FIELDS = Set.of("id", "object", "created", "model", "choices", "usage");
 
@@ -42,17 +41,5 @@ public record CompletionStreamResponse(
   /** {@link UsageInfo#withContextUsage} applied to this chunk's usage (no-op without usage). */
   public CompletionStreamResponse withUsageFromContext(UsageInfo ctxUsage) {
     return usage == null ? this : withUsage(usage.withContextUsage(ctxUsage));
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

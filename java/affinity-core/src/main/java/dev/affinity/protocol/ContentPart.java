@@ -17,7 +17,7 @@ import java.util.Set;
 public record ContentPart(
     @JsonProperty("type") String type,
     @JsonProperty("text") String text,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of("type", "text");
 
@@ -38,17 +38,5 @@ public record ContentPart(
   @JsonIgnore
   public boolean isText() {
     return "text".equals(type) && text != null;
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -50,7 +49,7 @@ public record DisaggregatedParams(
     @JsonProperty("generation_endpoint_incarnation") String generationEndpointIncarnation,
     @JsonProperty("context_control_endpoint") String contextControlEndpoint,
     @JsonProperty("context_transceiver_lifecycle") JsonNode contextTransceiverLifecycle,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of(
       "request_type", "first_gen_tokens", "first_gen_log_probs", "first_gen_logits", "ctx_request_id",
@@ -119,20 +118,9 @@ public record DisaggregatedParams(
     return Json.copy(contextTransceiverLifecycle);
   }
 
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
-  }
 
   /** Mutable builder; {@link #build()} validates and freezes. */
-  public static final class Builder {
+  public static final class Builder extends ExtraFieldsBuilder<Builder> {
     private DisaggRequestType requestType;
     private TokenIds firstGenTokens;
     private JsonNode firstGenLogProbs;
@@ -159,9 +147,12 @@ public record DisaggregatedParams(
     private String generationEndpointIncarnation;
     private String contextControlEndpoint;
     private JsonNode contextTransceiverLifecycle;
-    private final Map<String, JsonNode> extra = new LinkedHashMap<>();
-
     private Builder() {}
+
+    @Override
+    Builder self() {
+      return this;
+    }
 
     private Builder(DisaggregatedParams p) {
       requestType = p.requestType;
@@ -190,7 +181,7 @@ public record DisaggregatedParams(
       generationEndpointIncarnation = p.generationEndpointIncarnation;
       contextControlEndpoint = p.contextControlEndpoint;
       contextTransceiverLifecycle = p.contextTransceiverLifecycle;
-      extra.putAll(p.extra);
+      extraFrom(p.extra);
     }
 
     public Builder requestType(DisaggRequestType v) {
@@ -331,24 +322,13 @@ public record DisaggregatedParams(
       return this;
     }
 
-    /** Sets an unmodelled field (e.g. a lifecycle field newer than this code). */
-    public Builder putExtra(String name, JsonNode value) {
-      extra.put(Objects.requireNonNull(name, "name"), value);
-      return this;
-    }
-
-    public Builder removeExtra(String name) {
-      extra.remove(name);
-      return this;
-    }
-
     public DisaggregatedParams build() {
       return new DisaggregatedParams(requestType, firstGenTokens, firstGenLogProbs, firstGenLogits,
           ctxRequestId, opaqueState, draftTokens, disaggRequestId, ctxDpRank, ctxInfoEndpoint,
           scheduleStyle, ctxUsage, returnPromptTokenIdsB64, resolvedThinking, conversationId,
           logicalRequestId, prefillArtifactId, artifactVersion, handoffAttemptUuid, consumerGrantId,
           transferSessionId, generationEndpointName, generationEndpointRank, generationEndpointIncarnation,
-          contextControlEndpoint, contextTransceiverLifecycle, extra);
+          contextControlEndpoint, contextTransceiverLifecycle, extra());
     }
   }
 }

@@ -23,8 +23,9 @@ final class Json {
   private Json() {}
 
   /**
-   * Immutable, deep-copied copy of the unmodelled fields. JSON nulls become {@link NullNode} so they
-   * survive re-serialization; {@code dropped} keys are removed silently (reserved names).
+   * The unmodelled fields, frozen ({@link FrozenFields}: unmodifiable, deep-copied in and on every read). JSON nulls
+   * become {@link NullNode} so they survive re-serialization; {@code dropped} keys are removed silently (reserved
+   * names).
    *
    * @throws IllegalArgumentException if a key is a modelled field name (it would be written twice)
    */
@@ -33,31 +34,27 @@ final class Json {
     if (extra == null || extra.isEmpty()) {
       return Map.of();
     }
-    Map<String, JsonNode> copy = new LinkedHashMap<>(extra.size() * 2);
-    for (Map.Entry<String, JsonNode> e : extra.entrySet()) {
-      String key = e.getKey();
+    boolean keep = extra instanceof FrozenFields;  // frozen already: taken as it is when no key must go
+    for (String key : extra.keySet()) {
       if (key == null) {
         throw new IllegalArgumentException("extra field with a null name");
       }
       if (modelled.contains(key)) {
         throw new IllegalArgumentException("'" + key + "' is a modelled field; set it through its accessor");
       }
-      copy.put(key, e.getValue() == null ? NullNode.getInstance() : e.getValue().deepCopy());
     }
+    for (String key : dropped) {
+      keep &= !extra.containsKey(key);
+    }
+    if (keep) {
+      return extra;
+    }
+    LinkedHashMap<String, JsonNode> copy = new LinkedHashMap<>(extra.size() * 2);
+    extra.forEach((key, v) -> copy.put(key, v == null ? NullNode.getInstance() : v.deepCopy()));
     for (String key : dropped) {
       copy.remove(key);
     }
-    return Collections.unmodifiableMap(copy);
-  }
-
-  /** A deep copy the caller may modify freely. */
-  static Map<String, JsonNode> copyExtra(Map<String, JsonNode> extra) {
-    if (extra.isEmpty()) {
-      return Map.of();
-    }
-    Map<String, JsonNode> copy = new LinkedHashMap<>(extra.size() * 2);
-    extra.forEach((k, v) -> copy.put(k, v.deepCopy()));
-    return Collections.unmodifiableMap(copy);
+    return copy.isEmpty() ? Map.of() : new FrozenFields(copy);
   }
 
   static JsonNode copy(JsonNode node) {

@@ -128,7 +128,7 @@ public final class ResponseScan {
    */
   private byte[] usageJson(UsageInfo u) {
     PromptTokensDetails details = u.promptTokensDetails();
-    if (!u.extraForJson().isEmpty() || details != null && !details.extraForJson().isEmpty()) {
+    if (!u.extra().isEmpty() || details != null && !details.extra().isEmpty()) {
       return codec.toJsonBytes(u);
     }
     byte[] b = new byte[160]; // the longest: four names and four ints of 11 characters

@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -14,7 +13,7 @@ import java.util.Set;
 public record StreamOptions(
     @JsonProperty("include_usage") Boolean includeUsage,
     @JsonProperty("continuous_usage_stats") Boolean continuousUsageStats,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of("include_usage", "continuous_usage_stats");
 
@@ -24,17 +23,5 @@ public record StreamOptions(
 
   public StreamOptions(Boolean includeUsage, Boolean continuousUsageStats) {
     this(includeUsage, continuousUsageStats, Map.of());
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }

@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -19,7 +18,7 @@ public record ToolCall(
     @JsonProperty("type") String type,
     @JsonProperty("index") Integer index,
     @JsonProperty("function") Function function,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS = Set.of("id", "type", "index", "function");
 
@@ -37,36 +36,13 @@ public record ToolCall(
   public record Function(
       @JsonProperty("name") String name,
       @JsonProperty("arguments") String arguments,
-      @JsonAnySetter Map<String, JsonNode> extra) {
+      @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
     static final Set<String> FIELDS = Set.of("name", "arguments");
 
     public Function {
       extra = Json.freezeExtra(extra, FIELDS);
     }
-
-    /** Unmodelled fields, as a deep copy. */
-    @JsonIgnore
-    @Override
-    public Map<String, JsonNode> extra() {
-      return Json.copyExtra(extra);
-    }
-
-    @JsonAnyGetter
-    Map<String, JsonNode> extraForJson() {
-      return extra;
-    }
   }
 
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
-  }
 }

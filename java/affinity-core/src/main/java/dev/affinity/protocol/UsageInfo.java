@@ -2,7 +2,6 @@ package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonAnySetter;
-import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -19,7 +18,7 @@ public record UsageInfo(
     @JsonProperty("completion_tokens") Integer completionTokens,
     @JsonProperty("total_tokens") Integer totalTokens,
     @JsonProperty("prompt_tokens_details") PromptTokensDetails promptTokensDetails,
-    @JsonAnySetter Map<String, JsonNode> extra) {
+    @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) {
 
   static final Set<String> FIELDS =
       Set.of("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details");
@@ -52,20 +51,8 @@ public record UsageInfo(
     int prompt = ctxUsage.promptTokens;
     int completion = completionTokens == null ? 0 : completionTokens;
     Map<String, JsonNode> detailsExtra =
-        promptTokensDetails == null ? Map.of() : promptTokensDetails.extraForJson();
+        promptTokensDetails == null ? Map.of() : promptTokensDetails.extra();
     return new UsageInfo(prompt, completionTokens, prompt + completion,
         new PromptTokensDetails(ctxUsage.cachedTokensOrZero(), detailsExtra), extra);
-  }
-
-  /** Unmodelled fields, as a deep copy. */
-  @JsonIgnore
-  @Override
-  public Map<String, JsonNode> extra() {
-    return Json.copyExtra(extra);
-  }
-
-  @JsonAnyGetter
-  Map<String, JsonNode> extraForJson() {
-    return extra;
   }
 }
