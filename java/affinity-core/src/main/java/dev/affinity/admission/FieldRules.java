@@ -4,78 +4,23 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatMessage;
 import dev.affinity.protocol.CompletionRequest;
+import dev.affinity.protocol.FieldRule;
+import dev.affinity.protocol.FieldRule.Api;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
-import java.util.List;
+import dev.affinity.protocol.RequestFields;
 import java.util.Map;
 import java.util.Set;
 
 /**
  * The OpenAI API's rules for the request fields the protocol records keep as they came ({@code extra()}: sampling
- * knobs the frontend forwards without reading) and for the chat fields it keeps opaque ({@code tools},
- * {@code tool_choice}, message roles): one table, each rule a 400 naming its field, as OpenAI's API answers. A
- * field outside the table passes through unchecked, as before (workers check what they model).
+ * knobs the frontend forwards without reading, read from {@link RequestFields}' table) and the structure of the chat
+ * fields the records keep opaque ({@code tools}, {@code tool_choice}, {@code logit_bias}, message roles): each rule
+ * a 400 naming its field, as OpenAI's API answers. A field outside them passes through unchecked (workers check
+ * what they model).
  */
 final class FieldRules {
   private FieldRules() {}
-
-  /** Which requests a rule applies to. */
-  private enum Kind { BOTH, COMPLETION, CHAT }
-
-  /** One field's rule: its JSON type and, for numbers, the closed range. */
-  private record Rule(String field, Kind kind, String type, double min, double max) {
-    boolean appliesTo(OpenAiRequest r) {
-      return kind == Kind.BOTH || (kind == Kind.COMPLETION) == (r instanceof CompletionRequest);
-    }
-
-    void check(JsonNode v) {
-      if (v == null || v.isNull()) {
-        return;
-      }
-      switch (type) {
-        case "number" -> {
-          if (!v.isNumber()) {
-            throw wrongType(field, "a number", v);
-          }
-          inRange(v.asDouble());
-        }
-        case "integer" -> {
-          if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-            throw wrongType(field, "an integer", v);
-          }
-          inRange(v.asLong());
-        }
-        case "boolean" -> {
-          if (!v.isBoolean()) {
-            throw wrongType(field, "true or false", v);
-          }
-        }
-        case "string" -> {
-          if (!v.isTextual()) {
-            throw wrongType(field, "a string", v);
-          }
-        }
-        default -> throw new IllegalStateException(type);
-      }
-    }
-
-    private void inRange(double x) {
-      if (!(x >= min && x <= max)) {
-        throw ProtocolException.invalidField(field, field + " must be in [" + fmt(min) + ", " + fmt(max) + "], got "
-            + fmt(x));
-      }
-    }
-  }
-
-  private static final List<Rule> RULES = List.of(
-      new Rule("frequency_penalty", Kind.BOTH, "number", -2, 2),
-      new Rule("presence_penalty", Kind.BOTH, "number", -2, 2),
-      new Rule("min_tokens", Kind.BOTH, "integer", 0, Integer.MAX_VALUE),
-      new Rule("best_of", Kind.COMPLETION, "integer", 1, 20),
-      new Rule("suffix", Kind.COMPLETION, "string", 0, 0),
-      new Rule("detokenize", Kind.BOTH, "boolean", 0, 0),
-      new Rule("skip_special_tokens", Kind.BOTH, "boolean", 0, 0),
-      new Rule("parallel_tool_calls", Kind.CHAT, "boolean", 0, 0));
 
   /** {@code tool_choice}'s string values (OpenAI's API). */
   private static final Set<String> TOOL_CHOICES = Set.of("none", "auto", "required");
@@ -86,10 +31,8 @@ final class FieldRules {
   static void check(OpenAiRequest request) {
     Map<String, JsonNode> extra = request instanceof CompletionRequest c ? c.extra()
         : ((ChatCompletionRequest) request).extra();
-    for (Rule rule : RULES) {
-      if (rule.appliesTo(request)) {
-        rule.check(extra.get(rule.field()));
-      }
+    for (FieldRule rule : RequestFields.forwarded(request.isChat() ? Api.CHAT : Api.COMPLETION)) {
+      rule.check(extra.get(rule.field()));
     }
     logitBias(extra.get("logit_bias"));
     JsonNode bestOf = extra.get("best_of");
@@ -182,22 +125,7 @@ final class FieldRules {
   }
 
   private static ProtocolException wrongType(String field, String expected, JsonNode got) {
-    return ProtocolException.invalidField(field, "expected " + expected + " but got " + kindOf(got));
-  }
-
-  private static String kindOf(JsonNode v) {
-    return switch (v.getNodeType()) {
-      case STRING -> "a string";
-      case NUMBER -> "a number";
-      case BOOLEAN -> "a boolean";
-      case ARRAY -> "an array";
-      case OBJECT -> "an object";
-      default -> v.getNodeType().name().toLowerCase(java.util.Locale.ROOT);
-    };
-  }
-
-  private static String fmt(double x) {
-    return x == Math.rint(x) && Math.abs(x) < 1e15 ? Long.toString((long) x) : Double.toString(x);
+    return FieldRule.typeError(field, expected, got);
   }
 
   private static String printable(String s) {

@@ -8,6 +8,7 @@ import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatTools;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.RequestFields;
 import java.util.List;
 import java.util.Set;
 
@@ -74,7 +75,7 @@ public final class AnthropicRequests {
     int maxTokens = maxTokens(req, countTokens);
     chat.put("max_completion_tokens", maxTokens);
 
-    boolean stream = !countTokens && bool(req, "stream");
+    boolean stream = !countTokens && RequestFields.STREAM.isTrue(req);
     if (stream) {
       chat.put("stream", true);
       ObjectNode so = chat.putObject("stream_options");
@@ -108,43 +109,21 @@ public final class AnthropicRequests {
       }
       throw ProtocolException.invalidField("max_tokens", "required field is missing");
     }
-    if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() < 1) {
-      throw ProtocolException.invalidField("max_tokens", "must be an integer >= 1, got " + n);
-    }
+    RequestFields.MESSAGES_MAX_TOKENS.check(n);
     return countTokens ? 1 : n.asInt();
   }
 
-  private static boolean bool(ObjectNode req, String field) {
-    JsonNode n = req.get(field);
-    if (n == null || n.isNull()) {
-      return false;
-    }
-    if (!n.isBoolean()) {
-      throw ProtocolException.invalidField(field, "must be a boolean, got " + n);
-    }
-    return n.asBoolean();
-  }
-
   private static void sampling(ObjectNode req, ObjectNode chat) {
-    JsonNode t = req.get("temperature");
+    JsonNode t = RequestFields.MESSAGES_TEMPERATURE.check(req.get("temperature"));
     if (t != null && !t.isNull()) {
-      if (!t.isNumber() || t.asDouble() < 0 || t.asDouble() > 1) {
-        throw ProtocolException.invalidField("temperature", "must be a number in [0, 1], got " + t);
-      }
       chat.put("temperature", t.asDouble());
     }
-    JsonNode p = req.get("top_p");
+    JsonNode p = RequestFields.MESSAGES_TOP_P.check(req.get("top_p"));
     if (p != null && !p.isNull()) {
-      if (!p.isNumber() || p.asDouble() <= 0 || p.asDouble() > 1) {
-        throw ProtocolException.invalidField("top_p", "must be a number in (0, 1], got " + p);
-      }
       chat.put("top_p", p.asDouble());
     }
-    JsonNode k = req.get("top_k");
+    JsonNode k = RequestFields.MESSAGES_TOP_K.check(req.get("top_k"));
     if (k != null && !k.isNull()) {
-      if (!k.isIntegralNumber() || !k.canConvertToInt() || k.asInt() < 0) {
-        throw ProtocolException.invalidField("top_k", "must be an integer >= 0, got " + k);
-      }
       chat.put("top_k", k.asInt());
     }
   }

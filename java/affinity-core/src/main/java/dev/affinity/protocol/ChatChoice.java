@@ -15,7 +15,7 @@ import java.util.Set;
  *
  * @param logprobs opaque ({@code content: [...]})
  * @param finishReason always written, as {@code null} while unfinished (OpenAI's schema has it on every choice)
- * @param stopReason opaque: the stop string or token id
+ * @param stopReason the stop string or token id (a JSON scalar, immutable: read as it is)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ChatChoice(
@@ -46,10 +46,5 @@ public record ChatChoice(
   @Override
   public JsonNode logprobs() {
     return Json.copy(logprobs);
-  }
-
-  @Override
-  public JsonNode stopReason() {
-    return Json.copy(stopReason);
   }
 }

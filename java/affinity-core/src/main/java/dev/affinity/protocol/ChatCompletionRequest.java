@@ -6,7 +6,6 @@ import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeType;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -80,13 +79,11 @@ public record ChatCompletionRequest(
       throw ProtocolException.invalidField("messages", "must contain at least one message");
     }
     new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);  // validates the knobs
-    Json.unitInterval(priority, "priority");
-    tools = Json.opaque(tools, "tools", "an array", JsonNodeType.ARRAY);
-    toolChoice = Json.opaque(toolChoice, "tool_choice", "a string or an object", JsonNodeType.STRING,
-        JsonNodeType.OBJECT);
-    responseFormat = Json.opaque(responseFormat, "response_format", "an object", JsonNodeType.OBJECT);
-    chatTemplateKwargs = Json.opaque(chatTemplateKwargs, "chat_template_kwargs", "an object",
-        JsonNodeType.OBJECT);
+    RequestFields.PRIORITY.check(priority);
+    tools = RequestFields.TOOLS.opaque(tools);
+    toolChoice = RequestFields.TOOL_CHOICE.opaque(toolChoice);
+    responseFormat = RequestFields.RESPONSE_FORMAT.opaque(responseFormat);
+    chatTemplateKwargs = RequestFields.CHAT_TEMPLATE_KWARGS.opaque(chatTemplateKwargs);
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
   }
 

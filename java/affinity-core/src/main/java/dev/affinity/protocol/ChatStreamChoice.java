@@ -36,9 +36,4 @@ public record ChatStreamChoice(
   public JsonNode logprobs() {
     return Json.copy(logprobs);
   }
-
-  @Override
-  public JsonNode stopReason() {
-    return Json.copy(stopReason);
-  }
 }

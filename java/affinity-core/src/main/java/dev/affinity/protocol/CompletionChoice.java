@@ -16,7 +16,7 @@ import java.util.Set;
  *
  * @param logprobs opaque ({@code text_offset}, {@code token_logprobs}, ...)
  * @param finishReason always written, as {@code null} while unfinished (OpenAI's schema has it on every choice)
- * @param stopReason opaque: the stop string or token id
+ * @param stopReason the stop string or token id (a JSON scalar, immutable: read as it is)
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record CompletionChoice(
@@ -48,10 +48,5 @@ public record CompletionChoice(
   @Override
   public JsonNode logprobs() {
     return Json.copy(logprobs);
-  }
-
-  @Override
-  public JsonNode stopReason() {
-    return Json.copy(stopReason);
   }
 }

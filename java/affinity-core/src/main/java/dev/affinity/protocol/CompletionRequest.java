@@ -6,7 +6,6 @@ import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeType;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -57,8 +56,8 @@ public record CompletionRequest(
     Json.required(model, "model");
     Json.required(prompt, "prompt");
     new SamplingParams(temperature, topP, topK, n, seed, stop, ignoreEos);  // validates the knobs
-    Json.unitInterval(priority, "priority");
-    responseFormat = Json.opaque(responseFormat, "response_format", "an object", JsonNodeType.OBJECT);
+    RequestFields.PRIORITY.check(priority);
+    responseFormat = RequestFields.RESPONSE_FORMAT.opaque(responseFormat);
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
   }
 

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeType;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -64,10 +63,9 @@ public record DisaggregatedParams(
    */
   public DisaggregatedParams {
     Json.required(requestType, "request_type");
-    firstGenLogProbs = Json.opaque(firstGenLogProbs, "first_gen_log_probs", "an array", JsonNodeType.ARRAY);
-    firstGenLogits = Json.opaque(firstGenLogits, "first_gen_logits", "an array", JsonNodeType.ARRAY);
-    contextTransceiverLifecycle = Json.opaque(contextTransceiverLifecycle, "context_transceiver_lifecycle",
-        "an object", JsonNodeType.OBJECT);
+    firstGenLogProbs = RequestFields.FIRST_GEN_LOG_PROBS.opaque(firstGenLogProbs);
+    firstGenLogits = RequestFields.FIRST_GEN_LOGITS.opaque(firstGenLogits);
+    contextTransceiverLifecycle = RequestFields.CONTEXT_TRANSCEIVER_LIFECYCLE.opaque(contextTransceiverLifecycle);
     extra = Json.freezeExtra(extra, FIELDS, Json.SUBAGENT_AFFINITY_ID);
   }
 

@@ -99,21 +99,6 @@ final class Json {
     }
   }
 
-  static Double finite(Double value, String field) {
-    if (value != null && !Double.isFinite(value)) {
-      throw ProtocolException.invalidField(field, "number is out of range");
-    }
-    return value;
-  }
-
-  static Double unitInterval(Double value, String field) {
-    finite(value, field);
-    if (value != null && (value < 0.0 || value > 1.0)) {
-      throw ProtocolException.invalidField(field, "must be between 0.0 and 1.0 (got " + value + ")");
-    }
-    return value;
-  }
-
   /** {@code prefix} + {@code relative}: {@code a} + {@code b} = {@code a.b}, {@code a} + {@code [1]} = {@code a[1]}. */
   static String joinPath(String prefix, String relative) {
     if (prefix == null || prefix.isEmpty()) {

@@ -1,30 +1,21 @@
 package dev.affinity.protocol;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonProperty;
-
 /**
  * The sampling knobs completions and chat completions share: {@code temperature}, {@code top_p},
  * {@code top_k}, {@code n}, {@code seed}, {@code stop} and {@code ignore_eos}, as TensorRT-LLM's
  * {@code tensorrt_llm/serve/openai_protocol.py} names them. Both requests carry them at the top level of
  * their bodies (the wire shape), validate them here, read them as one record ({@code sampling()}) and set
- * them through one builder ({@code Builder.sampling}). Every field is optional (null = absent, not
- * written); {@code temperature} and {@code top_p} must be finite.
+ * them through one builder ({@code Builder.sampling}). Every field is optional (null: absent, not written);
+ * {@code temperature} and {@code top_p} must be finite ({@link RequestFields}). Not a wire type of its own: Jackson
+ * never reads or writes it.
  *
  * <p>The requests keep the seven knobs as flat components because that is their wire shape and Jackson
  * 2.20 cannot read it into a nested record: {@code @JsonUnwrapped} on a record component fails together
  * with the {@code @JsonAnySetter} that keeps unmodelled fields (a ClassCastException in the creator), and
  * through a builder it hands the any-setter empty copies of nested unmodelled values.
  */
-@JsonInclude(JsonInclude.Include.NON_NULL)
-public record SamplingParams(
-    @JsonProperty("temperature") Double temperature,
-    @JsonProperty("top_p") Double topP,
-    @JsonProperty("top_k") Integer topK,
-    @JsonProperty("n") Integer n,
-    @JsonProperty("seed") Long seed,
-    @JsonProperty("stop") StringOrList stop,
-    @JsonProperty("ignore_eos") Boolean ignoreEos) {
+public record SamplingParams(Double temperature, Double topP, Integer topK, Integer n, Long seed, StringOrList stop,
+    Boolean ignoreEos) {
 
   /** No knob set: the worker's defaults. */
   public static final SamplingParams NONE = new SamplingParams(null, null, null, null, null, null, null);
@@ -33,8 +24,8 @@ public record SamplingParams(
    * @throws ProtocolException naming the field when a value is invalid
    */
   public SamplingParams {
-    Json.finite(temperature, "temperature");
-    Json.finite(topP, "top_p");
+    RequestFields.TEMPERATURE.check(temperature);
+    RequestFields.TOP_P.check(topP);
   }
 
   public static Builder builder() {

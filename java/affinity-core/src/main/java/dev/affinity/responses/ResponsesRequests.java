@@ -6,8 +6,10 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatTools;
+import dev.affinity.protocol.FieldRule;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.RequestFields;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.Set;
@@ -89,22 +91,19 @@ public final class ResponsesRequests {
     chat.put("model", model.asText());
 
     JsonNode max = req.get("max_output_tokens");
-    if (present(max)) {
-      if (!max.isIntegralNumber() || !max.canConvertToInt() || max.asInt() < 1) {
-        throw ProtocolException.invalidField("max_output_tokens", "must be an integer >= 1, got " + max);
-      }
+    if (present(RequestFields.RESPONSES_MAX_OUTPUT_TOKENS.check(max))) {
       chat.put("max_completion_tokens", max.asInt());
     }
     echo.set("max_output_tokens", present(max) ? max : F.nullNode());
 
-    if (bool(req, "stream")) {
+    if (RequestFields.STREAM.isTrue(req)) {
       chat.put("stream", true);
       ObjectNode so = chat.putObject("stream_options");
       so.put("include_usage", true);
       so.put("continuous_usage_stats", true);
     }
-    echo.set("temperature", number(req, "temperature", 0, 2, false, chat));
-    echo.set("top_p", number(req, "top_p", 0, 1, true, chat));
+    echo.set("temperature", number(req, RequestFields.RESPONSES_TEMPERATURE, chat));
+    echo.set("top_p", number(req, RequestFields.RESPONSES_TOP_P, chat));
 
     ArrayNode tools = tools(req.get("tools"));
     echo.set("tools", present(req.get("tools")) ? req.get("tools").deepCopy() : F.arrayNode());
@@ -184,11 +183,11 @@ public final class ResponsesRequests {
       throw ProtocolException.invalidField("conversation", "needs a conversation stored by the server; this "
           + "frontend keeps no state (send the whole conversation as input)");
     }
-    if (bool(req, "store")) {
+    if (RequestFields.RESPONSES_STORE.isTrue(req)) {
       throw ProtocolException.invalidField("store", "true is not served: this frontend keeps no state; send "
           + "store false (an absent store is served as false)");
     }
-    if (bool(req, "background")) {
+    if (RequestFields.RESPONSES_BACKGROUND.isTrue(req)) {
       throw ProtocolException.invalidField("background", "true is not served: a background response must be "
           + "stored and polled, and this frontend keeps no state");
     }
@@ -216,35 +215,14 @@ public final class ResponsesRequests {
     return n != null && !n.isNull();
   }
 
-  private static boolean bool(ObjectNode req, String field) {
-    JsonNode n = req.get(field);
-    if (!present(n)) {
-      return false;
-    }
-    if (!n.isBoolean()) {
-      throw ProtocolException.invalidField(field, "must be a boolean, got " + n);
-    }
-    return n.asBoolean();
-  }
-
   /** A sampling knob copied to the chat request; returns the value to echo (null when absent). */
-  private static JsonNode number(ObjectNode req, String field, double min, double max, boolean openMin,
-      ObjectNode chat) {
-    JsonNode n = req.get(field);
+  private static JsonNode number(ObjectNode req, FieldRule rule, ObjectNode chat) {
+    JsonNode n = rule.check(req.get(rule.field()));
     if (!present(n)) {
       return F.nullNode();
     }
-    double v = n.asDouble();
-    if (!n.isNumber() || v < min || (openMin && v == min) || v > max) {
-      throw ProtocolException.invalidField(field, "must be a number in " + (openMin ? "(" : "[") + fmt(min) + ", "
-          + fmt(max) + "], got " + n);
-    }
-    chat.put(field, v);
+    chat.put(rule.field(), n.asDouble());
     return n;
-  }
-
-  private static String fmt(double d) {
-    return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
   }
 
   /** Function tools become chat tools; built-in tools are refused. */
