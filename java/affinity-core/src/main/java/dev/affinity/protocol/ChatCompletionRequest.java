@@ -229,11 +229,6 @@ public record ChatCompletionRequest(
     private Builder() {}
 
     @Override
-    Builder self() {
-      return this;
-    }
-
-    @Override
     Builder promptIds(TokenIds ids) {
       return promptTokenIds(ids);
     }

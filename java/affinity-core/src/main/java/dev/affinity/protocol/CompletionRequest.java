@@ -159,11 +159,6 @@ public record CompletionRequest(
     private Builder() {}
 
     @Override
-    Builder self() {
-      return this;
-    }
-
-    @Override
     Builder promptIds(TokenIds ids) {
       return prompt(Prompt.tokens(ids));
     }

@@ -147,11 +147,6 @@ public record DisaggregatedParams(
     private JsonNode contextTransceiverLifecycle;
     private Builder() {}
 
-    @Override
-    Builder self() {
-      return this;
-    }
-
     private Builder(DisaggregatedParams p) {
       requestType = p.requestType;
       firstGenTokens = p.firstGenTokens;

@@ -14,7 +14,11 @@ abstract class ExtraFieldsBuilder<B extends ExtraFieldsBuilder<B>> {
   private Map<String, JsonNode> extra = Map.of();
   private boolean writable;
 
-  abstract B self();
+  /** This builder as its own type, for chained calls ({@code B} is always the class itself). */
+  @SuppressWarnings("unchecked")
+  final B self() {
+    return (B) this;
+  }
 
   /** Sets an unmodelled field (a field newer than this code, say); a modelled name is rejected when built. */
   public B putExtra(String name, JsonNode value) {
