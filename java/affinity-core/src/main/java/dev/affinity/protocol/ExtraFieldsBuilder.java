@@ -27,11 +27,16 @@ abstract class ExtraFieldsBuilder<B extends ExtraFieldsBuilder<B>> {
   }
 
   public B removeExtra(String name) {
-    writable().remove(name);
+    if (extra.containsKey(name)) {
+      writable().remove(name);
+    }
     return self();
   }
 
-  /** Every unmodelled field of {@code fields}, in their order (a record's own, already checked). */
+  /**
+   * Every unmodelled field of {@code fields}, in their order. Only for a record's own fields, frozen already: they
+   * are held by reference until a change copies them.
+   */
   B extraFrom(Map<String, JsonNode> fields) {
     if (extra.isEmpty() && !writable) {
       extra = fields;

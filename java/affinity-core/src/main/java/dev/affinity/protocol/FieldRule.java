@@ -97,7 +97,10 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
       return v;
     }
     if (!type.matches(v)) {
-      throw typeError(field, type.expected, v);
+      // a record's field in the codec's words ("an integer"), a forwarded one in admission's ("a number")
+      throw wording == Wording.MODELLED
+          ? ProtocolException.invalidField(field, "expected " + type.expected + " but got " + Json.describe(v))
+          : typeError(field, type.expected, v);
     }
     if (type == Type.INTEGER) {
       inRange(v.asLong());
@@ -138,10 +141,7 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
     if (v == null || v.isNull()) {
       return v;
     }
-    if (!type.matches(v)) {
-      throw ProtocolException.invalidField(field, "expected " + type.expected + " but got " + Json.describe(v));
-    }
-    return v.deepCopy();
+    return check(v).deepCopy();
   }
 
   private void inRange(double x) {

@@ -41,6 +41,17 @@ final class FrozenFields extends AbstractMap<String, JsonNode> {
     return v == null ? null : v.deepCopy();
   }
 
+  /** Unmodifiable, as {@code put}: even for a key that is not there. */
+  @Override
+  public JsonNode remove(Object key) {
+    throw new UnsupportedOperationException("unmodelled fields are frozen");
+  }
+
+  @Override
+  public void clear() {
+    throw new UnsupportedOperationException("unmodelled fields are frozen");
+  }
+
   @Override
   public Set<String> keySet() {
     return Collections.unmodifiableSet(fields.keySet());

@@ -93,6 +93,27 @@ class RequestFieldsTest {
         detail(() -> RequestFields.STREAM.check(JSON.getNodeFactory().textNode("yes"))));
   }
 
+  /** The words each path answered before the table, literally, for one field of each wording and type. */
+  @ParameterizedTest(name = "{0} {1}={2}")
+  @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', value = {
+      "CHAT|tool_choice|3|expected a string or an object but got an integer",
+      "CHAT|tools|{}|expected an array but got an object",
+      "COMPLETION|priority|1.5|must be between 0.0 and 1.0 (got 1.5)",
+      "CHAT|temperature|1e999|number is out of range",
+      "CHAT|frequency_penalty|3|frequency_penalty must be in [-2, 2], got 3",
+      "COMPLETION|best_of|1.5|expected an integer but got a number",
+      "CHAT|parallel_tool_calls|3|expected true or false but got a number",
+      "MESSAGES|top_p|0|must be a number in (0, 1], got 0",
+      "MESSAGES|top_k|-1|must be an integer >= 0, got -1",
+      "MESSAGES|max_tokens|0|must be an integer >= 1, got 0",
+      "RESPONSES|temperature|2.5|must be a number in [0, 2], got 2.5",
+      "RESPONSES|stream|\"yes\"|must be a boolean, got \"yes\""})
+  void thePathsKeepTheirWords(Api api, String field, String json, String detail) throws Exception {
+    ProtocolException e = assertThrows(ProtocolException.class, () -> send(api, body(api, field, JSON.readTree(json))));
+    assertEquals(field, e.field());
+    assertEquals(detail, e.detail());
+  }
+
   private static String detail(Runnable r) {
     return assertThrows(ProtocolException.class, r::run).detail();
   }
@@ -106,6 +127,9 @@ class RequestFieldsTest {
     if (!(scalarNumber && rule.wording() == Wording.MODELLED)) {
       bad.add(rule.type() == Type.BOOLEAN ? f.textNode("yes") : rule.type() == Type.STRING ? f.numberNode(1)
           : f.booleanNode(true));
+    }
+    if (!scalarNumber) {
+      bad.add(f.numberNode(3));  // a whole number: "a number" in admission's words, "an integer" in the codec's
     }
     if (rule.type() == Type.INTEGER) {
       bad.add(f.numberNode(1.5));
