@@ -37,8 +37,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads and writes the protocol types. One configured {@link ObjectMapper}; thread-safe; create one per
- * server and share it.
+ * Reads and writes the protocol types. Thread-safe. Every codec of the JVM reads and writes through one configured
+ * {@link ObjectMapper}: its (de)serializers, and the accessor classes Blackbird generates for them, are made once and
+ * compiled once, so that a frontend started after the warm-up's copy of the request path (WarmUp) runs on code the
+ * JIT has compiled already (a mapper per codec left about 40 generated accessors and Jackson's introspection to be
+ * compiled during the real frontend's first requests).
  *
  * <p>Parsing is strict about JSON types (no string-to-number or number-to-string coercion, no floats
  * for integers, nothing after the top-level value) and turns every failure into a {@link ProtocolException}: status 400
@@ -51,22 +54,18 @@ public final class ProtocolCodec {
 
   private static final Logger LOG = LoggerFactory.getLogger(ProtocolCodec.class);
 
-  private final ObjectMapper mapper;
-  private final ObjectWriter writer;
-  private final ObjectReader treeReader;
+  private static final ObjectMapper SHARED = newMapper();
+  private static final ObjectWriter WRITER = SHARED.writer();
+  private static final ObjectReader TREE_READER = SHARED.readerFor(JsonNode.class);
   /** A reader per type, so that a parse does not resolve the type and its root deserializer again. */
-  private final ClassValue<ObjectReader> readers = new ClassValue<>() {
+  private static final ClassValue<ObjectReader> READERS = new ClassValue<>() {
     @Override
     protected ObjectReader computeValue(Class<?> type) {
-      return mapper.readerFor(type);
+      return SHARED.readerFor(type);
     }
   };
 
-  public ProtocolCodec() {
-    mapper = newMapper();
-    writer = mapper.writer();
-    treeReader = mapper.readerFor(JsonNode.class);
-  }
+  public ProtocolCodec() {}
 
   private static ObjectMapper newMapper() {
     JsonMapper m = JsonMapper.builder()
@@ -143,17 +142,17 @@ public final class ProtocolCodec {
 
   /** A parser with the codec's settings (limits, number handling). */
   JsonParser createParser(byte[] body) throws IOException {
-    return mapper.createParser(body);
+    return SHARED.createParser(body);
   }
 
   /** A UTF-8 generator with the codec's settings, as {@link #toJsonBytes} writes. */
   JsonGenerator createGenerator(OutputStream out) throws IOException {
-    return mapper.createGenerator(out, JsonEncoding.UTF8);
+    return SHARED.createGenerator(out, JsonEncoding.UTF8);
   }
 
   /** The value the parser stands on, read as {@code type} with the codec's rules (the parser stops on its end). */
   <T> T readValue(JsonParser parser, Class<T> type) throws IOException {
-    return readers.get(type).readValue(parser);
+    return READERS.get(type).readValue(parser);
   }
 
   // ---- writing ----
@@ -161,7 +160,7 @@ public final class ProtocolCodec {
   /** Compact UTF-8 JSON of a protocol object (for a worker or a client). */
   public byte[] toJsonBytes(Object value) {
     try {
-      return writer.writeValueAsBytes(value);
+      return WRITER.writeValueAsBytes(value);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException("cannot serialize " + value.getClass().getSimpleName(), e);
     }
@@ -174,7 +173,7 @@ public final class ProtocolCodec {
 
   /** The JSON tree a protocol object serializes to. */
   public JsonNode toTree(Object value) {
-    return mapper.valueToTree(value);
+    return SHARED.valueToTree(value);
   }
 
   // ---- error mapping ----
@@ -185,8 +184,8 @@ public final class ProtocolCodec {
     }
     JsonParser parser = null;
     try {
-      parser = mapper.createParser(body);
-      T value = readers.get(type).readValue(parser);
+      parser = SHARED.createParser(body);
+      T value = READERS.get(type).readValue(parser);
       if (value == null) {
         throw ProtocolException.of(status, "body must be a JSON object but is null", null);
       }
