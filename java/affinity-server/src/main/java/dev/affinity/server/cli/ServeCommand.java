@@ -9,6 +9,8 @@ import dev.affinity.config.LoadedConfig;
 import dev.affinity.server.fleet.AffinityServer;
 import dev.affinity.server.fleet.WarmUp;
 import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.http.FrontendServer;
+import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -18,6 +20,7 @@ import java.time.Duration;
 import java.util.List;
 import dev.affinity.routing.RouterFactory;
 import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -100,7 +103,9 @@ final class ServeCommand implements Callable<Integer> {
           + " off)...");
       err.flush();
     }
-    WarmUp.Result warm = WarmUp.run(loaded.config());  // before listening: /health turns ready on a warm JVM
+    // the warm-up's copies and the frontend run on the same event loops: what the JIT compiled on their stacks stays
+    EventLoopGroup io = FrontendServer.ioGroup(options.ioThreads());
+    WarmUp.Result warm = WarmUp.run(loaded.config(), io);  // before listening: /health turns ready on a warm JVM
     if (warm.answered() > 0) {
       err.println("affinity serve: warmed up with " + (warm.answered() + warm.abandoned()) + " requests in "
           + String.format(java.util.Locale.ROOT, "%.1f", warm.took().toNanos() / 1e9) + " s"
@@ -109,17 +114,22 @@ final class ServeCommand implements Callable<Integer> {
     }
     AffinityServer server;
     try {
-      server = AffinityServer.start(loaded.config(), options);
+      server = AffinityServer.start(loaded.config(), options, io);
     } catch (ConfigException e) {
       e.problems().stream().map(ConfigProblem::format).forEach(err::println);
+      io.shutdownGracefully(0, 1, TimeUnit.SECONDS);
       return 1;
     } catch (IOException | IllegalArgumentException | dev.affinity.executor.ExecutorException
         | dev.affinity.nativebridge.NativeUnavailableException e) {
       err.println("affinity serve: " + e.getMessage());
+      io.shutdownGracefully(0, 1, TimeUnit.SECONDS);
       return 1;
     }
     // SIGTERM / Ctrl-C: stop accepting, let in-flight streams finish (up to DRAIN_TIMEOUT), then close.
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> server.shutdown(DRAIN_TIMEOUT), "affinity-shutdown"));
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.shutdown(DRAIN_TIMEOUT);
+      io.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }, "affinity-shutdown"));
     String url = "http://" + (options.host().equals("0.0.0.0") ? "localhost" : options.host()) + ":" + server.port();
     String model = loaded.config().affinity().modelOrDefault();
     out.println("Affinity " + AffinityServer.VERSION + " listening on " + url + " (" + server.workers().size() + " workers)");

@@ -76,6 +76,9 @@ public final class AffinityServer implements AutoCloseable {
   private PromptRenderer renderer;
   /** Event loops of the frontend's client connections and of the remote workers' connections. */
   private EventLoopGroup io;
+  /** Whether {@link #io} is this server's to shut down (not the caller's: {@link #start(DisaggConfig,
+   * FrontendOptions, EventLoopGroup)}). */
+  private boolean ownIo = true;
   private final dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
   private final WorkerModels models = new WorkerModels();
   /** Meters registered per worker, removed when a cluster worker leaves. */
@@ -117,11 +120,31 @@ public final class AffinityServer implements AutoCloseable {
     return start(config, options, tracingOf(config));
   }
 
+  /**
+   * As {@link #start(DisaggConfig, FrontendOptions)} on the caller's event loops ({@link FrontendServer#ioGroup} of
+   * {@code options.ioThreads()} threads), which the server does not shut down. The warm-up's copies of the request
+   * path and the real frontend run on the same loops ({@link WarmUp#run(DisaggConfig, EventLoopGroup)}), so that the
+   * loops' own code, which the JIT compiles on their threads' stacks, is compiled once and stays compiled.
+   */
+  public static AffinityServer start(DisaggConfig config, FrontendOptions options, EventLoopGroup io)
+      throws IOException {
+    return start(config, options, tracingOf(config), java.util.Objects.requireNonNull(io, "io"));
+  }
+
   /** As {@link #start(DisaggConfig, FrontendOptions)} with this tracing, which the server now owns and closes. */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing) throws IOException {
+    return start(config, options, tracing, null);
+  }
+
+  private static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing,
+      EventLoopGroup sharedIo) throws IOException {
     AffinityServer s = new AffinityServer(config, java.util.Objects.requireNonNull(tracing, "tracing"));
     try {
       requireNative(config, NativeRequirement.system());
+      if (sharedIo != null) {
+        s.io = sharedIo;
+        s.ownIo = false;
+      }
       s.build(options);
       return s;
     } catch (IOException | RuntimeException e) {
@@ -154,7 +177,9 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   private void build(FrontendOptions options) throws IOException {
-    io = FrontendServer.ioGroup(options.ioThreads());
+    if (io == null) {
+      io = FrontendServer.ioGroup(options.ioThreads());
+    }
     java.util.Optional<TokenizerSource> source = TokenizerSource.of(config);
     if (source.isPresent()) {
       try {
@@ -365,7 +390,7 @@ public final class AffinityServer implements AutoCloseable {
       modelCodecs.close();
     }
     scheduler.close();
-    if (io != null) {
+    if (io != null && ownIo) {
       io.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).awaitUninterruptibly();
     }
     registry.close();

@@ -9,6 +9,7 @@ import dev.affinity.server.http.AccessLog;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.workermode.WorkerServer;
 import dev.affinity.server.workermode.WorkerSettings;
+import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
@@ -88,6 +89,14 @@ public final class WarmUp {
    * cold.
    */
   public static Result run(DisaggConfig real) {
+    return run(real, null);
+  }
+
+  /**
+   * As {@link #run(DisaggConfig)}, with the copies on {@code io} (null: loops of their own): the event loops the
+   * real frontend will run on ({@link AffinityServer#start(DisaggConfig, FrontendOptions, EventLoopGroup)}).
+   */
+  public static Result run(DisaggConfig real, EventLoopGroup io) {
     if (!willRun(real)) {
       if (real.affinity().warmUpRequests() > 0) {
         log.info("warm-up skipped: its loopback workers need the native layer, which this build does not have");
@@ -105,7 +114,7 @@ public final class WarmUp {
     // at 5x the warm cost).
     Result total = new Result(0, 0, 0, Duration.ZERO);
     for (int round = 0; round < ROUNDS; round++) {
-      Result r = round(real, requests / ROUNDS + (round == 0 ? requests % ROUNDS : 0), deadline);
+      Result r = round(real, requests / ROUNDS + (round == 0 ? requests % ROUNDS : 0), deadline, io);
       if (r == null) {
         break;
       }
@@ -120,7 +129,7 @@ public final class WarmUp {
   }
 
   /** One round: a copy of the path, {@code requests} requests through it, the copy closed; null when it failed. */
-  private static Result round(DisaggConfig real, int requests, long deadline) {
+  private static Result round(DisaggConfig real, int requests, long deadline, EventLoopGroup io) {
     List<AutoCloseable> opened = new ArrayList<>();
     try (HandoffDomain handoff = new HandoffDomain()) {
       Map<String, Object> yaml = new LinkedHashMap<>();
@@ -154,7 +163,8 @@ public final class WarmUp {
       if (real.affinity().accessLog().isPresent() || copyOptions.accessLog().enabled()) {
         copyOptions = copyOptions.withAccessLog(AccessLog.none());
       }
-      AffinityServer server = AffinityServer.start(config, copyOptions);
+      AffinityServer server = io == null ? AffinityServer.start(config, copyOptions)
+          : AffinityServer.start(config, copyOptions, io);
       opened.add(0, server);
       awaitReady(server.port());
       // In batches, each followed by a pause until the JIT's queue has drained: C2 compiles what crossed its

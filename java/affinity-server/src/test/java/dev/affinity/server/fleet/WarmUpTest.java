@@ -1,12 +1,21 @@
 package dev.affinity.server.fleet;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
 import dev.affinity.config.DisaggConfig;
+import dev.affinity.server.http.FrontendOptions;
+import dev.affinity.server.http.FrontendServer;
+import io.netty.channel.EventLoopGroup;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The warm-up runs the configured path on a throw-away copy and answers every request it sends. */
@@ -44,6 +53,41 @@ class WarmUpTest {
     WarmUp.Result r = WarmUp.run(cfg);
     assertEquals(200, r.answered() + r.abandoned(), r.toString());
     assertEquals(0, r.failed(), r.toString());
+  }
+
+  @Test
+  void theWarmUpAndTheFrontendShareTheCallersEventLoopsAndLeaveThemRunning() throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse("""
+        hostname: 127.0.0.1
+        port: 8000
+        context_servers: {num_instances: 1, router: {type: conversation}}
+        generation_servers: {num_instances: 1, router: {type: load_balancing}}
+        affinity:
+          model: affinity-sim
+          warm_up_requests: 200
+          io_threads: 1
+          workers:
+            context: {instances: 1, ranks: 2, time_scale: 0.01}
+            generation: {instances: 1, ranks: 2, time_scale: 0.01}
+        """, "shared").config();
+    FrontendOptions options = FrontendOptions.fromConfig(cfg, AffinityServer.VERSION).withPort(0);
+    EventLoopGroup io = FrontendServer.ioGroup(options.ioThreads());
+    try {
+      WarmUp.Result r = WarmUp.run(cfg, io);
+      assertEquals(200, r.answered() + r.abandoned(), r.toString());
+      assertFalse(io.isShuttingDown(), "closing the warm-up's copies leaves the caller's loops running");
+      try (AffinityServer server = AffinityServer.start(cfg, options, io)) {
+        HttpResponse<String> answer = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + server.port() + "/v1/completions"))
+            .POST(HttpRequest.BodyPublishers.ofString("{\"model\": \"affinity-sim\", \"prompt\": \"hi\", "
+                + "\"max_tokens\": 2}")).header("Content-Type", "application/json").build(),
+            HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, answer.statusCode(), answer.body());
+      }
+      assertFalse(io.isShuttingDown(), "the frontend does not shut down loops it was given");
+    } finally {
+      io.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
   }
 
   @Test
