@@ -33,8 +33,10 @@ import org.yaml.snakeyaml.Yaml;
  * {@link WarmUpClient}, which sends them in the header sets, write patterns and connection lifetimes of common clients
  * (some of them giving up before the answer): a mix of chats and completions, streamed and whole, new and repeated
  * prompts, with session and sub-agent headers. The requests go in batches, each followed by a pause until the JIT has
- * compiled what the batch made hot. Then everything of the copy is closed. The JIT's compiled code and the JVM's grown
- * heap stay. Nothing of the real fleet is touched: its routers, caches, sessions and metrics start empty.
+ * compiled what the batch made hot. Then everything of the copy is closed but the event loops it was given
+ * ({@link #run(DisaggConfig, EventLoopGroup)}: {@code serve}'s, which the frontend then runs on). The JIT's compiled
+ * code and the JVM's grown heap stay. Nothing of the real fleet is touched: its routers, caches, sessions and metrics
+ * start empty.
  *
  * <p>The launchers run the JVM with {@code -XX:Tier4LoadFeedback=1000} (docs/native.md): by default C2 raises its
  * compile thresholds with the length of its queue, which a warm-up on a few cores keeps long, so that much of the hot
