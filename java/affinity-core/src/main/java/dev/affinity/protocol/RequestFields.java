@@ -19,7 +19,9 @@ import dev.affinity.protocol.FieldRule.Api;
 import dev.affinity.protocol.FieldRule.Range;
 import dev.affinity.protocol.FieldRule.Type;
 import dev.affinity.protocol.FieldRule.Wording;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -105,9 +107,17 @@ public final class RequestFields {
       MESSAGES_MAX_TOKENS, MESSAGES_TEMPERATURE, MESSAGES_TOP_P, MESSAGES_TOP_K, RESPONSES_MAX_OUTPUT_TOKENS,
       RESPONSES_TEMPERATURE, RESPONSES_TOP_P, STREAM, RESPONSES_STORE, RESPONSES_BACKGROUND);
 
-  /** The rules admission checks on a body of {@code api}: the fields the records forward unread. */
+  private static final Map<Api, List<FieldRule>> FORWARDED_BY_API = new EnumMap<>(Api.class);
+
+  static {
+    for (Api api : Api.values()) {
+      FORWARDED_BY_API.put(api, ALL.stream().filter(r -> r.wording() == FORWARDED && r.appliesTo(api)).toList());
+    }
+  }
+
+  /** The rules admission checks on a body of {@code api} (every request): the fields the records forward unread. */
   public static List<FieldRule> forwarded(Api api) {
-    return ALL.stream().filter(r -> r.wording() == FORWARDED && r.appliesTo(api)).toList();
+    return FORWARDED_BY_API.get(api);
   }
 
   private static FieldRule rule(String field, Set<Api> apis, Type type, Range range, String absent, Wording wording) {
