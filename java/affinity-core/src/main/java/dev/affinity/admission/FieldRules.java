@@ -29,8 +29,7 @@ final class FieldRules {
 
   /** Throws a 400 {@link ProtocolException} naming the first field that breaks its rule. */
   static void check(OpenAiRequest request) {
-    Map<String, JsonNode> extra = request instanceof CompletionRequest c ? c.extra()
-        : ((ChatCompletionRequest) request).extra();
+    Map<String, JsonNode> extra = request.extra();
     for (FieldRule rule : RequestFields.forwarded(request.isChat() ? Api.CHAT : Api.COMPLETION)) {
       rule.check(extra.get(rule.field()));
     }

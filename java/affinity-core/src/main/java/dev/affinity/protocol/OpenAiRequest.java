@@ -1,6 +1,8 @@
 package dev.affinity.protocol;
 
 import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
 import java.util.Optional;
 
 /** A completion or chat-completion request: what orchestration and workers handle alike. */
@@ -22,6 +24,9 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
   DisaggregatedParams disaggregatedParams();
 
   ConversationParams conversationParams();
+
+  /** The fields the client sent that the record does not model, forwarded as sent (frozen: reads are deep copies). */
+  Map<String, JsonNode> extra();
 
   /** The conversation id of {@code conversation_params}, else the legacy {@code disaggregated_params} mirror. */
   default Optional<String> conversationId() {
