@@ -29,6 +29,7 @@ public final class AffinityCli implements Runnable {
   }
 
   public static void main(String[] args) {
+    LeakDetection.configure();
     System.exit(commandLine().execute(args));
   }
 }
