@@ -96,20 +96,6 @@ affinity_ensure_test_models() {
   export AFFINITY_TEST_MODELS="$dir"
 }
 
-# affinity_collector [JVM OPTIONS...]: the garbage collector the launchers add (docs/deploy.md#jvm-options): the
-# parallel collector, unless the options (AFFINITY_JAVA_OPTS, JDK_JAVA_OPTIONS, JAVA_TOOL_OPTIONS) choose one, which
-# the JVM would refuse beside a second. A frontend's heap is nearly all garbage of requests in flight; G1's barriers
-# and its concurrent refinement cost it 7-10% more CPU per request (docs/benchmarks.md, "Frontend CPU: the floor").
-affinity_collector() {
-  local opt
-  for opt in "$@" ${JDK_JAVA_OPTIONS:-} ${JAVA_TOOL_OPTIONS:-}; do
-    case "$opt" in
-      -XX:+UseSerialGC | -XX:+UseParallelGC | -XX:+UseG1GC | -XX:+UseZGC | -XX:+UseShenandoahGC | -XX:+UseEpsilonGC) return 0 ;;
-    esac
-  done
-  echo -XX:+UseParallelGC
-}
-
 # JVM flags for every launcher: see docs/native.md.
 AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0
   -XX:Tier4LoadFeedback=1000)
