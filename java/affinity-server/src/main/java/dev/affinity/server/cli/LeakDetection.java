@@ -5,8 +5,8 @@ import java.util.Optional;
 
 /**
  * Netty's buffer-leak detector in the command's process. Netty's default ({@code simple}) records a stack trace for
- * one pooled buffer in 128; on the frontend's request path that sampling cost about 2% of its CPU per request
- * (docs/benchmarks.md, "Frontend CPU: the floor"). The command turns it off unless the JVM was started with
+ * one pooled buffer in 128; on the frontend's request path that cost about a tenth of its CPU per request
+ * (docs/native.md#jvm-flags). The command turns it off unless the JVM was started with
  * {@code -Dio.netty.leakDetection.level=...} (or Netty's older {@code io.netty.noResourceLeakDetection}), which is
  * then left as given: {@code -Dio.netty.leakDetection.level=simple} brings the sampling back. The test suite runs
  * with {@code paranoid}, so every leak is still caught before a release; an embedding application keeps Netty's
