@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
@@ -100,6 +101,7 @@ public record ConversationParams(String conversationId, String subagentAffinityI
   }
 
   /** Writes {@code conversation_id} only. */
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
   static final class Serializer extends JsonSerializer<ConversationParams> {
     @Override
     public void serialize(ConversationParams value, JsonGenerator gen, SerializerProvider serializers)

@@ -1,22 +1,39 @@
 package dev.affinity.protocol;
 
-import com.fasterxml.jackson.annotation.JsonCreator;
-import com.fasterxml.jackson.annotation.JsonValue;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.SerializedString;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import java.io.IOException;
 
-/** {@code disaggregated_params.request_type}, written as its wire string. */
+/**
+ * {@code disaggregated_params.request_type}, written as its wire string. Read and written by the nested classes rather
+ * than {@code @JsonValue}/{@code @JsonCreator}, which call the accessor and the factory through reflection on every
+ * leg (and read each value into a tree first).
+ */
+@JsonSerialize(using = DisaggRequestType.Serializer.class)
+@JsonDeserialize(using = DisaggRequestType.Deserializer.class)
 public enum DisaggRequestType {
   CONTEXT_ONLY("context_only"),
   GENERATION_ONLY("generation_only"),
   CONTEXT_AND_GENERATION("context_and_generation");
 
   private final String wire;
+  private final SerializedString encoded;
 
   DisaggRequestType(String wire) {
     this.wire = wire;
+    this.encoded = new SerializedString(wire);
   }
 
-  @JsonValue
   public String wire() {
     return wire;
   }
@@ -32,11 +49,24 @@ public enum DisaggRequestType {
         "must be one of context_only, generation_only, context_and_generation (got '" + value + "')");
   }
 
-  @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-  static DisaggRequestType fromJson(JsonNode node) {
-    if (!node.isTextual()) {
-      throw ProtocolException.invalidField("", "expected a string but got " + Json.describe(node));
+  /** The wire string of each constant, or the error {@link #fromWire} names; anything else is named by its type. */
+  static final class Deserializer extends JsonDeserializer<DisaggRequestType> {
+    @Override
+    public DisaggRequestType deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+      if (p.currentToken() != JsonToken.VALUE_STRING) {
+        JsonNode node = ctxt.readTree(p);
+        throw ProtocolException.invalidField("", "expected a string but got " + Json.describe(node));
+      }
+      return fromWire(p.getText());
     }
-    return fromWire(node.textValue());
+  }
+
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  static final class Serializer extends JsonSerializer<DisaggRequestType> {
+    @Override
+    public void serialize(DisaggRequestType value, JsonGenerator gen, SerializerProvider serializers)
+        throws IOException {
+      gen.writeString(value.encoded);
+    }
   }
 }

@@ -1,10 +1,25 @@
 package dev.affinity.protocol;
 
-import com.fasterxml.jackson.annotation.JsonCreator;
-import com.fasterxml.jackson.annotation.JsonValue;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import java.io.IOException;
 
-/** {@code disaggregated_params.schedule_style}, an integer on the wire (upstream {@code DisaggScheduleStyle}). */
+/**
+ * {@code disaggregated_params.schedule_style}, an integer on the wire (upstream {@code DisaggScheduleStyle}). Read and
+ * written by the nested classes rather than {@code @JsonValue}/{@code @JsonCreator}, which go through reflection (and a
+ * tree) on every leg.
+ */
+@JsonSerialize(using = DisaggScheduleStyle.Serializer.class)
+@JsonDeserialize(using = DisaggScheduleStyle.Deserializer.class)
 public enum DisaggScheduleStyle {
   CONTEXT_FIRST(0),
   GENERATION_FIRST(1);
@@ -15,7 +30,6 @@ public enum DisaggScheduleStyle {
     this.code = code;
   }
 
-  @JsonValue
   public int code() {
     return code;
   }
@@ -31,11 +45,24 @@ public enum DisaggScheduleStyle {
         "must be 0 (context first) or 1 (generation first) (got " + code + ")");
   }
 
-  @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-  static DisaggScheduleStyle fromJson(JsonNode node) {
-    if (!node.isInt()) {
-      throw ProtocolException.invalidField("", "expected 0 or 1 but got " + Json.describe(node));
+  /** 0 or 1 as a JSON int, or the error {@link #fromCode} names; anything else is named by its type. */
+  static final class Deserializer extends JsonDeserializer<DisaggScheduleStyle> {
+    @Override
+    public DisaggScheduleStyle deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+      if (p.currentToken() != JsonToken.VALUE_NUMBER_INT || p.getNumberType() != JsonParser.NumberType.INT) {
+        JsonNode node = ctxt.readTree(p);
+        throw ProtocolException.invalidField("", "expected 0 or 1 but got " + Json.describe(node));
+      }
+      return fromCode(p.getIntValue());
     }
-    return fromCode(node.intValue());
+  }
+
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  static final class Serializer extends JsonSerializer<DisaggScheduleStyle> {
+    @Override
+    public void serialize(DisaggScheduleStyle value, JsonGenerator gen, SerializerProvider serializers)
+        throws IOException {
+      gen.writeNumber(value.code);
+    }
   }
 }

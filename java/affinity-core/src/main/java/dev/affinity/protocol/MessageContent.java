@@ -1,12 +1,16 @@
 package dev.affinity.protocol;
 
-import com.fasterxml.jackson.annotation.JsonValue;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +23,7 @@ import java.util.stream.Collectors;
  * because chat templates can tell a {@code null} content from a missing one; a message without
  * {@code content} has a null {@link ChatMessage#content()}.
  */
+@JsonSerialize(using = MessageContent.Serializer.class)
 @JsonDeserialize(using = MessageContent.Deserializer.class)
 public sealed interface MessageContent permits MessageContent.Text, MessageContent.Parts, MessageContent.ExplicitNull {
 
@@ -37,7 +42,7 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
   }
 
   /** String content. */
-  record Text(@JsonValue String value) implements MessageContent {
+  record Text(String value) implements MessageContent {
     public Text {
       Objects.requireNonNull(value, "value");
     }
@@ -49,7 +54,7 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
   }
 
   /** Array content. */
-  record Parts(@JsonValue List<ContentPart> parts) implements MessageContent {
+  record Parts(List<ContentPart> parts) implements MessageContent {
     public Parts {
       parts = List.copyOf(parts);
     }
@@ -64,14 +69,31 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
   enum ExplicitNull implements MessageContent {
     INSTANCE;
 
-    @JsonValue
-    Object json() {
-      return null;
-    }
-
     @Override
     public String text() {
       return "";
+    }
+  }
+
+  /**
+   * Writes the string, the array of parts or null (not {@code @JsonValue}, which reads the value by reflection for
+   * every message of every leg).
+   */
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  final class Serializer extends JsonSerializer<MessageContent> {
+    @Override
+    public void serialize(MessageContent value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+      if (value instanceof Text t) {
+        gen.writeString(t.value());
+      } else if (value instanceof Parts p) {
+        gen.writeStartArray(p.parts(), p.parts().size());
+        for (ContentPart part : p.parts()) {
+          serializers.defaultSerializeValue(part, gen);
+        }
+        gen.writeEndArray();
+      } else {
+        gen.writeNull();
+      }
     }
   }
 

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
@@ -88,6 +89,7 @@ public final class OpaqueState {
     return text();
   }
 
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
   static final class Serializer extends JsonSerializer<OpaqueState> {
     @Override
     public void serialize(OpaqueState value, JsonGenerator gen, SerializerProvider serializers) throws IOException {

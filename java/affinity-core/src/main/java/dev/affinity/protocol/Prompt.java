@@ -1,11 +1,15 @@
 package dev.affinity.protocol;
 
-import com.fasterxml.jackson.annotation.JsonValue;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
+import com.fasterxml.jackson.databind.JsonSerializer;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
 import java.util.Objects;
 
@@ -14,6 +18,7 @@ import java.util.Objects;
  * string or one flat list of token ids. On input a one-element list is unwrapped ({@code ["hi"]} is
  * {@code "hi"}, {@code [[1,2]]} is {@code [1,2]}); an empty list and multi-prompt batches are rejected.
  */
+@JsonSerialize(using = Prompt.Serializer.class)
 @JsonDeserialize(using = Prompt.Deserializer.class)
 public sealed interface Prompt permits Prompt.Text, Prompt.Tokens {
 
@@ -26,18 +31,33 @@ public sealed interface Prompt permits Prompt.Text, Prompt.Tokens {
   }
 
   /** A text prompt, to be tokenized by the worker. */
-  record Text(@JsonValue String text) implements Prompt {
+  record Text(String text) implements Prompt {
     public Text {
       Objects.requireNonNull(text, "text");
     }
   }
 
   /** A pre-tokenized prompt. */
-  record Tokens(@JsonValue TokenIds ids) implements Prompt {
+  record Tokens(TokenIds ids) implements Prompt {
     public Tokens {
       Objects.requireNonNull(ids, "ids");
       if (ids.isEmpty()) {
         throw ProtocolException.invalidField("prompt", "must not be empty");
+      }
+    }
+  }
+
+  /**
+   * Writes the string or the array of ids (not {@code @JsonValue}, which reads the value by reflection on every leg).
+   */
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  final class Serializer extends JsonSerializer<Prompt> {
+    @Override
+    public void serialize(Prompt value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+      if (value instanceof Text t) {
+        gen.writeString(t.text());
+      } else {
+        ((Tokens) value).ids().write(gen);
       }
     }
   }

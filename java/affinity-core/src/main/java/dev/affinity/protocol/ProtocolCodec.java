@@ -67,6 +67,11 @@ public final class ProtocolCodec {
 
   public ProtocolCodec() {}
 
+  /** The one mapper, for tests that look at the (de)serializers it resolves. */
+  static ObjectMapper sharedMapper() {
+    return SHARED;
+  }
+
   private static ObjectMapper newMapper() {
     JsonMapper m = JsonMapper.builder()
         .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
@@ -70,6 +71,7 @@ public record StringOrList(List<String> values, boolean single) {
     }
   }
 
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
   static final class Serializer extends JsonSerializer<StringOrList> {
     @Override
     public void serialize(StringOrList value, JsonGenerator gen, SerializerProvider serializers)

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
@@ -134,6 +135,11 @@ public final class TokenIds {
     gen.writeArray(ids, 0, ids.length);
   }
 
+  /** Writes the ids as a JSON array of ints. */
+  void write(JsonGenerator gen) throws IOException {
+    gen.writeArray(ids, 0, ids.length);
+  }
+
   static final class Deserializer extends JsonDeserializer<TokenIds> {
     @Override
     public TokenIds deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
@@ -141,10 +147,11 @@ public final class TokenIds {
     }
   }
 
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
   static final class Serializer extends JsonSerializer<TokenIds> {
     @Override
     public void serialize(TokenIds value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
-      gen.writeArray(value.ids, 0, value.ids.length);
+      value.write(gen);
     }
   }
 

@@ -152,6 +152,29 @@ class DisaggregatedParamsTest {
   }
 
   @Test
+  void enumErrorsNameTheValueTheyGot() {
+    assertMessage("disaggregated_params.request_type: expected a string but got an integer", "{\"request_type\":1}");
+    assertMessage("disaggregated_params.request_type: expected a string but got an object",
+        "{\"request_type\":{\"a\":1}}");
+    String ctx = "{\"request_type\":\"context_only\",\"schedule_style\":";
+    assertMessage("disaggregated_params.schedule_style: expected 0 or 1 but got a string", ctx + "\"0\"}");
+    assertMessage("disaggregated_params.schedule_style: expected 0 or 1 but got a number", ctx + "1.0}");
+    assertMessage("disaggregated_params.schedule_style: expected 0 or 1 but got an integer", ctx + "4294967296}");
+    assertMessage("disaggregated_params.schedule_style: expected 0 or 1 but got an array", ctx + "[0]}");
+    assertMessage("disaggregated_params.schedule_style: must be 0 (context first) or 1 (generation first) (got 2)",
+        ctx + "2}");
+    DisaggregatedParams p = CODEC.parseCompletionRequest(utf8("{\"model\":\"m\",\"prompt\":\"p\","
+        + "\"disaggregated_params\":" + ctx + "1}}")).disaggregatedParams();
+    assertEquals(DisaggScheduleStyle.GENERATION_FIRST, p.scheduleStyle());
+  }
+
+  private static void assertMessage(String message, String params) {
+    ProtocolException e = assertThrows(ProtocolException.class, () -> CODEC.parseCompletionRequest(
+        utf8("{\"model\":\"m\",\"prompt\":\"p\",\"disaggregated_params\":" + params + "}")));
+    assertEquals(message, e.getMessage());
+  }
+
+  @Test
   void builderCanCarryFutureFields() {
     DisaggregatedParams p = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
         .putExtra("new_field", TextNode.valueOf("v")).build();
