@@ -101,7 +101,7 @@ public record ConversationParams(String conversationId, String subagentAffinityI
   }
 
   /** Writes {@code conversation_id} only. */
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<ConversationParams> {
     @Override
     public void serialize(ConversationParams value, JsonGenerator gen, SerializerProvider serializers)

@@ -61,7 +61,7 @@ public enum DisaggRequestType {
     }
   }
 
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<DisaggRequestType> {
     @Override
     public void serialize(DisaggRequestType value, JsonGenerator gen, SerializerProvider serializers)

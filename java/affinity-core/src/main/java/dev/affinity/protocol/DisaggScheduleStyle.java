@@ -57,7 +57,7 @@ public enum DisaggScheduleStyle {
     }
   }
 
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<DisaggScheduleStyle> {
     @Override
     public void serialize(DisaggScheduleStyle value, JsonGenerator gen, SerializerProvider serializers)

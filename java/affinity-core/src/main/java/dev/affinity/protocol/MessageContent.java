@@ -79,7 +79,7 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
    * Writes the string, the array of parts or null (not {@code @JsonValue}, which reads the value by reflection for
    * every message of every leg).
    */
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   final class Serializer extends JsonSerializer<MessageContent> {
     @Override
     public void serialize(MessageContent value, JsonGenerator gen, SerializerProvider serializers) throws IOException {

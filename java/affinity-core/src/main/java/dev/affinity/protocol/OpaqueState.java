@@ -89,7 +89,7 @@ public final class OpaqueState {
     return text();
   }
 
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<OpaqueState> {
     @Override
     public void serialize(OpaqueState value, JsonGenerator gen, SerializerProvider serializers) throws IOException {

@@ -50,7 +50,7 @@ public sealed interface Prompt permits Prompt.Text, Prompt.Tokens {
   /**
    * Writes the string or the array of ids (not {@code @JsonValue}, which reads the value by reflection on every leg).
    */
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   final class Serializer extends JsonSerializer<Prompt> {
     @Override
     public void serialize(Prompt value, JsonGenerator gen, SerializerProvider serializers) throws IOException {

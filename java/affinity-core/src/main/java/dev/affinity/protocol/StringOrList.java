@@ -71,7 +71,7 @@ public record StringOrList(List<String> values, boolean single) {
     }
   }
 
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<StringOrList> {
     @Override
     public void serialize(StringOrList value, JsonGenerator gen, SerializerProvider serializers)

@@ -147,7 +147,7 @@ public final class TokenIds {
     }
   }
 
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializers)
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<TokenIds> {
     @Override
     public void serialize(TokenIds value, JsonGenerator gen, SerializerProvider serializers) throws IOException {

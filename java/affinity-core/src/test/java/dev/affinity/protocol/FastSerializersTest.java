@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Test;
  * The records written on every leg keep Blackbird's generated accessors: Blackbird falls back to reflective
  * {@code Method.invoke} for a property whose serializer is not a standard one ({@code @JacksonStdImpl}, not
  * {@link ToStringSerializer}), and {@code @JsonValue} reads its value by reflection too (2.6% of the frontend's CPU in
- * a profile at c=16 before the protocol's own serializers were marked).
+ * a profile at c=16 before the protocol's own serializers were marked). A property whose value is another record is
+ * walked into rather than checked: Blackbird treats databind's bean serializer as non-standard as well and reads such a
+ * property (and each record's {@code extra} any-getter) by reflection, which no annotation here can change.
  */
 class FastSerializersTest {
 
