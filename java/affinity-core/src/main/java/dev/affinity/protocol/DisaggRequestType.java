@@ -26,22 +26,21 @@ public enum DisaggRequestType {
   GENERATION_ONLY("generation_only"),
   CONTEXT_AND_GENERATION("context_and_generation");
 
-  private final String wire;
-  private final SerializedString encoded;
+  /** The wire string, encoded once for the serializer. */
+  private final SerializedString wire;
 
   DisaggRequestType(String wire) {
-    this.wire = wire;
-    this.encoded = new SerializedString(wire);
+    this.wire = new SerializedString(wire);
   }
 
   public String wire() {
-    return wire;
+    return wire.getValue();
   }
 
   /** The constant for a wire string. */
   public static DisaggRequestType fromWire(String value) {
     for (DisaggRequestType t : values()) {
-      if (t.wire.equals(value)) {
+      if (t.wire().equals(value)) {
         return t;
       }
     }
@@ -66,7 +65,7 @@ public enum DisaggRequestType {
     @Override
     public void serialize(DisaggRequestType value, JsonGenerator gen, SerializerProvider serializers)
         throws IOException {
-      gen.writeString(value.encoded);
+      gen.writeString(value.wire);
     }
   }
 }

@@ -57,7 +57,7 @@ public sealed interface Prompt permits Prompt.Text, Prompt.Tokens {
       if (value instanceof Text t) {
         gen.writeString(t.text());
       } else {
-        ((Tokens) value).ids().write(gen);
+        ((Tokens) value).ids().writeTo(gen);
       }
     }
   }

@@ -135,11 +135,6 @@ public final class TokenIds {
     gen.writeArray(ids, 0, ids.length);
   }
 
-  /** Writes the ids as a JSON array of ints. */
-  void write(JsonGenerator gen) throws IOException {
-    gen.writeArray(ids, 0, ids.length);
-  }
-
   static final class Deserializer extends JsonDeserializer<TokenIds> {
     @Override
     public TokenIds deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
@@ -151,7 +146,7 @@ public final class TokenIds {
   static final class Serializer extends JsonSerializer<TokenIds> {
     @Override
     public void serialize(TokenIds value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
-      value.write(gen);
+      value.writeTo(gen);
     }
   }
 

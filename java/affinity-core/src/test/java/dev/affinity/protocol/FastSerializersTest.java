@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import com.fasterxml.jackson.databind.ser.BeanPropertyWriter;
 import com.fasterxml.jackson.databind.ser.PropertyWriter;
 import com.fasterxml.jackson.databind.ser.std.ToStringSerializer;
@@ -66,8 +67,7 @@ class FastSerializersTest {
       }
       Class<?> raw = bw.getType().getRawClass();
       JsonSerializer<Object> s = bw.hasSerializer() ? bw.getSerializer()
-          : raw == Object.class || raw.isInterface() && !raw.isAnnotationPresent(
-              com.fasterxml.jackson.databind.annotation.JsonSerialize.class) ? null
+          : raw == Object.class || raw.isInterface() && !raw.isAnnotationPresent(JsonSerialize.class) ? null
           : provider.findValueSerializer(raw);
       if (s == null) {
         continue; // resolved per value (JsonNode and sealed interfaces): Jackson's own serializers
