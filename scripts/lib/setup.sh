@@ -99,3 +99,6 @@ affinity_ensure_test_models() {
 # JVM flags for every launcher: see docs/native.md.
 AFFINITY_JVM_FLAGS=(--enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.maxPhysicalBytes=0 -Dorg.bytedeco.javacpp.maxBytes=0
   -XX:Tier4LoadFeedback=1000)
+# Transparent huge pages for the heap and the code cache (a Linux-only JVM flag; where the kernel's THP mode is
+# "never" it asks for nothing and changes nothing).
+if [ "$(uname -s)" = Linux ]; then AFFINITY_JVM_FLAGS+=(-XX:+UseTransparentHugePages); fi
