@@ -535,3 +535,99 @@ TEST(executors_outlive_their_domain_handle) {
   const int64_t g2 = b->enqueue(genSpec(prompt, 8, c2, 6));
   CHECK_EQ(finalOf(runAll(*b), g2).finishReason, fin(FinishReason::kLength));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Wake-ups: a request that waits for KV starts as soon as KV is freed from outside an iteration
+// (issue 43: a context worker's queued legs waited for the next hold deadline, with its KV free).
+
+namespace {
+
+/// A real-clock executor of one rank of 4 blocks (8 tokens each) whose holds last an hour: two held
+/// contexts of 15 tokens (2 blocks each) fill it.
+const char* kFullCfg =
+    R"({"clock":{"mode":"real","time_scale":0.001},"tokens_per_block":8,"kv_blocks_per_rank":4,)"
+    R"("context_hold_timeout_ms":3600000})";
+
+/// Every response until request id's final one; fails after 30 s (the bug waits an hour).
+Response awaitFinal(Executor& e, int64_t id, std::vector<Response>& got) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  ResponseBatch b;
+  while (finals(got).count(id) == 0 && std::chrono::steady_clock::now() < deadline) {
+    e.awaitResponses(b, 16, 100000);
+    for (auto& r : b.responses) got.push_back(r);
+  }
+  return finalOf(got, id);
+}
+
+/// Polls until pred holds (it reads the executor under its lock); fails after 30 s.
+template <typename Pred>
+void awaitState(Pred pred, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) throw check::Failure(std::string("timed out waiting for ") + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// Fills the executor's KV with two held contexts, then queues a third request and waits until the
+/// scheduler has routed it to the rank and found no room. The scheduler takes the lock for the whole
+/// of one pass and releases it only by waiting on its condition variable, so once the queued request
+/// is visible the scheduler is asleep (until the hold deadline, an hour away): the interleaving the
+/// test needs, reached without any timing assumption. Returns the two held contexts' responses and
+/// the queued request's id.
+std::pair<std::vector<Response>, int64_t> fillAndQueue(Executor& e) {
+  std::vector<Response> got;
+  const int64_t a = e.enqueue(ctxSpec(seqTokens(100, 15), 4, 1, 1));
+  const int64_t b = e.enqueue(ctxSpec(seqTokens(200, 15), 4, 2, 2));
+  std::vector<Response> held{awaitFinal(e, a, got), awaitFinal(e, b, got)};
+  CHECK(held[0].hasContextPhase && held[1].hasContextPhase);
+  CHECK_EQ(heldContexts(e), 2);
+  CHECK_EQ(usedAll(e), 4);
+  const int64_t q = e.enqueue(ctxSpec(seqTokens(300, 15), 4, 3, 3));
+  awaitState([&] { return kvStats(e).queuedRequests == 1; }, "the third request to queue for KV");
+  CHECK_EQ(usedAll(e), 4);
+  return {held, q};
+}
+
+}  // namespace
+
+TEST(a_request_waiting_for_kv_starts_when_a_held_context_is_released) {
+  // The worker process's /release_context (and a cancelled hold): Executor::cancel of the held context.
+  auto e = make(kFullCfg);
+  auto [held, q] = fillAndQueue(*e);
+  e->cancel(held[0].ctxRequestId);
+  std::vector<Response> got;
+  CHECK(awaitFinal(*e, q, got).hasContextPhase);
+  CHECK_EQ(heldContexts(*e), 2);  // the new context is held in the freed blocks
+}
+
+TEST(a_request_waiting_for_kv_starts_when_a_generation_executor_pulls_a_context) {
+  HandoffDomain fleet;
+  auto e = make(kFullCfg, &fleet);
+  auto [held, q] = fillAndQueue(*e);
+  auto gen = make(R"({"clock":{"mode":"real","time_scale":0.001},"tokens_per_block":8})", &fleet);
+  const int64_t g = gen->enqueue(genSpec(seqTokens(100, 15), 4, held[0], 1));
+  std::vector<Response> genGot;
+  CHECK_EQ(awaitFinal(*gen, g, genGot).finishReason, fin(FinishReason::kLength));
+  std::vector<Response> got;
+  CHECK(awaitFinal(*e, q, got).hasContextPhase);
+}
+
+TEST(a_request_waiting_for_kv_starts_when_the_request_ahead_of_it_is_cancelled) {
+  // Head of line: the first waiting request needs 3 blocks, more than a released hold frees (2); the one
+  // behind it needs 1 and waits in line. Cancelling the first frees no KV but lets the second start.
+  auto e = make(kFullCfg);
+  std::vector<Response> got;
+  const int64_t a = e->enqueue(ctxSpec(seqTokens(100, 15), 4, 1, 1));
+  const int64_t b = e->enqueue(ctxSpec(seqTokens(200, 15), 4, 2, 2));
+  const Response heldA = awaitFinal(*e, a, got);
+  awaitFinal(*e, b, got);
+  e->cancel(heldA.ctxRequestId);
+  const int64_t big = e->enqueue(ctxSpec(seqTokens(300, 23), 4, 3, 3));   // 3 blocks
+  const int64_t small = e->enqueue(ctxSpec(seqTokens(400, 7), 4, 4, 4));  // 1 block, behind it
+  awaitState([&] { return kvStats(*e).queuedRequests == 2; }, "both requests to queue for KV");
+  CHECK_EQ(usedAll(*e), 2);
+  e->cancel(big);
+  CHECK(awaitFinal(*e, small, got).hasContextPhase);
+  CHECK_EQ(finalOf(got, big).finishReason, fin(FinishReason::kCancelled));
+}

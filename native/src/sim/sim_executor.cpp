@@ -751,7 +751,17 @@ bool SimExecutor::releaseHeldLocked(int64_t ctxRequestId) {
 
 bool SimExecutor::releaseHeldContext(int64_t ctxRequestId) {
   std::lock_guard<std::mutex> lk(mu_);
-  return releaseHeldLocked(ctxRequestId);
+  const bool released = releaseHeldLocked(ctxRequestId);
+  if (released) wakeSchedulerLocked();
+  return released;
+}
+
+void SimExecutor::wakeSchedulerLocked() {
+  // The scheduler sleeps when no request can start (KV full, batch full, head of line blocked) until
+  // the next enqueue or hold deadline. A change made outside its pass that may let a request start
+  // (KV freed, a request ahead of others gone) wakes it, or the waiting requests wait for that
+  // deadline with the room already free.
+  workCv_.notify_all();
 }
 
 void SimExecutor::expireHoldsLocked(int64_t now) {
@@ -770,10 +780,14 @@ int64_t SimExecutor::nextWakeLocked() const {
 
 void SimExecutor::cancel(int64_t requestId) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (releaseHeldLocked(requestId)) return;
+  if (releaseHeldLocked(requestId)) {
+    wakeSchedulerLocked();
+    return;
+  }
   auto it = reqs_.find(requestId);
   if (it == reqs_.end()) return;
   finalizeLocked(it->second, FinishReason::kCancelled, "cancelled", nowLocked(), false);
+  wakeSchedulerLocked();
 }
 
 void SimExecutor::endConversation(const std::string& conversationId) {

@@ -123,6 +123,7 @@ class SimExecutor final : public Executor, public detail::ContextHolder {
   void eraseLocked(int64_t id);
   void expireHoldsLocked(int64_t now);
   bool releaseHeldLocked(int64_t ctxRequestId);
+  void wakeSchedulerLocked();
   int64_t nextWakeLocked() const;
   void extendHashes(Req& r, int32_t computedTokens) const;
   /// Each of a request's blocks' retention, from its KvCacheRetentionConfig.
