@@ -40,7 +40,12 @@ final class FailedLegs {
   /** {@code leg} of the current attempt failed where {@code sel} points. */
   void failed(Leg leg, Selection sel, WorkerFailure failure) {
     String fleet = leg.fleet().name().toLowerCase();
-    log.debug("request {}: {} leg on {} failed: {}", flow.requestId(), fleet, sel.worker().id(), failure);
+    if (failure.kind() == WorkerFailure.Kind.TIMEOUT) {
+      // a stalled worker is worth an operator's eye: the leg spent its whole share of the request's budget
+      log.warn("request {}: {} leg on {} timed out: {}", flow.requestId(), fleet, sel.worker().id(), failure);
+    } else {
+      log.debug("request {}: {} leg on {} failed: {}", flow.requestId(), fleet, sel.worker().id(), failure);
+    }
     int retries = flow.retries();
     boolean afterBytes = failure.afterFirstByte() || flow.streamStarted();
     if (failure.retryable() && !afterBytes && retries < flow.settings().maxRetries()) {

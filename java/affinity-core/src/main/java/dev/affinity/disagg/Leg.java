@@ -143,6 +143,18 @@ final class Leg {
     excluded.add(workerId);
   }
 
+  /**
+   * After {@code worker} failed this request and was excluded: when it is still alive and no other live worker of
+   * the fleet is left, takes it back (the request retries there rather than finding no worker) and returns true.
+   */
+  boolean readmitIfOnlyLiveWorker(Worker worker) {
+    if (!worker.isAlive() || mayServe()) {
+      return false;
+    }
+    excluded.remove(worker.id());
+    return true;
+  }
+
   void reserve(Selection sel) {
     reserved = sel;
   }

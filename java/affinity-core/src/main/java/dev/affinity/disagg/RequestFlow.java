@@ -36,6 +36,8 @@ import org.slf4j.LoggerFactory;
  */
 final class RequestFlow {
   private static final Logger log = LoggerFactory.getLogger(RequestFlow.class);
+  /** The first back-off before a retry on the worker that just failed (the fleet's only live one). */
+  static final Duration RETRY_BACKOFF = Duration.ofMillis(100);
 
   private final DisaggService service;
   private final AdmittedRequest admitted;
@@ -294,7 +296,36 @@ final class RequestFlow {
       resume.start(resumed);
     }
     route = firstRoute();
-    service.schedule().start(this);
+    if (leg.readmitIfOnlyLiveWorker(sel.worker())) {
+      retryAfterBackoff(leg, sel, failure);
+    } else {
+      service.schedule().start(this);
+    }
+  }
+
+  /**
+   * The failed worker is the fleet's only live one: the new attempt goes back to it after a back-off instead of
+   * failing for want of a worker (a transient failure: a stall, a restart, a 5xx). Each attempt's leg timeout is its
+   * share of the request's budget, so the attempt has its time; the back-off (doubling from {@link #RETRY_BACKOFF},
+   * at most a tenth of that share) takes little of it, and the request's own timeout still ends the request.
+   */
+  private void retryAfterBackoff(Leg leg, Selection sel, WorkerFailure failure) {
+    long shift = Math.min(retries - 1, 10);
+    Duration backoff = RETRY_BACKOFF.multipliedBy(1L << shift);
+    Duration cap = share(inputs.legTimeout(), 10);
+    if (backoff.compareTo(cap) > 0) {
+      backoff = cap;
+    }
+    log.info("request {}: {} worker {} failed ({}) and is the only live one; retrying there in {} ms", requestId,
+        leg.fleet().name().toLowerCase(), sel.worker().id(), failure, backoff.toMillis());
+    long attempt = requestId;
+    service.scheduler().schedule(() -> {
+      synchronized (lock) {
+        if (isCurrent(attempt)) {
+          service.schedule().start(this);
+        }
+      }
+    }, backoff);
   }
 
   int retries() {

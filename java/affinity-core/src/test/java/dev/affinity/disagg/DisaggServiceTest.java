@@ -109,15 +109,31 @@ class DisaggServiceTest {
   /** A scheduler whose tasks run only when the test says so. */
   static final class ManualScheduler implements Scheduler {
     final List<Runnable> tasks = new ArrayList<>();
+    final List<Duration> delays = new ArrayList<>();
 
     @Override
     public Runnable schedule(Runnable task, Duration delay) {
       tasks.add(task);
-      return () -> tasks.remove(task);
+      delays.add(delay);
+      return () -> {
+        int i = tasks.indexOf(task);
+        if (i >= 0) {
+          tasks.remove(i);
+          delays.remove(i);
+        }
+      };
     }
 
     void fireAll() {
       new ArrayList<>(tasks).forEach(Runnable::run);
+    }
+
+    /** Runs the task scheduled last (not the request's timeout, scheduled first) and returns its delay. */
+    Duration fireLast() {
+      Runnable task = tasks.remove(tasks.size() - 1);
+      Duration delay = delays.remove(delays.size() - 1);
+      task.run();
+      return delay;
     }
   }
 
@@ -461,9 +477,13 @@ class DisaggServiceTest {
     g2.alive = false;
     RecordingSink first = new RecordingSink();
     handle(completion(false), headers(), first);
-    assertEquals(List.of("fail 503"), first.events, "the retry finds no other generation worker");
+    assertEquals(List.of(), first.events, "genA is the only live generation worker: the retry waits a back-off");
     assertEquals(1, c.released.size(), "the context whose generation failed was released");
-    assertEquals(1, c.received.size(), "and the retry ran no second context: no generation worker was left for it");
+    assertEquals(1, c.received.size(), "and the retry has not run yet");
+    scheduler.fireLast();
+    assertEquals(List.of("fail 502"), first.events, "genA failed the retry too: max_retries 1 spent");
+    assertEquals(2, c.received.size(), "the retry started from the context leg");
+    assertEquals(2, c.released.size());
     g2.alive = true;
     RecordingSink second = new RecordingSink();
     handle(completion(false), headers(), second);
@@ -553,6 +573,82 @@ class DisaggServiceTest {
     assertEquals(List.of("fail 400"), b.events);
     assertEquals("x-session-id", b.error.error().param());
     assertEquals(0, c.received.size(), "no bad request reaches a worker");
+    assertAllReleased();
+  }
+
+  @Test
+  void aTransientFailureOfTheOnlyWorkerIsRetriedThereAfterABackoff() {
+    // issue 43: the fleet's only context worker stalled one leg past its timeout; the request is not a 503
+    // "1 known, 1 excluded" while its budget has room: it goes back to that worker after a back-off.
+    int[] calls = {0};
+    ScriptedWorker c = new ScriptedWorker("ctx0", (r, l) -> {
+      if (calls[0]++ == 0) {
+        l.onError(new WorkerFailure(WorkerFailure.Kind.TIMEOUT, 0, "leg timed out", false));
+      } else {
+        context("length").accept(r, l);
+      }
+    });
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers("x-session-id", "only"), sink);
+    assertEquals(List.of(), sink.events, "no 503: the retry waits");
+    assertEquals(RequestFlow.RETRY_BACKOFF, scheduler.fireLast());
+    assertEquals(List.of("respond"), sink.events);
+    assertEquals(2, c.received.size());
+    assertNotEquals(c.received.get(0).requestId(), c.received.get(1).requestId(), "the retry re-issued the id");
+    assertEquals("ctx0", sink.route.ctxWorker());
+    assertAllReleased();
+  }
+
+  @Test
+  void theBackoffDoublesPerRetryAndIsBoundedByTheLegsShare() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", failing(WorkerFailure.Kind.SERVER_ERROR, 503));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 5, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    List<Duration> backoffs = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      backoffs.add(scheduler.fireLast());
+    }
+    // 30 s budget / (1 + 5) = 5 s per attempt; a back-off is at most a tenth of it
+    assertEquals(List.of(Duration.ofMillis(100), Duration.ofMillis(200), Duration.ofMillis(400), Duration.ofMillis(500),
+        Duration.ofMillis(500)), backoffs);
+    assertEquals(List.of("fail 502"), sink.events, "max_retries spent: the worker's own failure, not a 503");
+    assertTrue(sink.error.error().message().contains("after 5 retries"), sink.error.error().message());
+    assertEquals(6, c.received.size());
+    assertAllReleased();
+  }
+
+  @Test
+  void aRetryWaitingForItsBackoffEndsWithTheRequest() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", failing(WorkerFailure.Kind.CONNECT, 0));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    scheduler.tasks.get(0).run();  // the request's timeout comes first
+    assertEquals(List.of("fail 504"), sink.events);
+    scheduler.fireLast();  // the back-off ends after the request: nothing is sent
+    assertEquals(1, c.received.size());
+    assertEquals(List.of("fail 504"), sink.events);
+    assertAllReleased();
+  }
+
+  @Test
+  void aDeadOnlyWorkerIsNotRetried() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", null);
+    c.script = (r, l) -> {
+      c.alive = false;  // the failure took it out of the fleet (health checks, membership)
+      l.onError(new WorkerFailure(WorkerFailure.Kind.CONNECT, 0, "refused", false));
+    };
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    assertEquals(List.of("fail 503"), sink.events);
+    assertEquals(1, c.received.size());
     assertAllReleased();
   }
 
