@@ -144,11 +144,12 @@ final class Leg {
   }
 
   /**
-   * After {@code worker} failed this request and was excluded: when it is still alive and no other live worker of
-   * the fleet is left, takes it back (the request retries there rather than finding no worker) and returns true.
+   * After {@code worker} failed this request with {@code failure} and was excluded: when the failure is transient
+   * ({@link WorkerFailure#transientOnWorker}), the worker is still alive and no other live worker of the fleet is
+   * left, takes it back (the request retries there rather than finding no worker) and returns true.
    */
-  boolean readmitIfOnlyLiveWorker(Worker worker) {
-    if (!worker.isAlive() || mayServe()) {
+  boolean readmitIfOnlyLiveWorker(Worker worker, WorkerFailure failure) {
+    if (!failure.transientOnWorker() || !worker.isAlive() || mayServe()) {
       return false;
     }
     excluded.remove(worker.id());

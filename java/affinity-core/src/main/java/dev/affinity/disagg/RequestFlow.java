@@ -296,7 +296,7 @@ final class RequestFlow {
       resume.start(resumed);
     }
     route = firstRoute();
-    if (leg.readmitIfOnlyLiveWorker(sel.worker())) {
+    if (leg.readmitIfOnlyLiveWorker(sel.worker(), failure)) {
       retryAfterBackoff(leg, sel, failure);
     } else {
       service.schedule().start(this);
@@ -304,8 +304,8 @@ final class RequestFlow {
   }
 
   /**
-   * The failed worker is the fleet's only live one: the new attempt goes back to it after a back-off instead of
-   * failing for want of a worker (a transient failure: a stall, a restart, a 5xx). Each attempt's leg timeout is its
+   * The failed worker is the fleet's only live one and its failure was transient (a stall, a 5xx, a reset): the new
+   * attempt goes back to it after a back-off instead of failing for want of a worker. Each attempt's leg timeout is its
    * share of the request's budget, so the attempt has its time; the back-off (doubling from {@link #RETRY_BACKOFF},
    * at most a tenth of that share) takes little of it, and the request's own timeout still ends the request.
    */

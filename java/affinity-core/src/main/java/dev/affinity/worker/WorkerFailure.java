@@ -44,6 +44,15 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
   }
 
   /**
+   * Whether the same worker may well serve a retry: it stalled (the leg timed out), answered 5xx or reset the
+   * connection. Not a refused connection (nothing listens there: the worker is down or restarting) and nothing that
+   * is not {@link #retryable()}.
+   */
+  public boolean transientOnWorker() {
+    return retryable() && kind != Kind.CONNECT;
+  }
+
+  /**
    * Whether a streamed answer this failure cut may continue on another worker: a worker that died, reset its
    * connection or answered 5xx, whenever it happened; never 4xx, never an error the executor reported for the request,
    * never a cancellation, and never the leg's timeout (its budget is the request's: a continuation would only run

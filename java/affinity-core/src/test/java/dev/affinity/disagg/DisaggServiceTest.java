@@ -477,13 +477,9 @@ class DisaggServiceTest {
     g2.alive = false;
     RecordingSink first = new RecordingSink();
     handle(completion(false), headers(), first);
-    assertEquals(List.of(), first.events, "genA is the only live generation worker: the retry waits a back-off");
+    assertEquals(List.of("fail 503"), first.events, "the retry finds no other generation worker");
     assertEquals(1, c.released.size(), "the context whose generation failed was released");
-    assertEquals(1, c.received.size(), "and the retry has not run yet");
-    scheduler.fireLast();
-    assertEquals(List.of("fail 502"), first.events, "genA failed the retry too: max_retries 1 spent");
-    assertEquals(2, c.received.size(), "the retry started from the context leg");
-    assertEquals(2, c.released.size());
+    assertEquals(1, c.received.size(), "and the retry ran no second context: no generation worker was left for it");
     g2.alive = true;
     RecordingSink second = new RecordingSink();
     handle(completion(false), headers(), second);
@@ -623,7 +619,7 @@ class DisaggServiceTest {
 
   @Test
   void aRetryWaitingForItsBackoffEndsWithTheRequest() {
-    ScriptedWorker c = new ScriptedWorker("ctx0", failing(WorkerFailure.Kind.CONNECT, 0));
+    ScriptedWorker c = new ScriptedWorker("ctx0", failing(WorkerFailure.Kind.RESET, 0));
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
     RecordingSink sink = new RecordingSink();
@@ -637,11 +633,24 @@ class DisaggServiceTest {
   }
 
   @Test
+  void theOnlyWorkerRefusingConnectionsIsNotRetried() {
+    // nothing listens there: the worker is down (or restarting), not stalled; health checks will say which
+    ScriptedWorker c = new ScriptedWorker("ctx0", failing(WorkerFailure.Kind.CONNECT, 0));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(false), headers(), sink);
+    assertEquals(List.of("fail 503"), sink.events);
+    assertEquals(1, c.received.size());
+    assertAllReleased();
+  }
+
+  @Test
   void aDeadOnlyWorkerIsNotRetried() {
     ScriptedWorker c = new ScriptedWorker("ctx0", null);
     c.script = (r, l) -> {
       c.alive = false;  // the failure took it out of the fleet (health checks, membership)
-      l.onError(new WorkerFailure(WorkerFailure.Kind.CONNECT, 0, "refused", false));
+      l.onError(new WorkerFailure(WorkerFailure.Kind.SERVER_ERROR, 503, "shutting down", false));
     };
     ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 2, List.of(c), List.of(g));
