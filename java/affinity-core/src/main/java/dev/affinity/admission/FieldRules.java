@@ -40,10 +40,6 @@ final class FieldRules {
       throw ProtocolException.invalidField("best_of", "best_of must be at least n (" + c.sampling().n() + "), got "
           + bestOf.asInt());
     }
-    if (request instanceof CompletionRequest && extra.containsKey("cache_salt")) {
-      throw ProtocolException.invalidField("cache_salt", "is accepted on chat completions only (TensorRT-LLM "
-          + "models it on chat requests): send the prompt as a chat, or leave cache_salt out");
-    }
     if (request instanceof ChatCompletionRequest chat) {
       tools(chat.tools());
       toolChoice(chat.toolChoice());

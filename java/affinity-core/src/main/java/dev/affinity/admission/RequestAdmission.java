@@ -108,7 +108,7 @@ public final class RequestAdmission {
       OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
       return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward);
     } catch (ProtocolException e) {
-      throw new RequestRejectedException(e.status(), e.toErrorResponse());
+      throw new RequestRejectedException(e);
     } catch (InvalidHeaderException e) {
       throw new RequestRejectedException(400, ErrorResponse.of(400, e.getMessage(), e.header()));
     }

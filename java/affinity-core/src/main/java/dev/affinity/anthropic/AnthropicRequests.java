@@ -84,6 +84,8 @@ public final class AnthropicRequests {
     }
     sampling(req, chat);
     stopSequences(req, chat);
+    metadata(req.get("metadata"));
+    RequestFields.MESSAGES_SERVICE_TIER.check(req.get("service_tier"));
 
     String toolChoice = toolChoice(req.get("tool_choice"));
     ArrayNode tools = tools(req.get("tools"), "none".equals(toolChoice));
@@ -111,6 +113,15 @@ public final class AnthropicRequests {
     }
     RequestFields.MESSAGES_MAX_TOKENS.check(n);
     return countTokens ? 1 : n.asInt();
+  }
+
+  /** Not used here, but checked as Anthropic's API does: an object whose {@code user_id} is a string. */
+  private static void metadata(JsonNode metadata) {
+    RequestFields.MESSAGES_METADATA.check(metadata);
+    JsonNode user = metadata == null ? null : metadata.get("user_id");
+    if (user != null && !user.isNull() && !user.isTextual()) {
+      throw ProtocolException.invalidField("metadata.user_id", "must be a string, got " + user);
+    }
   }
 
   private static void sampling(ObjectNode req, ObjectNode chat) {

@@ -14,10 +14,13 @@ import java.util.Set;
  * @param apis the request bodies that carry it
  * @param type its JSON type
  * @param range the numbers allowed (null: any finite number, or no number at all)
- * @param absent what an absent value means (a default, or the worker's own)
+ * @param values the strings allowed (empty: any string)
+ * @param absent what an absent value means (a default, or the worker's own); for {@link Type#NONE}, why the field
+ *     is refused and what to send instead (the error's words)
  * @param wording whose words the error is in
  */
-public record FieldRule(String field, Set<Api> apis, Type type, Range range, String absent, Wording wording) {
+public record FieldRule(String field, Set<Api> apis, Type type, Range range, Set<String> values, String absent,
+    Wording wording) {
 
   /** The request bodies a rule belongs to. */
   public enum Api { CHAT, COMPLETION, MESSAGES, RESPONSES }
@@ -25,7 +28,9 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
   /** A field's JSON type, with the words an error uses for it. */
   public enum Type {
     NUMBER("a number"), INTEGER("an integer"), BOOLEAN("true or false"), STRING("a string"), ARRAY("an array"),
-    OBJECT("an object"), STRING_OR_OBJECT("a string or an object");
+    OBJECT("an object"), STRING_OR_OBJECT("a string or an object"), STRING_ARRAY("an array of strings"),
+    /** No value at all: the field is refused on its APIs (an explicit null too), in the rule's own words. */
+    NONE("absent");
 
     private final String expected;
 
@@ -42,7 +47,18 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
         case ARRAY -> v.isArray();
         case OBJECT -> v.isObject();
         case STRING_OR_OBJECT -> v.isTextual() || v.isObject();
+        case STRING_ARRAY -> v.isArray() && allText(v);
+        case NONE -> false;
       };
+    }
+
+    private static boolean allText(JsonNode array) {
+      for (JsonNode item : array) {
+        if (!item.isTextual()) {
+          return false;
+        }
+      }
+      return true;
     }
   }
 
@@ -72,6 +88,7 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
 
   public FieldRule {
     apis = Set.copyOf(apis);
+    values = Set.copyOf(values);
   }
 
   /** Whether a body of {@code api} carries this field. */
@@ -86,8 +103,15 @@ public record FieldRule(String field, Set<Api> apis, Type type, Range range, Str
    * @throws ProtocolException 400 naming the field
    */
   public JsonNode check(JsonNode v) {
-    if (v == null || v.isNull()) {
+    if (v == null || v.isNull() && type != Type.NONE) {
       return v;
+    }
+    if (type == Type.NONE) {
+      throw ProtocolException.invalidField(field, absent);
+    }
+    if (!values.isEmpty() && v.isTextual() && !values.contains(v.asText())) {
+      throw ProtocolException.invalidField(field, "must be one of " + String.join(", ", new java.util.TreeSet<>(values))
+          + ", got " + v);
     }
     if (wording == Wording.CONVERTED) {
       boolean number = type == Type.INTEGER ? v.isIntegralNumber() && v.canConvertToInt() : type.matches(v);

@@ -187,12 +187,19 @@ public final class ProtocolCodec {
     if (body == null || isBlank(body)) {
       throw ProtocolException.of(status, "body is empty; expected a JSON object", null);
     }
+    boolean clientText = status == ProtocolException.BAD_REQUEST && LoneSurrogates.mayContain(body);
+    if (clientText && type != JsonNode.class) {
+      read(body, JsonNode.class, status);  // names the field of a lone surrogate, in the body's own terms
+    }
     JsonParser parser = null;
     try {
       parser = SHARED.createParser(body);
       T value = READERS.get(type).readValue(parser);
       if (value == null) {
         throw ProtocolException.of(status, "body must be a JSON object but is null", null);
+      }
+      if (clientText && value instanceof JsonNode tree) {
+        LoneSurrogates.check(tree);
       }
       if (parser.nextToken() != null) {
         JsonLocation at = parser.currentTokenLocation();

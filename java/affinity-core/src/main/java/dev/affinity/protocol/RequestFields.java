@@ -7,9 +7,11 @@ import static dev.affinity.protocol.FieldRule.Api.RESPONSES;
 import static dev.affinity.protocol.FieldRule.Type.ARRAY;
 import static dev.affinity.protocol.FieldRule.Type.BOOLEAN;
 import static dev.affinity.protocol.FieldRule.Type.INTEGER;
+import static dev.affinity.protocol.FieldRule.Type.NONE;
 import static dev.affinity.protocol.FieldRule.Type.NUMBER;
 import static dev.affinity.protocol.FieldRule.Type.OBJECT;
 import static dev.affinity.protocol.FieldRule.Type.STRING;
+import static dev.affinity.protocol.FieldRule.Type.STRING_ARRAY;
 import static dev.affinity.protocol.FieldRule.Type.STRING_OR_OBJECT;
 import static dev.affinity.protocol.FieldRule.Wording.CONVERTED;
 import static dev.affinity.protocol.FieldRule.Wording.FORWARDED;
@@ -73,6 +75,15 @@ public final class RequestFields {
       rule("skip_special_tokens", OPENAI, BOOLEAN, null, "true", FORWARDED);
   public static final FieldRule PARALLEL_TOOL_CALLS =
       rule("parallel_tool_calls", Set.of(CHAT), BOOLEAN, null, "true", FORWARDED);
+  public static final FieldRule RETURN_PERF_METRICS =
+      rule("return_perf_metrics", OPENAI, BOOLEAN, null, "the workers' return_perf_metrics", FORWARDED);
+  // Fields TensorRT-LLM models on chats only: on a completion no stock worker could take them (extra="forbid").
+  public static final FieldRule COMPLETION_PROMPT_TOKEN_IDS = refused("prompt_token_ids", Set.of(COMPLETION),
+      "is accepted on chat completions only (TensorRT-LLM models it on chat requests): send the token ids of a completion "
+          + "as its prompt, a list of integers");
+  public static final FieldRule COMPLETION_CACHE_SALT = refused("cache_salt", Set.of(COMPLETION),
+      "is accepted on chat completions only (TensorRT-LLM models it on chat requests): send the prompt as a chat, or "
+          + "leave cache_salt out");
 
   // Anthropic's Messages API.
   public static final FieldRule MESSAGES_MAX_TOKENS = rule("max_tokens", Set.of(MESSAGES), INTEGER,
@@ -83,6 +94,10 @@ public final class RequestFields {
       rule("top_p", Set.of(MESSAGES), NUMBER, Range.aboveZero(1), WORKER, CONVERTED);
   public static final FieldRule MESSAGES_TOP_K =
       rule("top_k", Set.of(MESSAGES), INTEGER, Range.closed(0, Integer.MAX_VALUE), WORKER, CONVERTED);
+  public static final FieldRule MESSAGES_METADATA =
+      rule("metadata", Set.of(MESSAGES), OBJECT, null, "none (not used by this frontend)", CONVERTED);
+  public static final FieldRule MESSAGES_SERVICE_TIER = oneOf("service_tier", Set.of(MESSAGES),
+      Set.of("auto", "standard_only"), "auto (one tier is served)", CONVERTED);
 
   // OpenAI's Responses API.
   public static final FieldRule RESPONSES_MAX_OUTPUT_TOKENS = rule("max_output_tokens", Set.of(RESPONSES), INTEGER,
@@ -91,6 +106,11 @@ public final class RequestFields {
       rule("temperature", Set.of(RESPONSES), NUMBER, Range.closed(0, 2), "1.0", CONVERTED);
   public static final FieldRule RESPONSES_TOP_P =
       rule("top_p", Set.of(RESPONSES), NUMBER, Range.aboveZero(1), "1.0", CONVERTED);
+  public static final FieldRule RESPONSES_PROMPT_CACHE_KEY =
+      rule("prompt_cache_key", Set.of(RESPONSES), STRING, null, "none (routing keys are the session headers)",
+          CONVERTED);
+  public static final FieldRule RESPONSES_INCLUDE =
+      rule("include", Set.of(RESPONSES), STRING_ARRAY, null, "nothing extra", CONVERTED);
 
   // The conversions' flags.
   public static final FieldRule STREAM = rule("stream", Set.of(MESSAGES, RESPONSES), BOOLEAN, null, "false",
@@ -104,8 +124,10 @@ public final class RequestFields {
   public static final List<FieldRule> ALL = List.of(TEMPERATURE, TOP_P, PRIORITY, TOOLS, TOOL_CHOICE, RESPONSE_FORMAT,
       CHAT_TEMPLATE_KWARGS, FIRST_GEN_LOG_PROBS, FIRST_GEN_LOGITS, CONTEXT_TRANSCEIVER_LIFECYCLE, FREQUENCY_PENALTY,
       PRESENCE_PENALTY, MIN_TOKENS, BEST_OF, SUFFIX, DETOKENIZE, SKIP_SPECIAL_TOKENS, PARALLEL_TOOL_CALLS,
-      MESSAGES_MAX_TOKENS, MESSAGES_TEMPERATURE, MESSAGES_TOP_P, MESSAGES_TOP_K, RESPONSES_MAX_OUTPUT_TOKENS,
-      RESPONSES_TEMPERATURE, RESPONSES_TOP_P, STREAM, RESPONSES_STORE, RESPONSES_BACKGROUND);
+      RETURN_PERF_METRICS, COMPLETION_PROMPT_TOKEN_IDS, COMPLETION_CACHE_SALT, MESSAGES_MAX_TOKENS,
+      MESSAGES_TEMPERATURE, MESSAGES_TOP_P, MESSAGES_TOP_K, MESSAGES_METADATA, MESSAGES_SERVICE_TIER,
+      RESPONSES_MAX_OUTPUT_TOKENS, RESPONSES_TEMPERATURE, RESPONSES_TOP_P, RESPONSES_PROMPT_CACHE_KEY,
+      RESPONSES_INCLUDE, STREAM, RESPONSES_STORE, RESPONSES_BACKGROUND);
 
   private static final Map<Api, List<FieldRule>> FORWARDED_BY_API = new EnumMap<>(Api.class);
 
@@ -121,6 +143,16 @@ public final class RequestFields {
   }
 
   private static FieldRule rule(String field, Set<Api> apis, Type type, Range range, String absent, Wording wording) {
-    return new FieldRule(field, apis, type, range, absent, wording);
+    return new FieldRule(field, apis, type, range, Set.of(), absent, wording);
+  }
+
+  /** A string field that takes one of {@code values}. */
+  private static FieldRule oneOf(String field, Set<Api> apis, Set<String> values, String absent, Wording wording) {
+    return new FieldRule(field, apis, STRING, null, values, absent, wording);
+  }
+
+  /** A field refused on {@code apis}, whatever its value: {@code why} is the error's words. */
+  private static FieldRule refused(String field, Set<Api> apis, String why) {
+    return new FieldRule(field, apis, NONE, null, Set.of(), why, FORWARDED);
   }
 }

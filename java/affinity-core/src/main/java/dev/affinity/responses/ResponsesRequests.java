@@ -150,10 +150,8 @@ public final class ResponsesRequests {
       throw ProtocolException.invalidField("metadata", "must be an object of strings");
     }
     echo.set("metadata", present(metadata) ? metadata.deepCopy() : F.objectNode());
-    JsonNode include = req.get("include");
-    if (present(include) && !include.isArray()) {
-      throw ProtocolException.invalidField("include", "must be an array of strings");
-    }
+    RequestFields.RESPONSES_INCLUDE.check(req.get("include"));
+    RequestFields.RESPONSES_PROMPT_CACHE_KEY.check(req.get("prompt_cache_key"));
 
     JsonNode instructions = req.get("instructions");
     if (present(instructions) && !instructions.isTextual()) {

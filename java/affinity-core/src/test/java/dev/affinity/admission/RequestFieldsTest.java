@@ -107,7 +107,16 @@ class RequestFieldsTest {
       "MESSAGES|top_k|-1|must be an integer >= 0, got -1",
       "MESSAGES|max_tokens|0|must be an integer >= 1, got 0",
       "RESPONSES|temperature|2.5|must be a number in [0, 2], got 2.5",
-      "RESPONSES|stream|\"yes\"|must be a boolean, got \"yes\""})
+      "RESPONSES|stream|\"yes\"|must be a boolean, got \"yes\"",
+      "COMPLETION|prompt_token_ids|{\"ids\": [1]}|is accepted on chat completions only (TensorRT-LLM models it on chat "
+          + "requests): send the token ids of a completion as its prompt, a list of integers",
+      "COMPLETION|cache_salt|\"s\"|is accepted on chat completions only (TensorRT-LLM models it on chat requests): "
+          + "send the prompt as a chat, or leave cache_salt out",
+      "CHAT|return_perf_metrics|\"yes\"|expected true or false but got a string",
+      "MESSAGES|metadata|\"u\"|must be an object, got \"u\"",
+      "MESSAGES|service_tier|\"priority\"|must be one of auto, standard_only, got \"priority\"",
+      "RESPONSES|prompt_cache_key|{}|must be a string, got {}",
+      "RESPONSES|include|[[[[[]]]]]|must be an array of strings, got [[[[[]]]]]"})
   void thePathsKeepTheirWords(Api api, String field, String json, String detail) throws Exception {
     ProtocolException e = assertThrows(ProtocolException.class, () -> send(api, body(api, field, JSON.readTree(json))));
     assertEquals(field, e.field());
@@ -122,6 +131,22 @@ class RequestFieldsTest {
   private static List<JsonNode> badValues(FieldRule rule) {
     var f = JSON.getNodeFactory();
     List<JsonNode> bad = new ArrayList<>();
+    if (rule.type() == Type.NONE) {  // refused whatever its type, an explicit null too
+      bad.add(f.textNode("1,2"));
+      bad.add(f.objectNode().put("ids", 1));
+      bad.add(f.numberNode(new java.math.BigDecimal("1e400")));
+      bad.add(f.arrayNode().add(1).add(2));
+      bad.add(f.nullNode());
+      return bad;
+    }
+    if (rule.type() == Type.STRING_ARRAY) {
+      bad.add(JSON.createArrayNode().add(JSON.createArrayNode().add(JSON.createArrayNode().add(
+          JSON.createArrayNode().add(JSON.createArrayNode())))));  // [[[[[]]]]]
+      bad.add(f.arrayNode().add("x").add(1));
+    }
+    if (!rule.values().isEmpty()) {
+      bad.add(f.textNode("no-such-value"));
+    }
     boolean scalarNumber = rule.type() == Type.NUMBER || rule.type() == Type.INTEGER;
     // A modelled number's type is Jackson's to check when the body is read; the rule checks its range.
     if (!(scalarNumber && rule.wording() == Wording.MODELLED)) {

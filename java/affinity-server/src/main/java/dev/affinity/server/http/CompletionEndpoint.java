@@ -87,7 +87,7 @@ final class CompletionEndpoint {
       exchange.sendError(named.status(), named.toErrorResponse());
       return;
     } catch (RequestRejectedException e) {
-      exchange.sendError(e.status(), e.error());
+      exchange.sendError(e.status(), inEndpointTerms(endpoint, e));
       return;
     }
     proceed(exchange, admitted, echo);
@@ -104,7 +104,7 @@ final class CompletionEndpoint {
         try {
           admitted = fc.admission.admit(request, headers);
         } catch (RequestRejectedException e) {
-          exchange.sendErrorLater(e.status(), e.error());
+          exchange.sendErrorLater(e.status(), inEndpointTerms(exchange.meta().endpoint(), e));
           return;
         } catch (RuntimeException e) {
           LOG.error("request {}: admission failed", exchange.meta().localId(), e);
@@ -116,6 +116,16 @@ final class CompletionEndpoint {
     } catch (java.util.concurrent.RejectedExecutionException e) {
       exchange.sendError(503, ErrorResponse.of(503, "the frontend is shutting down", null));
     }
+  }
+
+  /**
+   * An admission refusal's body: on {@code /v1/responses} a chat field (a template's refusal of {@code messages}, the
+   * prompt bound) is named by its Responses path ({@link ResponsesRequests#inResponsesTerms}).
+   */
+  private static ErrorResponse inEndpointTerms(Endpoint endpoint, RequestRejectedException e) {
+    ProtocolException cause = e.protocolError();
+    return endpoint == Endpoint.RESPONSES && cause != null
+        ? ResponsesRequests.inResponsesTerms(cause).toErrorResponse() : e.error();
   }
 
   /** An admitted request: its answer's format, then the handler. On the exchange's loop. */
@@ -134,7 +144,8 @@ final class CompletionEndpoint {
     try {
       fc.backend.handler().handle(admitted, exchange.sink());
     } catch (ProtocolException e) {  // a handler may refuse what admission let through, naming the field
-      exchange.sink().fail(e.status(), e.toErrorResponse(), null);
+      ProtocolException named = endpoint == Endpoint.RESPONSES ? ResponsesRequests.inResponsesTerms(e) : e;
+      exchange.sink().fail(named.status(), named.toErrorResponse(), null);
     } catch (InvalidHeaderException e) {
       exchange.sink().fail(400, ErrorResponse.of(400, e.getMessage(), e.header()), null);
     } catch (RuntimeException e) {

@@ -17,7 +17,7 @@ import io.netty.util.ReferenceCountUtil;
 
 /**
  * Decides on a request's head, before its body is read, whether it may go on: a head the decoder could
- * not parse (400, 414, 431), an unknown path (404), a wrong method (405 with {@code Allow}), a missing
+ * not parse (400, 414, 431), a missing or repeated {@code Host} (400), an unknown path (404), a wrong method (405 with {@code Allow}), a missing
  * or wrong API key (401), a declared {@code Content-Length} over the limit (413) and an {@code Expect}
  * other than {@code 100-continue} (417) are refused here. It sits between the HTTP codec and
  * {@code HttpServerExpectContinueHandler}, so a refused request never gets {@code 100 Continue}.
@@ -122,6 +122,10 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     if (version.majorVersion() != 1) {
       return new Rejection(505, "HTTP version " + version.text() + " is not supported: send HTTP/1.1 (or HTTP/1.0)");
     }
+    Rejection host = host(head);
+    if (host != null) {
+      return host;
+    }
     String allowed = meta.allowedMethod();
     if (allowed == null) {
       return Rejection.notFound(meta.method(), meta.path());
@@ -141,6 +145,23 @@ final class RequestHeadCheck extends ChannelDuplexHandler {
     String expect = head.headers().get(HttpHeaderNames.EXPECT);
     if (expect != null && !HttpUtil.is100ContinueExpected(head)) {
       return new Rejection(417, "unsupported Expect header: " + expect);
+    }
+    return null;
+  }
+
+  /**
+   * RFC 9112 §3.2: a server answers 400 to an HTTP/1.1 request without a {@code Host} header and to any request
+   * with more than one (HTTP/1.0 predates the header and may leave it out).
+   */
+  private static Rejection host(HttpRequest head) {
+    int hosts = head.headers().getAll(HttpHeaderNames.HOST).size();
+    if (hosts > 1) {
+      return new Rejection(400, "host: " + hosts + " Host headers; a request carries exactly one (RFC 9112 §3.2)",
+          "host", java.util.Map.of());
+    }
+    if (hosts == 0 && head.protocolVersion().minorVersion() >= 1) {
+      return new Rejection(400, "host: an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)", "host",
+          java.util.Map.of());
     }
     return null;
   }
