@@ -19,6 +19,7 @@ import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerListener;
 import dev.affinity.worker.WorkerReport;
 import dev.affinity.worker.WorkerRequest;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -112,7 +113,7 @@ final class Leg {
     RequestTrace.LegTrace traced = flow.trace().legSent(fleet, attempt, sel);
     WorkerRequest request = new WorkerRequest(attempt, body, flow.inputs().affinityFor(fleet), sel.rank(), flow.inputs().legTimeout(),
         flow.inputs().cacheSalt(), traced.context(), retention);
-    Listener listener = new Listener(sel, attempt, events, traced, prioritized);
+    Listener listener = new Listener(sel, attempt, request, events, traced, prioritized);
     WorkerCall sent = sel.worker().send(request, listener);
     if (!listener.ended && flow.isCurrent(attempt)) {
       call = sent;  // a call that already ended (a worker answering on this thread) has nothing left to cancel
@@ -174,18 +175,32 @@ final class Leg {
     }
   }
 
-  /** A worker's callbacks for one call: every one under the flow's lock. */
+  /**
+   * A worker's callbacks for one call: every one under the flow's lock. The answer is held to its leg's contract
+   * ({@link AnswerContract}): a completed call whose answer lacks what the leg requires ends as the worker's failure
+   * instead; a stream's chunks without a choice are withheld until one with a choice comes (so a stream of none ends
+   * before the client has a byte).
+   */
   private final class Listener implements WorkerListener {
     private final Selection sel;
     private final long attempt;
+    private final WorkerRequest request;
     private final Events events;
     private final RequestTrace.LegTrace traced;
     private final AgentPriority.Leg prioritized;
     private boolean ended;
+    /** This call's whole answer, when it sent one. */
+    private EncodedResponse answer;
+    /** Whether a streamed chunk with a choice came (the chunks before it are withheld until then). */
+    private boolean choiceStreamed;
+    /** Choiceless chunks that came before the first with a choice, in order; null when none. */
+    private List<Runnable> withheld;
 
-    Listener(Selection sel, long attempt, Events events, RequestTrace.LegTrace traced, AgentPriority.Leg prioritized) {
+    Listener(Selection sel, long attempt, WorkerRequest request, Events events, RequestTrace.LegTrace traced,
+        AgentPriority.Leg prioritized) {
       this.sel = sel;
       this.attempt = attempt;
+      this.request = request;
       this.events = events;
       this.traced = traced;
       this.prioritized = prioritized;
@@ -196,7 +211,7 @@ final class Leg {
       synchronized (flow.lock()) {
         traced.chunk();
         if (flow.isCurrent(attempt)) {
-          events.onChunk(sel, chunk);
+          relay(choiceStreamed || AnswerContract.carriesChoice(chunk), () -> events.onChunk(sel, chunk));
         }
       }
     }
@@ -206,9 +221,32 @@ final class Leg {
       synchronized (flow.lock()) {
         traced.chunk();
         if (flow.isCurrent(attempt)) {
-          events.onEncodedChunk(sel, chunk);
+          relay(choiceStreamed || AnswerContract.carriesChoice(chunk), () -> events.onEncodedChunk(sel, chunk));
         }
       }
+    }
+
+    /** Hands a chunk on, after those withheld; a chunk before the stream's first choice is withheld. */
+    private void relay(boolean choice, Runnable delivery) {
+      if (!choice) {
+        if (withheld == null) {
+          withheld = new ArrayList<>(2);
+        }
+        withheld.add(delivery);
+        return;
+      }
+      choiceStreamed = true;
+      List<Runnable> earlier = withheld;
+      withheld = null;
+      if (earlier != null) {
+        for (Runnable d : earlier) {
+          d.run();
+          if (!flow.isCurrent(attempt)) {
+            return;
+          }
+        }
+      }
+      delivery.run();
     }
 
     @Override
@@ -219,15 +257,29 @@ final class Leg {
     @Override
     public void onEncodedResponse(EncodedResponse r) {
       synchronized (flow.lock()) {
+        answer = r;
         if (attempt == flow.requestId()) {
           response = r;
         }
       }
     }
 
+    /** What the completed call's answer lacks ({@link AnswerContract}), or null. */
+    private String contractFault() {
+      if (request.streaming()) {
+        return choiceStreamed ? null : AnswerContract.NO_STREAMED_CHOICE;
+      }
+      return answer == null ? AnswerContract.NO_ANSWER : AnswerContract.fault(request.leg(), answer);
+    }
+
     @Override
     public void onComplete(WorkerReport report) {
       synchronized (flow.lock()) {
+        String fault = contractFault();
+        if (fault != null) {
+          onError(AnswerContract.failure(fault));  // the worker's failure: released, traced and retried as one
+          return;
+        }
         ended = true;
         sel.release(Outcome.SUCCESS);
         flow.agentLegEnded(prioritized);

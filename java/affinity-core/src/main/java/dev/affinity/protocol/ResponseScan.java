@@ -10,7 +10,8 @@ import java.util.Optional;
 /**
  * One pass of the streaming parser over a worker's whole (non-streamed) completion or chat-completion answer,
  * instead of a parse into records: it takes out what the orchestration reads ({@code usage},
- * {@code prompt_token_ids}, the first choice's {@code disaggregated_params} and {@code finish_reason}) and, when
+ * {@code prompt_token_ids}, the first choice's {@code disaggregated_params} and {@code finish_reason}, how many choices
+ * there are and whether the first carries its {@code message} / {@code text}) and, when
  * asked to relay, copies the answer token by token into the JSON a client gets: every {@code disaggregated_params}
  * removed and a slot left where {@code usage} stands, filled when the context leg's usage is known
  * ({@link #clientJson}).
@@ -40,6 +41,8 @@ public final class ResponseScan {
   private final TokenIds promptTokenIds;
   private final DisaggregatedParams firstParams;
   private final String firstFinishReason;
+  private final int choiceCount;
+  private final boolean firstOutput;
   /** The client's JSON with an empty slot at {@link #usageAt} (when {@code usage} is set); null when not relayed. */
   private final byte[] body;
   private final int usageAt;
@@ -50,6 +53,8 @@ public final class ResponseScan {
     this.promptTokenIds = s.promptTokenIds;
     this.firstParams = s.firstParams;
     this.firstFinishReason = s.firstFinishReason;
+    this.choiceCount = s.choiceCount;
+    this.firstOutput = s.firstOutput;
     this.body = body;
     this.usageAt = s.usageAt;
   }
@@ -93,6 +98,16 @@ public final class ResponseScan {
   /** {@code choices[0].finish_reason}, when there is one. */
   public Optional<String> firstFinishReason() {
     return Optional.ofNullable(firstFinishReason);
+  }
+
+  /** How many choices the answer has. */
+  public int choiceCount() {
+    return choiceCount;
+  }
+
+  /** Whether {@code choices[0]} carries its output: a chat {@code message}, a completion's {@code text}. */
+  public boolean firstChoiceHasOutput() {
+    return firstOutput;
   }
 
   /** Whether the scan copied the answer ({@link #clientJson} works). */

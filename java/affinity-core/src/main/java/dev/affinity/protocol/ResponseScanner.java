@@ -18,6 +18,10 @@ final class ResponseScanner extends JsonCopy {
   TokenIds promptTokenIds;
   DisaggregatedParams firstParams;
   String firstFinishReason;
+  /** How many choices the answer has. */
+  int choiceCount;
+  /** Whether {@code choices[0]} carries its output: a chat {@code message}, a completion's {@code text} (not null). */
+  boolean firstOutput;
   int usageAt = -1;
 
   ResponseScanner(ProtocolCodec codec, JsonParser p, JsonGenerator g, ByteArrayBuilder out, boolean chat) {
@@ -78,6 +82,7 @@ final class ResponseScanner extends JsonCopy {
       expect(e, JsonToken.START_OBJECT);
       choice(i++ == 0);
     }
+    choiceCount = i;
     if (g != null) {
       g.writeEndArray();
     }
@@ -127,7 +132,12 @@ final class ResponseScanner extends JsonCopy {
             }
           }
         }
-        default -> choiceField(name, t);
+        default -> {
+          if (first && t != JsonToken.VALUE_NULL && name.equals(chat ? "message" : "text")) {
+            firstOutput = true;
+          }
+          choiceField(name, t);
+        }
       }
     }
     if (!finish && g != null) {

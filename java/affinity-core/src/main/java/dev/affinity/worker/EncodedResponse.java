@@ -1,5 +1,9 @@
 package dev.affinity.worker;
 
+import dev.affinity.protocol.ChatChoice;
+import dev.affinity.protocol.ChatCompletionResponse;
+import dev.affinity.protocol.CompletionChoice;
+import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
@@ -15,7 +19,8 @@ import java.util.Optional;
  * or one the scan could not vouch for) or as the bytes a worker over HTTP sent, scanned once
  * ({@link ResponseScan}) and, on a leg that answers the client, copied into the client's JSON in the same pass.
  * What the orchestration reads ({@link #usage()}, {@link #promptTokenIds()}, the first choice's
- * {@code disaggregated_params} and finish reason) comes from the scan; {@link #parsed()} reads the records on
+ * {@code disaggregated_params} and finish reason, the choices' count, whether the first carries its output) comes from
+ * the scan; {@link #parsed()} reads the records on
  * demand (for an endpoint that reshapes the answer, e.g. Anthropic's). Immutable; thread-safe.
  */
 public final class EncodedResponse {
@@ -82,6 +87,33 @@ public final class EncodedResponse {
   /** {@code choices[0].finish_reason}, when there is one. */
   public Optional<String> firstFinishReason() {
     return scan != null ? scan.firstFinishReason() : parsed().firstFinishReason();
+  }
+
+  /** Whether this is a chat completion (else a completion). */
+  public boolean isChat() {
+    return scan != null ? chat : worker instanceof ChatCompletionResponse;
+  }
+
+  /** How many choices the answer has. */
+  public int choiceCount() {
+    if (scan != null) {
+      return scan.choiceCount();
+    }
+    return worker instanceof ChatCompletionResponse c ? c.choices().size() : ((CompletionResponse) worker).choices().size();
+  }
+
+  /**
+   * Whether {@code choices[0]} carries its output: a chat answer's {@code message}, a completion's {@code text} (which
+   * may be empty, e.g. a stop on the first token); false without choices.
+   */
+  public boolean firstChoiceHasOutput() {
+    if (scan != null) {
+      return scan.firstChoiceHasOutput();
+    }
+    if (worker instanceof ChatCompletionResponse c) {
+      return c.firstChoice().map(ChatChoice::message).isPresent();
+    }
+    return ((CompletionResponse) worker).firstChoice().map(CompletionChoice::text).isPresent();
   }
 
   /**

@@ -23,6 +23,11 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
     SERVER_ERROR,
     /** the worker's answer could not be understood */
     PROTOCOL,
+    /**
+     * the worker answered (2xx) without what its leg requires (docs/workers.md): a context answer without
+     * {@code choices[0].disaggregated_params}, an answer without a choice; the worker's fault, treated like a 5xx
+     */
+    INCOMPLETE_ANSWER,
     /** the executor reported an error for the request */
     WORKER_ERROR,
     /** the call was cancelled (client gone, request timeout) */
@@ -35,12 +40,12 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
   }
 
   /**
-   * Connection errors, 5xx and a stalled worker (its leg timed out) are retried on another worker;
-   * never 4xx and never after the first streamed byte.
+   * Connection errors, 5xx, an answer without what its leg requires and a stalled worker (its leg timed out) are
+   * retried on another worker; never 4xx and never after the first streamed byte.
    */
   public boolean retryable() {
-    return !afterFirstByte
-        && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.TIMEOUT);
+    return !afterFirstByte && (kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR
+        || kind == Kind.INCOMPLETE_ANSWER || kind == Kind.TIMEOUT);
   }
 
   /**
@@ -54,12 +59,12 @@ public record WorkerFailure(Kind kind, int status, String message, boolean after
 
   /**
    * Whether a streamed answer this failure cut may continue on another worker: a worker that died, reset its
-   * connection or answered 5xx, whenever it happened; never 4xx, never an error the executor reported for the request,
-   * never a cancellation, and never the leg's timeout (its budget is the request's: a continuation would only run
-   * into the request timeout).
+   * connection, answered 5xx or answered without what its leg requires, whenever it happened; never 4xx, never an
+   * error the executor reported for the request, never a cancellation, and never the leg's timeout (its budget is the
+   * request's: a continuation would only run into the request timeout).
    */
   public boolean resumable() {
-    return kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR;
+    return kind == Kind.CONNECT || kind == Kind.RESET || kind == Kind.SERVER_ERROR || kind == Kind.INCOMPLETE_ANSWER;
   }
 
   @Override

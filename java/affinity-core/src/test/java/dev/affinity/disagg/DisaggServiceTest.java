@@ -29,6 +29,7 @@ import dev.affinity.protocol.CompletionResponse;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
@@ -359,6 +360,131 @@ class DisaggServiceTest {
     assertEquals(List.of("start", "chunk", "end"), streaming.events);
     assertEquals(List.of("A"), streaming.texts(), "its token is streamed, not a bare [DONE]");
     assertEquals(0, g.received.size(), "no generation leg");
+    assertAllReleased();
+  }
+
+  /** A completion answer with one choice ({@code text} null: none) and these params. */
+  static CompletionResponse answer(String text, String finish, DisaggregatedParams params) {
+    return new CompletionResponse("cmpl-x", "text_completion", 1L, "m",
+        List.of(new dev.affinity.protocol.CompletionChoice(0, text, null, null, finish, null, params, Map.of())),
+        new dev.affinity.protocol.UsageInfo(10, 1, 11, 0), null, Map.of());
+  }
+
+  static java.util.function.BiConsumer<dev.affinity.worker.WorkerRequest, dev.affinity.worker.WorkerListener> answering(
+      OpenAiResponse answer) {
+    return (r, l) -> {
+      l.onResponse(answer);
+      l.onComplete(new WorkerReport(0, 0, 10, 100));
+    };
+  }
+
+  static final CompletionResponse NO_CHOICES = new CompletionResponse(null, null, null, null, null, null, null, Map.of());
+
+  @Test
+  void aLegAnswerWithoutWhatItsLegRequiresIsA502NamingIt() {
+    List<String> messages = new ArrayList<>();
+    for (OpenAiResponse ctxAnswer : List.of(NO_CHOICES, answer("A", "length", null), answer("A", null, null),
+        answer("A", "length", DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY).build()))) {
+      ScriptedWorker c = new ScriptedWorker("ctx0", answering(ctxAnswer));
+      ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+      service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 0, List.of(c), List.of(g));
+      for (boolean stream : new boolean[] {false, true}) {
+        RecordingSink sink = new RecordingSink();
+        handle(completion(stream), headers(), sink);
+        assertEquals(List.of("fail 502"), sink.events, ctxAnswer + " stream " + stream);
+        messages.add(sink.error.error().message());
+      }
+      assertEquals(0, g.received.size(), "only the context leg was sent");
+      assertAllReleased();
+    }
+    assertEquals(List.of(
+        "context worker ctx0: answered without choices[0].disaggregated_params (no choices)",
+        "context worker ctx0: answered without choices[0].disaggregated_params (no choices)",
+        "context worker ctx0: answered without choices[0].disaggregated_params",
+        "context worker ctx0: answered without choices[0].disaggregated_params",
+        "context worker ctx0: answered without choices[0].disaggregated_params",
+        "context worker ctx0: answered without choices[0].disaggregated_params",
+        "context worker ctx0: answered without choices[0].disaggregated_params.ctx_request_id",
+        "context worker ctx0: answered without choices[0].disaggregated_params.ctx_request_id"), messages);
+
+    messages.clear();
+    for (var genScript : List.<java.util.function.BiConsumer<dev.affinity.worker.WorkerRequest,
+        dev.affinity.worker.WorkerListener>>of(answering(NO_CHOICES), answering(answer(null, "length", null)),
+        (r, l) -> l.onComplete(new WorkerReport(0, 0, 10, 100)))) {
+      ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+      ScriptedWorker g = new ScriptedWorker("gen0", genScript);
+      service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 0, List.of(c), List.of(g));
+      RecordingSink sink = new RecordingSink();
+      handle(completion(false), headers(), sink);
+      assertEquals(List.of("fail 502"), sink.events);
+      messages.add(sink.error.error().message());
+      assertEquals(1, c.released.size(), "the held context is freed");
+      assertAllReleased();
+    }
+    assertEquals(List.of("generation worker gen0: answered without choices[0] (no choices)",
+        "generation worker gen0: answered without choices[0].text",
+        "generation worker gen0: completed the leg without an answer"), messages);
+  }
+
+  @Test
+  void aStreamWithoutAChoiceFailsBeforeTheClientHasAByteAndIsRetriedOnAnotherWorker() {
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker empty = new ScriptedWorker("genA", (r, l) -> {
+      l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, List.of(), null, Map.of()));
+      l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, null, null, Map.of()));
+      l.onComplete(new WorkerReport(0, 0, 10, 100));
+    });
+    ScriptedWorker good = new ScriptedWorker("genB", generation(2));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(empty, good));
+    good.alive = false;  // the first pick is genA
+    RecordingSink alone = new RecordingSink();
+    handle(completion(true), headers(), alone);
+    assertEquals(List.of("fail 503"), alone.events, "genA excluded after its failure, none left: " + alone.error);
+
+    good.alive = true;
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(empty, good));
+    RecordingSink sink = new RecordingSink();
+    handle(completion(true), headers(), sink);
+    assertEquals(List.of("start", "chunk", "chunk", "end"), sink.events);
+    assertEquals(List.of("t0", "t1"), sink.texts(), "only the second worker's chunks reach the client");
+    assertEquals(1, sink.route.retries());
+    assertAllReleased();
+  }
+
+  @Test
+  void legitimateAnswersStillPass() {
+    // chunks without a choice (a usage chunk) before the first with one are relayed, in order, once it comes
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> {
+      if (r.streaming()) {
+        l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("u", null, null, null, List.of(),
+            new dev.affinity.protocol.UsageInfo(10, 0, 10, 0), Map.of()));
+        l.onChunk(DisaggFakes.chunk("", null));
+        l.onChunk(DisaggFakes.chunk("b", "length"));
+      } else {
+        l.onResponse(answer("", "length", null));  // empty text is an answer
+      }
+      l.onComplete(new WorkerReport(0, 0, 10, 100));
+    });
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 0, List.of(c), List.of(g));
+    RecordingSink streamed = new RecordingSink();
+    handle(completion(true), headers(), streamed);
+    assertEquals(List.of("start", "chunk", "chunk", "chunk", "end"), streamed.events);
+    assertEquals("u", streamed.chunks.get(0).id(), "the withheld chunk comes first");
+    assertEquals(List.of("", "b"), streamed.texts());
+    RecordingSink whole = new RecordingSink();
+    handle(completion(false), headers(), whole);
+    assertEquals(List.of("respond"), whole.events);
+    assertEquals("", ((CompletionResponse) whole.response).choices().get(0).text());
+
+    // a context that finished the request on its first token may come without disaggregated_params (an in-process
+    // executor hands nothing over then): it is the answer itself
+    ScriptedWorker finished = new ScriptedWorker("ctx1", answering(answer("A", "stop", null)));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 0, List.of(finished), List.of(g));
+    RecordingSink early = new RecordingSink();
+    handle(completion(false), headers(), early);
+    assertEquals(List.of("respond"), early.events);
+    assertEquals("A", ((CompletionResponse) early.response).choices().get(0).text());
     assertAllReleased();
   }
 

@@ -142,6 +142,25 @@ class DisaggTracingTest {
   }
 
   @Test
+  void anAnswerWithoutWhatItsLegRequiresIsTracedAsTheWorkersFailureAndRetried() {
+    ScriptedWorker c0 = new ScriptedWorker("ctx0", (r, l) -> {
+      l.onResponse(DisaggServiceTest.answer("A", "length", null));  // no disaggregated_params
+      l.onComplete(new dev.affinity.worker.WorkerReport(0, 0, 10, 100));
+    });
+    ScriptedWorker c1 = new ScriptedWorker("ctx1", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(0));
+    RecordingSink sink = new RecordingSink();
+    handle(tracer, List.of(c0, c1), List.of(g), HeaderSource.of(Map.of("x-session-id", "conv-1")), sink);
+
+    assertEquals(List.of("respond"), sink.events);
+    assertEquals(List.of("start conv-1",
+        "routed CONTEXT ctx0", "sent CONTEXT ctx0", "failed CONTEXT ctx0 INCOMPLETE_ANSWER", "retry 1 CONTEXT ctx0",
+        "routed CONTEXT ctx1", "sent CONTEXT ctx1", "completed CONTEXT ctx1",
+        "routed GENERATION gen0", "sent GENERATION gen0", "completed GENERATION gen0",
+        "ended 200"), tracer.events);
+  }
+
+  @Test
   void noWorkerEndsTheTraceWith503() {
     RecordingSink sink = new RecordingSink();
     handle(tracer, List.of(new ScriptedWorker("ctx0", context("length"))), List.of(), HeaderSource.NONE, sink);

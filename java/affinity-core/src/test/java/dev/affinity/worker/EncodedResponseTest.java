@@ -115,6 +115,34 @@ class EncodedResponseTest {
   }
 
   @Test
+  void theScanAndTheRecordsAgreeOnTheChoicesAndTheFirstOnesOutput() {
+    String[][] cases = {  // answer, chat
+        {AFFINITY_GEN, "false"}, {TRTLLM_CHAT, "true"}, {"{\"choices\":[]}", "false"},
+        {"{\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}]}", "false"},
+        {"{\"choices\":[{\"index\":0,\"text\":null},{\"index\":1,\"text\":\"b\"}]}", "false"},
+        {"{\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}", "true"},
+        {"{\"choices\":[{\"index\":0,\"message\":null}]}", "true"},
+        {"{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"\"}}]}", "true"}};
+    List<String> seen = new ArrayList<>();
+    for (String[] c : cases) {
+      byte[] json = c[0].getBytes(StandardCharsets.UTF_8);
+      boolean chat = Boolean.parseBoolean(c[1]);
+      EncodedResponse scanned = EncodedResponse.read(json, chat, true, CODEC);
+      EncodedResponse records = EncodedResponse.of(chat ? CODEC.parseChatCompletionResponse(json)
+          : CODEC.parseCompletionResponse(json));
+      assertEquals(records.choiceCount(), scanned.choiceCount(), c[0]);
+      assertEquals(records.firstChoiceHasOutput(), scanned.firstChoiceHasOutput(), c[0]);
+      assertEquals(chat, scanned.isChat());
+      assertEquals(chat, records.isChat());
+      seen.add(scanned.choiceCount() + (scanned.firstChoiceHasOutput() ? " out" : " none"));
+    }
+    assertEquals(List.of("1 out", "1 out", "0 none", "1 out", "2 none", "1 none", "1 none", "1 out"), seen);
+    EncodedResponse empty = EncodedResponse.read("{}".getBytes(StandardCharsets.UTF_8), true, true, CODEC);
+    assertEquals(0, empty.choiceCount(), "{} is parsed (the scan gives up on a missing choices)");
+    assertTrue(!empty.firstChoiceHasOutput());
+  }
+
+  @Test
   void anInProcessAnswerIsWrittenFromItsRecords() {
     OpenAiResponse parsed = CODEC.parseCompletionResponse(AFFINITY_GEN.getBytes(StandardCharsets.UTF_8));
     EncodedResponse r = EncodedResponse.of(parsed);
