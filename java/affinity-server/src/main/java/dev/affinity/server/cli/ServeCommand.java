@@ -18,6 +18,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import dev.affinity.routing.RouterFactory;
 import java.util.concurrent.Callable;
@@ -85,7 +86,7 @@ final class ServeCommand implements Callable<Integer> {
       return 1;
     }
     // everything config check refuses, before the warm-up
-    List<ConfigProblem> startupProblems = new java.util.ArrayList<>(new RouterFactory().check(loaded.config()));
+    List<ConfigProblem> startupProblems = new ArrayList<>(new RouterFactory().check(loaded.config()));
     startupProblems.addAll(StartupChecks.of(loaded.config()));
     if (!startupProblems.isEmpty()) {
       startupProblems.stream().map(ConfigProblem::format).forEach(err::println);
