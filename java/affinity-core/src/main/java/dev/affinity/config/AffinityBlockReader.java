@@ -23,7 +23,7 @@ import org.yaml.snakeyaml.nodes.Tag;
 final class AffinityBlockReader {
   private static final List<String> KNOWN_ORDER = List.of("model", "session_headers", "debug_headers", "access_log",
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
-      "require_internal_auth", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
+      "require_internal_auth", "allow_unauthenticated_cluster_storage", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
       "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
@@ -81,6 +81,7 @@ final class AffinityBlockReader {
     AffinitySettings d = AffinitySettings.defaults();
     Optional<String> model = d.model();
     boolean requireAuth = d.requireInternalAuth();
+    boolean openStorage = d.allowUnauthenticatedClusterStorage();
     List<String> headers = d.sessionHeaders();
     boolean debug = d.debugHeaders();
     Optional<String> accessLog = d.accessLog();
@@ -119,6 +120,7 @@ final class AffinityBlockReader {
           }
         }
         case "require_internal_auth" -> requireAuth = r.bool(v, k).orElse(requireAuth);
+        case "allow_unauthenticated_cluster_storage" -> openStorage = r.bool(v, k).orElse(openStorage);
         case "session_headers" -> headers = r.stringList(v, k).map(l -> l.stream().map(h -> h.strip().toLowerCase(Locale.ROOT)).toList()).orElse(headers);
         case "debug_headers" -> debug = r.bool(v, k).orElse(debug);
         case "access_log" -> accessLog = accessLog(v, k);
@@ -188,7 +190,7 @@ final class AffinityBlockReader {
     }
     NodeTuple requireNode = m.get("require_internal_auth");
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
-        tokenizer, requireAuth, selectionTtl, maxPrompt, tenants,
+        tokenizer, requireAuth, openStorage, selectionTtl, maxPrompt, tenants,
         maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp,
         new AgentSettings(agentPriority, promotion, kvRetention)), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }

@@ -22,6 +22,9 @@ import java.util.OptionalDouble;
  *     (the frontend routes on the model's ids and embedded workers simulate over them)
  * @param requireInternalAuth a missing {@code internal_request_auth_key} is a start-up error instead of a
  *     warning
+ * @param allowUnauthenticatedClusterStorage the frontend may serve its HTTP cluster storage without
+ *     {@code internal_request_auth_key} (any process on its host can then register or delete a worker); without it
+ *     that is a start-up error ({@link StartupChecks})
  * @param selectionTtlSeconds a routing selection never released expires after this (set it above the
  *     longest a request may take, or its worker's load is forgotten while it runs)
  * @param maxPromptTokens the longest prompt accepted (400 at admission above it); 0: derived from the
@@ -55,6 +58,7 @@ public record AffinitySettings(
     long maxRequestBodyBytes,
     String tokenizer,
     boolean requireInternalAuth,
+    boolean allowUnauthenticatedClusterStorage,
     double selectionTtlSeconds,
     long maxPromptTokens,
     boolean tenantIsolation,
@@ -133,7 +137,7 @@ public record AffinitySettings(
 
   public static AffinitySettings defaults() {
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
-        180.0, 16L * 1024 * 1024, "cl100k_base", false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
+        180.0, 16L * 1024 * 1024, "cl100k_base", false, false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
         DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS,
         AgentSettings.defaults());
   }
@@ -141,7 +145,8 @@ public record AffinitySettings(
   /** These settings with {@code apiKeys} in place of theirs. */
   public AffinitySettings withApiKeys(List<String> apiKeys) {
     return new AffinitySettings(model, sessionHeaders, debugHeaders, accessLog, apiKeys, allowClientDisaggregatedParams,
-        requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, selectionTtlSeconds, maxPromptTokens,
+        requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, allowUnauthenticatedClusterStorage,
+        selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
         maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent);
   }

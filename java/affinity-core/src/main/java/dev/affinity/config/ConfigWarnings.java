@@ -51,16 +51,33 @@ public final class ConfigWarnings {
               + "sub-agents by their own id.",
           "set internal_request_auth_key here and on every worker"));
     }
-    if (c.disaggCluster().filter(DisaggConfig.DisaggClusterConfig::isHttp).isPresent()
-        && c.internalRequestAuthKey().filter(k -> !k.isEmpty()).isEmpty()) {
-      out.add(new ConfigWarning(Location.unknown(c.source()), "disagg_cluster.cluster_uri",
-          "the HTTP cluster storage takes no credential without internal_request_auth_key: any process on this host "
-              + "can register a worker (which then receives prompts) or delete one.",
-          "set internal_request_auth_key here and on every Affinity worker (--auth-key), or use cluster_uri: "
-              + "etcd://HOST:PORT"));
-    }
+    clusterStorageOptIn(c, out);
     TokenizerSource.warnings(c, out);
     return out;
+  }
+
+  /**
+   * The open HTTP cluster storage, accepted by {@code affinity.allow_unauthenticated_cluster_storage} (without it, a
+   * start-up error: {@link StartupChecks}); or that opt-in where it changes nothing.
+   */
+  private static void clusterStorageOptIn(DisaggConfig c, List<ConfigWarning> out) {
+    if (!c.affinity().allowUnauthenticatedClusterStorage()) {
+      return;
+    }
+    if (c.servesOpenClusterStorage()) {
+      out.add(new ConfigWarning(c.disaggCluster().orElseThrow().uriLocation(), "disagg_cluster.cluster_uri",
+          "the HTTP cluster storage takes no credential without internal_request_auth_key, and "
+              + "affinity.allow_unauthenticated_cluster_storage accepts that: any process on this host can register a "
+              + "worker (which then receives prompts) or delete one.",
+          "set internal_request_auth_key here and on every Affinity worker (--auth-key), or use cluster_uri: "
+              + "etcd://HOST:PORT, and drop allow_unauthenticated_cluster_storage"));
+      return;
+    }
+    String why = c.disaggCluster().isEmpty() ? "there is no disagg_cluster"
+        : !c.disaggCluster().get().isHttp() ? "the cluster storage is etcd, which this frontend does not serve"
+        : "internal_request_auth_key is set, so every cluster storage request must be signed with it";
+    out.add(new ConfigWarning(Location.unknown(c.source()), "affinity.allow_unauthenticated_cluster_storage",
+        "is true but has no effect: " + why + ".", "drop allow_unauthenticated_cluster_storage"));
   }
 
   private static void routerKeepsAffinity(ServerSection s, String consequence, List<ConfigWarning> out) {

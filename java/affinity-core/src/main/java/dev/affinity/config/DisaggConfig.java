@@ -47,16 +47,32 @@ public record DisaggConfig(
     return subagentHeaders.stream().findFirst();
   }
 
+  /**
+   * Whether this frontend serves its own HTTP cluster storage with no credential: {@code disagg_cluster} over
+   * {@code http://} and no (or an empty) {@code internal_request_auth_key}, so any process on this host can register a
+   * worker or delete one. etcd storage is not this frontend's to guard (etcd has its own authentication).
+   */
+  public boolean servesOpenClusterStorage() {
+    return disaggCluster.filter(DisaggClusterConfig::isHttp).isPresent()
+        && internalRequestAuthKey.filter(k -> !k.isEmpty()).isEmpty();
+  }
+
   /** {@code conditional_disagg_config}: prefill locally on the generation worker below this many new tokens. */
   public record ConditionalDisaggConfig(int maxLocalPrefillLength) {}
 
   /**
    * {@code disagg_cluster}: dynamic membership instead of static URLs. Workers register under
    * {@code /trtllm-disagg/{cluster_name}/workers/} in the storage the URI names: {@code http://host:port}, the
-   * frontend's own HTTP storage, or {@code etcd://h:p[,etcd://h2:p2]}.
+   * frontend's own HTTP storage, or {@code etcd://h:p[,etcd://h2:p2]}. {@code uriLocation} is where
+   * {@code cluster_uri} was written (what a start-up check names).
    */
   public record DisaggClusterConfig(String clusterUri, String clusterName, int minimalContextInstances,
-      int minimalGenerationInstances, int heartbeatIntervalSec, int inactiveTimeoutSec) {
+      int minimalGenerationInstances, int heartbeatIntervalSec, int inactiveTimeoutSec, Location uriLocation) {
+
+    public DisaggClusterConfig {
+      java.util.Objects.requireNonNull(clusterUri, "clusterUri");
+      java.util.Objects.requireNonNull(uriLocation, "uriLocation");
+    }
 
     /** Upstream's storage key prefix of the workers ({@code get_worker_key_prefix}). */
     public String workerKeyPrefix() {

@@ -122,6 +122,7 @@ final class OptionalSections {
           "is not below inactive_timeout_sec (" + inactive + "): workers given this section run without heartbeats "
               + "and their keys expire.", "set heartbeat_interval_sec below inactive_timeout_sec"));
     }
-    return Optional.of(new DisaggConfig.DisaggClusterConfig(uri.strip(), name, minCtx, minGen, heartbeat, inactive));
+    return Optional.of(new DisaggConfig.DisaggClusterConfig(uri.strip(), name, minCtx, minGen, heartbeat, inactive,
+        r.loc(m.get("cluster_uri").getValueNode())));
   }
 }

@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
  * TensorRT-LLM's own disaggregated test configs (test resources upstream-configs/, PROVENANCE.md): those with
  * static urls load as they are and build their routers; the templates without urls get the one error that
  * names the three ways to give workers; the server configs upstream's harness writes from every template
- * (harness/: a disagg_cluster, {@code conditional_disagg_config: null}, {@code router: {}}) all load.
+ * (harness/: a disagg_cluster, {@code conditional_disagg_config: null}, {@code router: {}}) all load, and only their
+ * open HTTP cluster storage keeps the frontend from starting with them ({@link StartupChecks}).
  */
 class UpstreamConfigsTest {
   static final Path DIR = Path.of("src/test/resources/upstream-configs");
@@ -86,12 +87,15 @@ class UpstreamConfigsTest {
       // a KV-event router without a tokenizer directory is warned about (upstream's router would load the model's)
       boolean kvRouter = TokenizerSource.KV_EVENT_ROUTERS.contains(c.context().router().type())
           || TokenizerSource.KV_EVENT_ROUTERS.contains(c.generation().router().type());
-      // and so is the HTTP storage without internal_request_auth_key (open to every process on the host)
-      List<String> expected = new java.util.ArrayList<>(List.of("disagg_cluster.cluster_uri"));
-      if (kvRouter) {
-        expected.add("affinity.tokenizer");
-      }
-      assertEquals(expected, loaded.warnings().stream().map(ConfigWarning::keyPath).toList(), f.toString());
+      assertEquals(kvRouter ? List.of("affinity.tokenizer") : List.of(),
+          loaded.warnings().stream().map(ConfigWarning::keyPath).toList(), f.toString());
+      // they load unchanged, but serve them as they are and the frontend's HTTP storage would take no credential (no
+      // internal_request_auth_key): the frontend refuses that at start-up (and config check), not the loader
+      List<ConfigProblem> refused = StartupChecks.of(c);
+      assertEquals(1, refused.size(), f.toString());
+      assertEquals("disagg_cluster.cluster_uri", refused.get(0).keyPath());
+      assertEquals(f.toString(), refused.get(0).location().file());
+      assertTrue(refused.get(0).location().line() > 0, refused.get(0).format());
     }
     DisaggConfig conditional = ConfigLoader.load(DIR.resolve("harness/disagg_config_conditional.yaml")).config();
     assertEquals(100, conditional.conditionalDisagg().orElseThrow().maxLocalPrefillLength());

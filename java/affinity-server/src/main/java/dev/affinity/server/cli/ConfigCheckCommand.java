@@ -8,6 +8,7 @@ import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.ConfigWarning;
 import dev.affinity.config.LoadedConfig;
 import dev.affinity.config.ServerSection;
+import dev.affinity.config.StartupChecks;
 import dev.affinity.config.WorkerPool;
 import dev.affinity.executor.ExecutorException;
 import dev.affinity.nativebridge.NativeBridge;
@@ -78,6 +79,7 @@ final class ConfigCheckCommand implements Callable<Integer> {
     List<String> errors = new ArrayList<>();
     // everything serve would refuse at start-up: the routers are built here too
     new RouterFactory().check(loaded.config()).forEach(p -> errors.add(p.format()));
+    StartupChecks.of(loaded.config()).forEach(p -> errors.add(p.format()));
     for (ServerSection s : List.of(loaded.config().context(), loaded.config().generation())) {
       s.embedded().ifPresent(pool -> checkExecutor(s, pool, errors));
     }

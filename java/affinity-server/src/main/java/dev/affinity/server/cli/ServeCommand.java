@@ -6,6 +6,7 @@ import dev.affinity.config.ConfigProblem;
 import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.ConfigWarning;
 import dev.affinity.config.LoadedConfig;
+import dev.affinity.config.StartupChecks;
 import dev.affinity.server.fleet.AffinityServer;
 import dev.affinity.server.fleet.WarmUp;
 import dev.affinity.server.http.FrontendOptions;
@@ -17,6 +18,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import dev.affinity.routing.RouterFactory;
 import java.util.concurrent.Callable;
@@ -83,9 +85,11 @@ final class ServeCommand implements Callable<Integer> {
       err.println(config + ": cannot read: " + e.getMessage());
       return 1;
     }
-    List<ConfigProblem> routerProblems = new RouterFactory().check(loaded.config());
-    if (!routerProblems.isEmpty()) {
-      routerProblems.stream().map(ConfigProblem::format).forEach(err::println);
+    // everything config check refuses, before the warm-up
+    List<ConfigProblem> startupProblems = new ArrayList<>(new RouterFactory().check(loaded.config()));
+    startupProblems.addAll(StartupChecks.of(loaded.config()));
+    if (!startupProblems.isEmpty()) {
+      startupProblems.stream().map(ConfigProblem::format).forEach(err::println);
       return 1;
     }
     loaded.warnings().stream().map(ConfigWarning::format).forEach(err::println);

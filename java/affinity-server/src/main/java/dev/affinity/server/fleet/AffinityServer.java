@@ -2,8 +2,11 @@ package dev.affinity.server.fleet;
 
 import dev.affinity.admission.CodecPromptTokenizer;
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.config.ConfigException;
+import dev.affinity.config.ConfigProblem;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
+import dev.affinity.config.StartupChecks;
 import dev.affinity.config.SubagentScope;
 import dev.affinity.config.TokenizerSource;
 import dev.affinity.conversation.LocalParentLinks;
@@ -113,7 +116,8 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   /**
-   * Builds everything and starts listening; on failure, what was built is closed again. Requests are traced as
+   * Builds everything and starts listening; on failure, what was built is closed again. A config that
+   * {@link StartupChecks} refuses is a {@link ConfigException} before anything is built. Requests are traced as
    * {@code otlp_config} and the {@code OTEL_EXPORTER_OTLP_*} variables say (docs/tracing.md).
    */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options) throws IOException {
@@ -138,7 +142,13 @@ public final class AffinityServer implements AutoCloseable {
 
   private static AffinityServer start(DisaggConfig config, FrontendOptions options, Tracing tracing,
       EventLoopGroup sharedIo) throws IOException {
-    AffinityServer s = new AffinityServer(config, java.util.Objects.requireNonNull(tracing, "tracing"));
+    java.util.Objects.requireNonNull(tracing, "tracing");
+    List<ConfigProblem> refused = StartupChecks.of(config);
+    if (!refused.isEmpty()) {
+      tracing.close();  // the server would have owned it
+      throw new ConfigException(refused);
+    }
+    AffinityServer s = new AffinityServer(config, tracing);
     try {
       requireNative(config, NativeRequirement.system());
       if (sharedIo != null) {
@@ -214,6 +224,12 @@ public final class AffinityServer implements AutoCloseable {
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
+      if (config.servesOpenClusterStorage()) {  // only with the opt-in: StartupChecks refuses it otherwise
+        log.warn("the HTTP cluster storage ({}) takes no credential (affinity.allow_unauthenticated_cluster_storage: "
+            + "true, no internal_request_auth_key): any process on this host can register a worker (which then "
+            + "receives prompts) or delete one; set internal_request_auth_key, or use an etcd cluster_uri",
+            cluster.clusterUri());
+      }
     }
     parentLinks = createParentLinks();
     TextTokenizer textTokenizer = modelCodecs != null ? modelCodecs.codec()::encode

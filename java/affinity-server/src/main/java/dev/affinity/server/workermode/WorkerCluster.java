@@ -1,6 +1,7 @@
 package dev.affinity.server.workermode;
 
 import dev.affinity.config.DisaggConfig.DisaggClusterConfig;
+import dev.affinity.config.Location;
 import dev.affinity.server.cluster.ServerRole;
 import dev.affinity.server.cluster.WorkerRegistration;
 import java.time.Duration;
@@ -45,7 +46,8 @@ public record WorkerCluster(String uri, String name, ServerRole role, int heartb
   }
 
   private DisaggClusterConfig asConfig() {
-    return new DisaggClusterConfig(uri, name, 1, 1, heartbeatIntervalSec, inactiveTimeoutSec);
+    return new DisaggClusterConfig(uri, name, 1, 1, heartbeatIntervalSec, inactiveTimeoutSec,
+        Location.unknown("--disagg-cluster-uri"));
   }
 
   public boolean isHttp() {

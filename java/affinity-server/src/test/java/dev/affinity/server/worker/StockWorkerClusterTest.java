@@ -36,7 +36,9 @@ class StockWorkerClusterTest {
 
   static String config() {
     // upstream's harness writes this shape (conditional_disagg_config: null, router {}); the frontend serves
-    // the storage on its own port, whatever the URI's port says
+    // the storage on its own port, whatever the URI's port says. A stock worker cannot sign storage requests, so a
+    // stock fleet over the HTTP storage runs without internal_request_auth_key, which the frontend refuses unless
+    // the config accepts that explicitly (ClusterStorageAuthTest)
     return """
         hostname: 127.0.0.1
         port: 8000
@@ -50,6 +52,7 @@ class StockWorkerClusterTest {
         generation_servers: {router: {type: round_robin}}
         conditional_disagg_config: null
         perf_metrics_max_requests: 0
+        affinity: {allow_unauthenticated_cluster_storage: true}
         """;
   }
 

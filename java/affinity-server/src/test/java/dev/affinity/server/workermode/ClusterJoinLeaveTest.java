@@ -54,7 +54,12 @@ class ClusterJoinLeaveTest {
   final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   final List<AutoCloseable> open = new ArrayList<>();
 
+  /**
+   * The HTTP storage runs without internal_request_auth_key here (joining and leaving is the subject; the signed
+   * storage is ClusterStorageAuthTest's), which the frontend accepts only when the config says so.
+   */
   static String config(String uri) {
+    String openStorage = uri.startsWith("http://") ? ", allow_unauthenticated_cluster_storage: true" : "";
     return """
         hostname: 127.0.0.1
         port: 8000
@@ -64,8 +69,8 @@ class ClusterJoinLeaveTest {
           minimal_instances: {context_servers: 2, generation_servers: 1}
         context_servers: {router: {type: conversation}}
         generation_servers: {router: {type: round_robin}}
-        affinity: {model: m, debug_headers: true}
-        """.formatted(uri);
+        affinity: {model: m, debug_headers: true%s}
+        """.formatted(uri, openStorage);
   }
 
   WorkerServer worker(String name, String uri, ServerRole role) throws Exception {

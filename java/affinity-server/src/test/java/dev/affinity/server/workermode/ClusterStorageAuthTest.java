@@ -5,10 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.ConfigProblem;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.server.cluster.HttpClusterStorageClient;
@@ -29,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * The frontend's HTTP cluster storage with {@code internal_request_auth_key}: the two attacks an open storage
@@ -36,7 +42,8 @@ import org.junit.jupiter.api.Test;
  * key) are refused with 401 unless the request is signed with the key, reads too; a signed request is accepted
  * once (a replay is refused); Affinity workers with the key (in this JVM and an {@code affinity worker} process)
  * join and serve; with API keys and no auth key the
- * configuration is refused.
+ * configuration is refused. Without the key the storage is open: the frontend refuses to start unless
+ * {@code affinity.allow_unauthenticated_cluster_storage: true} says so, and then warns.
  */
 class ClusterStorageAuthTest {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -178,9 +185,69 @@ class ClusterStorageAuthTest {
     assertEquals(200, answer.statusCode(), answer.body());
   }
 
+  /** The HTTP storage without internal_request_auth_key and without API keys, {@code extra} in the affinity block. */
+  static String openConfig(String extra) {
+    return """
+        hostname: 127.0.0.1
+        port: 8000
+        disagg_cluster:
+          cluster_uri: http://127.0.0.1:8000
+          cluster_name: open
+          minimal_instances: {context_servers: 1, generation_servers: 1}
+        context_servers: {router: {type: conversation}}
+        generation_servers: {router: {type: round_robin}}
+        affinity: {model: m%s}
+        """.formatted(extra);
+  }
+
+  @Test
+  void anOpenHttpStorageIsRefusedAtStartUp() {
+    // upstream's format: the file loads, but the frontend will not serve an open membership
+    DisaggConfig cfg = ConfigLoader.parse(openConfig(""), "open.yaml").config();
+    ConfigException e = assertThrows(ConfigException.class, () -> server = AffinityServer.start(cfg,
+        FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none())));
+    assertEquals(1, e.problems().size(), e.getMessage());
+    ConfigProblem p = e.problems().get(0);
+    assertEquals("disagg_cluster.cluster_uri", p.keyPath());
+    assertEquals(new dev.affinity.config.Location("open.yaml", 4, 16), p.location());
+    assertTrue(p.message().contains("any process on this host") && p.message().contains("internal_request_auth_key")
+        && p.message().contains("etcd://") && p.message().contains("affinity.allow_unauthenticated_cluster_storage: true"),
+        p.message());
+  }
+
+  @Test
+  void withTheOptInAnOpenHttpStorageStartsWithAWarningNamingTheRisk() throws Exception {
+    Logger serverLog = (Logger) LoggerFactory.getLogger(AffinityServer.class);
+    ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    logs.start();
+    serverLog.addAppender(logs);
+    try {
+      DisaggConfig cfg = ConfigLoader.parse(openConfig(", allow_unauthenticated_cluster_storage: true"), "open.yaml")
+          .config();
+      server = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()));
+      List<String> warnings = logs.list.stream().filter(ev -> ev.getLevel() == Level.WARN)
+          .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("cluster storage")).toList();
+      assertEquals(1, warnings.size(), warnings.toString());
+      assertTrue(warnings.get(0).contains("affinity.allow_unauthenticated_cluster_storage")
+          && warnings.get(0).contains("any process on this host can register a worker (which then receives prompts) or "
+          + "delete one"), warnings.get(0));
+      // and it is what it says: open
+      try (HttpClusterStorageClient open = new HttpClusterStorageClient("http://127.0.0.1:" + port(), null)) {
+        assertTrue(open.getPrefix("/trtllm-disagg/open/workers/").isEmpty());
+      }
+      assertEquals(200, send(request("POST", "/set", Map.of(), fakeWorker("/trtllm-disagg/open/not-a-worker"))
+          .header("Content-Type", "application/json")).statusCode());
+    } finally {
+      serverLog.detachAppender(logs);
+    }
+  }
+
   @Test
   void apiKeysWithAnOpenHttpStorageAreAConfigError() {
     ConfigException e = assertThrows(ConfigException.class, () -> ConfigLoader.parse(config(""), "open.yaml"));
+    // the opt-in does not lift it: completions guarded by API keys beside an open membership are a contradiction
+    assertThrows(ConfigException.class, () -> ConfigLoader.parse(config("").replace("api_keys: [client-key]",
+        "api_keys: [client-key], allow_unauthenticated_cluster_storage: true"), "open.yaml"));
     assertTrue(e.getMessage().contains("open.yaml") && e.getMessage().contains("disagg_cluster.cluster_uri")
         && e.getMessage().contains("internal_request_auth_key"), e.getMessage());
   }
