@@ -439,7 +439,10 @@ class DisaggServiceTest {
     good.alive = false;  // the first pick is genA
     RecordingSink alone = new RecordingSink();
     handle(completion(true), headers(), alone);
-    assertEquals(List.of("fail 503"), alone.events, "genA excluded after its failure, none left: " + alone.error);
+    assertEquals(List.of(), alone.events, "genA is the only live generation worker: its retry waits a back-off");
+    scheduler.fireLast();
+    assertEquals(List.of("fail 502"), alone.events, "the retry there failed the same way: " + alone.error);
+    assertTrue(alone.error.error().message().contains("streamed no chunk with a choice"), alone.error.error().message());
 
     good.alive = true;
     service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(empty, good));
