@@ -44,7 +44,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #send}: {@code POST {url}{path}} with the compact JSON body; streaming legs read SSE and
  *       hand every chunk to the listener in order as the worker's bytes ({@link LegExchange}),
  *       non-streaming legs parse the JSON response. Internal auth headers as in docs/workers.md; to an
- *       Affinity worker process (visible ranks) also the router's rank hint ({@link WorkerExtensions}).
+ *       Affinity worker process (visible ranks) also the router's rank hint ({@link WorkerExtensions}), and to one
+ *       that takes it a completion's KV cache salt; a completion whose salt the worker cannot take (a stock
+ *       worker under {@code tenant_isolation}) is sent as it is, and its answer's {@code cached_tokens} read 0, so
+ *       that a tenant's usage never tells what another tenant cached.
  *       Failures map to {@link WorkerFailure} kinds; the leg's {@code timeout} covers the whole exchange,
  *       body included, on the event loop's timer.
  *   <li>{@link #connect} reads {@code GET /server_info} ({@link #refreshInfo()} again later);
@@ -82,6 +85,8 @@ public final class HttpWorker implements Worker {
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile WorkerInfo info = WorkerInfo.defaults();
   private volatile JsonNode serverInfo;
+  private volatile WorkerFeatures features = WorkerFeatures.NONE;
+  private final AtomicBoolean warnedUnsalted = new AtomicBoolean();
   private volatile boolean alive = true;
 
   private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
@@ -95,7 +100,7 @@ public final class HttpWorker implements Worker {
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
     this.requests = new LegRequests(settings, settings.baseUrl().getHost() + ":" + settings.port(), codec, () -> info,
-        () -> serverInfo);
+        () -> serverInfo, () -> features);
     this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
   }
 
@@ -173,6 +178,11 @@ public final class HttpWorker implements Worker {
     return s == null ? null : s.deepCopy();
   }
 
+  /** What the worker takes beyond trtllm-serve's contract, from its last {@code /server_info}. */
+  public WorkerFeatures features() {
+    return features;
+  }
+
   @Override
   public boolean isAlive() {
     return alive && !closed.get();
@@ -214,6 +224,12 @@ public final class HttpWorker implements Worker {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
     }
+    boolean saltMissed = requests.saltMissed(request);
+    if (saltMissed && warnedUnsalted.compareAndSet(false, true)) {
+      LOG.warn("worker {}: completions with a KV cache salt (tenant_isolation) reach it unsalted: it does not take a "
+          + "completion's salt (a stock trtllm-serve worker), so tenants share its cache for completions; their usage "
+          + "reports 0 cached tokens (logged once)", id);
+    }
     Duration timeout = request.timeout();
     try {
       EventLoop loop = pool.loop();
@@ -221,7 +237,7 @@ public final class HttpWorker implements Worker {
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
       new LegExchange(call, http, pool, loop, codec, request.streaming(), request.body().isChat(),
-          request.leg() != DisaggRequestType.CONTEXT_ONLY).start();
+          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }
@@ -289,6 +305,7 @@ public final class HttpWorker implements Worker {
     JsonNode root = ServerInfos.body(id, response, codec);
     WorkerInfo parsed = ServerInfos.parse(id, root);
     serverInfo = root;
+    features = WorkerFeatures.of(root);
     if (!parsed.equals(info)) {
       LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}, max_num_tokens={}, ranks={}",
           id, parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize(), parsed.maxNumTokens(),
