@@ -3,6 +3,7 @@ package dev.affinity.server.worker;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.worker.Worker;
@@ -54,6 +55,8 @@ import org.slf4j.LoggerFactory;
  *       {@link #checkHealth()} reads {@code GET /health} and updates {@link #isAlive()}.
  *   <li>{@link #startKvEventPolling}: the one poller of {@code POST /kv_cache_events}, feeding the sink
  *       registered with {@link #onKvEvents}.
+ *   <li>{@link #releaseContext}: a held context the frontend will never send on is released on an Affinity worker
+ *       process ({@code POST /release_context}, signed), asynchronously.
  * </ul>
  *
  * <p>Threads: given the frontend's event loops ({@link #connect(HttpWorkerSettings, ProtocolCodec,
@@ -87,6 +90,7 @@ public final class HttpWorker implements Worker {
   private volatile JsonNode serverInfo;
   private volatile WorkerFeatures features = WorkerFeatures.NONE;
   private final AtomicBoolean warnedUnsalted = new AtomicBoolean();
+  private final AtomicBoolean warnedRelease = new AtomicBoolean();
   private volatile boolean alive = true;
 
   private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
@@ -242,6 +246,49 @@ public final class HttpWorker implements Worker {
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }
     return call;
+  }
+
+  /**
+   * Releases a context this worker holds for a generation leg that will never come (the generation failed or cannot
+   * be sent, the client left): {@code POST /release_context {"ctx_request_ids": [n]}}, signed as a generation
+   * worker's release is ({@link LegRequests#releaseContext}), so its KV is freed now instead of on the worker's hold
+   * timeout. Only to a worker that reports it serves the release ({@link WorkerFeatures#releaseContext()}: an
+   * Affinity worker process); a stock trtllm-serve worker frees the context on its own timeout. Returns at once: the
+   * request runs on an event loop with the control timeout; a failure is logged (the first as a warning), never
+   * thrown, and the hold timeout stays the backstop.
+   */
+  @Override
+  public void releaseContext(DisaggregatedParams contextParams) {
+    Long ctxRequestId = contextParams == null ? null : contextParams.ctxRequestId();
+    if (ctxRequestId == null || closed.get() || !features.releaseContext()) {
+      return;
+    }
+    CompletableFuture<ControlExchange.Answer> sent;
+    try {
+      sent = ControlExchange.send(requests.releaseContext(ctxRequestId), pool, pool.loop(),
+          settings.controlTimeout().toNanos());
+    } catch (RuntimeException e) {  // closed meanwhile
+      releaseFailed(ctxRequestId, e.toString());
+      return;
+    }
+    sent.whenComplete((answer, error) -> {
+      if (error != null) {
+        releaseFailed(ctxRequestId, Failures.of(error).message());
+      } else if (answer.status() != 200) {
+        releaseFailed(ctxRequestId, "HTTP " + answer.status());
+      } else {
+        LOG.debug("worker {}: released context {}", id, ctxRequestId);
+      }
+    });
+  }
+
+  private void releaseFailed(long ctxRequestId, String why) {
+    if (warnedRelease.compareAndSet(false, true)) {
+      LOG.warn("worker {}: releasing context {} failed ({}); the worker frees it on its hold timeout (logged once)", id,
+          ctxRequestId, why);
+    } else {
+      LOG.debug("worker {}: releasing context {} failed ({})", id, ctxRequestId, why);
+    }
   }
 
   /**

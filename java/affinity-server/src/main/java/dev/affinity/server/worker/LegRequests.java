@@ -127,6 +127,20 @@ final class LegRequests {
         : RequestTemplate.of(method, basePath + path, host);
   }
 
+  /**
+   * {@code POST /release_context {"ctx_request_ids": [id]}}, signed as a generation worker signs its release ({@link
+   * LegAuth}, the worker field {@value WorkerExtensions#RELEASE_AUDIENCE}) when there is a key.
+   */
+  RequestTemplate releaseContext(long ctxRequestId) {
+    byte[] body = ("{\"ctx_request_ids\": [" + ctxRequestId + "]}").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    String path = WorkerExtensions.RELEASE_CONTEXT_PATH;
+    LegAuth.Signer s = legSigner;
+    return new RequestTemplate(HttpMethod.POST, basePath + path, host,
+        List.of(new RequestTemplate.Header("content-type", JSON)), body, s == null ? null
+            : () -> new RequestTemplate.Header(LegAuth.HEADER,
+                s.sign("POST", path, body, null, null, WorkerExtensions.RELEASE_AUDIENCE)));
+  }
+
   /** A control {@code POST} of a JSON body that is not signed (it carries nothing of a leg). */
   RequestTemplate unsignedJson(String path, byte[] body) {
     return new RequestTemplate(HttpMethod.POST, basePath + path, host,

@@ -253,7 +253,8 @@ final class WorkerBackend implements FrontendBackend {
   /**
    * trtllm-serve's {@code /server_info} fields a router reads, plus Affinity's extension: the ranks are
    * visible, so an Affinity frontend routes to (worker, rank) and sends its rank hint; a completion's cache salt is
-   * taken ({@value WorkerExtensions#CACHE_SALT_HEADER}).
+   * taken ({@value WorkerExtensions#CACHE_SALT_HEADER}) and held contexts are released on
+   * {@value WorkerExtensions#RELEASE_CONTEXT_PATH}.
    */
   ObjectNode serverInfo() {
     WorkerInfo info = worker.info();
@@ -270,6 +271,7 @@ final class WorkerBackend implements FrontendBackend {
     ext.put(WorkerExtensions.NUM_RANKS, info.numRanks());
     ext.put(WorkerExtensions.RANKS_VISIBLE, true);
     ext.put(WorkerExtensions.COMPLETION_CACHE_SALT, true);
+    ext.put(WorkerExtensions.RELEASE_CONTEXT, true);
     ext.put("name", worker.id());
     ext.put("backend", worker.executor().backend());
     ext.put("model", settings.model());

@@ -212,6 +212,24 @@ class HttpWorkerTest {
   }
 
   @Test
+  void aHeldContextIsReleasedOnAnAffinityWorkerSignedAsAGenerationWorkersReleaseIs() throws Exception {
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 2).put("ranks_visible", true).put("release_context", true);
+    fake.serverInfo(info);
+    HttpWorker w = worker(KEY);
+    w.releaseContext(DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY).ctxRequestId(1001L).build());
+    fake.awaitReceived("/release_context", 1);
+    Received r = fake.last("/release_context");
+    assertEquals("POST", r.method());
+    assertEquals(CODEC.readTree("{\"ctx_request_ids\": [1001]}".getBytes(StandardCharsets.UTF_8)),
+        CODEC.readTree(r.body()));
+    LegAuth.Verifier verifier = new LegAuth.Verifier(InternalAuth.ofNullable(KEY).orElseThrow(), "kv-handoff", java.time.Clock.systemUTC(),
+        LegAuth.DEFAULT_WINDOW);
+    assertNull(verifier.refusal("POST", "/release_context", dev.affinity.conversation.HeaderSource.of(r.headers()),
+        r.body()), "signed as a generation worker signs its release");
+  }
+
+  @Test
   void aLegsKvRetentionGoesOnlyToAffinityWorkers() throws Exception {
     OpenAiRequest body = completion(CTX_COMPLETION);
     KvRetention keep = KvRetention.wholePrompt(80, 30_000);
