@@ -3,6 +3,7 @@ package dev.affinity.server.worker;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.worker.Worker;
@@ -44,13 +45,18 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #send}: {@code POST {url}{path}} with the compact JSON body; streaming legs read SSE and
  *       hand every chunk to the listener in order as the worker's bytes ({@link LegExchange}),
  *       non-streaming legs parse the JSON response. Internal auth headers as in docs/workers.md; to an
- *       Affinity worker process (visible ranks) also the router's rank hint ({@link WorkerExtensions}).
+ *       Affinity worker process (visible ranks) also the router's rank hint ({@link WorkerExtensions}), and to one
+ *       that takes it a completion's KV cache salt; a completion whose salt the worker cannot take (a stock
+ *       worker under {@code tenant_isolation}) is sent as it is, and its answer's {@code cached_tokens} read 0, so
+ *       that a tenant's usage never tells what another tenant cached.
  *       Failures map to {@link WorkerFailure} kinds; the leg's {@code timeout} covers the whole exchange,
  *       body included, on the event loop's timer.
  *   <li>{@link #connect} reads {@code GET /server_info} ({@link #refreshInfo()} again later);
  *       {@link #checkHealth()} reads {@code GET /health} and updates {@link #isAlive()}.
  *   <li>{@link #startKvEventPolling}: the one poller of {@code POST /kv_cache_events}, feeding the sink
  *       registered with {@link #onKvEvents}.
+ *   <li>{@link #releaseContext}: a held context the frontend will never send on is released on an Affinity worker
+ *       process ({@code POST /release_context}, signed), asynchronously.
  * </ul>
  *
  * <p>Threads: given the frontend's event loops ({@link #connect(HttpWorkerSettings, ProtocolCodec,
@@ -82,6 +88,9 @@ public final class HttpWorker implements Worker {
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile WorkerInfo info = WorkerInfo.defaults();
   private volatile JsonNode serverInfo;
+  private volatile WorkerFeatures features = WorkerFeatures.NONE;
+  private final AtomicBoolean warnedUnsalted = new AtomicBoolean();
+  private final AtomicBoolean warnedRelease = new AtomicBoolean();
   private volatile boolean alive = true;
 
   private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
@@ -95,7 +104,7 @@ public final class HttpWorker implements Worker {
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
     this.requests = new LegRequests(settings, settings.baseUrl().getHost() + ":" + settings.port(), codec, () -> info,
-        () -> serverInfo);
+        () -> serverInfo, () -> features);
     this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
   }
 
@@ -173,6 +182,11 @@ public final class HttpWorker implements Worker {
     return s == null ? null : s.deepCopy();
   }
 
+  /** What the worker takes beyond trtllm-serve's contract, from its last {@code /server_info}. */
+  public WorkerFeatures features() {
+    return features;
+  }
+
   @Override
   public boolean isAlive() {
     return alive && !closed.get();
@@ -214,6 +228,12 @@ public final class HttpWorker implements Worker {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
       return call;
     }
+    boolean saltMissed = requests.saltMissed(request);
+    if (saltMissed && warnedUnsalted.compareAndSet(false, true)) {
+      LOG.warn("worker {}: completions with a KV cache salt (tenant_isolation) reach it unsalted: it does not take a "
+          + "completion's salt (a stock trtllm-serve worker), so tenants share its cache for completions; their usage "
+          + "reports 0 cached tokens (logged once)", id);
+    }
     Duration timeout = request.timeout();
     try {
       EventLoop loop = pool.loop();
@@ -221,11 +241,54 @@ public final class HttpWorker implements Worker {
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
       new LegExchange(call, http, pool, loop, codec, request.streaming(), request.body().isChat(),
-          request.leg() != DisaggRequestType.CONTEXT_ONLY).start();
+          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }
     return call;
+  }
+
+  /**
+   * Releases a context this worker holds for a generation leg that will never come (the generation failed or cannot
+   * be sent, the client left): {@code POST /release_context {"ctx_request_ids": [n]}}, signed as a generation
+   * worker's release is ({@link LegRequests#releaseContext}), so its KV is freed now instead of on the worker's hold
+   * timeout. Only to a worker that reports it serves the release ({@link WorkerFeatures#releaseContext()}: an
+   * Affinity worker process); a stock trtllm-serve worker frees the context on its own timeout. Returns at once: the
+   * request runs on an event loop with the control timeout; a failure is logged (the first as a warning), never
+   * thrown, and the hold timeout stays the backstop.
+   */
+  @Override
+  public void releaseContext(DisaggregatedParams contextParams) {
+    Long ctxRequestId = contextParams == null ? null : contextParams.ctxRequestId();
+    if (ctxRequestId == null || closed.get() || !features.releaseContext()) {
+      return;
+    }
+    CompletableFuture<ControlExchange.Answer> sent;
+    try {
+      sent = ControlExchange.send(requests.releaseContext(ctxRequestId), pool, pool.loop(),
+          settings.controlTimeout().toNanos());
+    } catch (RuntimeException e) {  // closed meanwhile
+      releaseFailed(ctxRequestId, e.toString());
+      return;
+    }
+    sent.whenComplete((answer, error) -> {
+      if (error != null) {
+        releaseFailed(ctxRequestId, Failures.of(error).message());
+      } else if (answer.status() != 200) {
+        releaseFailed(ctxRequestId, "HTTP " + answer.status());
+      } else {
+        LOG.debug("worker {}: released context {}", id, ctxRequestId);
+      }
+    });
+  }
+
+  private void releaseFailed(long ctxRequestId, String why) {
+    if (warnedRelease.compareAndSet(false, true)) {
+      LOG.warn("worker {}: releasing context {} failed ({}); the worker frees it on its hold timeout (logged once)", id,
+          ctxRequestId, why);
+    } else {
+      LOG.debug("worker {}: releasing context {} failed ({})", id, ctxRequestId, why);
+    }
   }
 
   /**
@@ -289,6 +352,7 @@ public final class HttpWorker implements Worker {
     JsonNode root = ServerInfos.body(id, response, codec);
     WorkerInfo parsed = ServerInfos.parse(id, root);
     serverInfo = root;
+    features = WorkerFeatures.of(root);
     if (!parsed.equals(info)) {
       LOG.info("worker {}: tokens_per_block={}, kv_cache_hash_algo={}, max_batch_size={}, max_num_tokens={}, ranks={}",
           id, parsed.tokensPerBlock(), parsed.hashAlgorithm().wireName(), parsed.maxBatchSize(), parsed.maxNumTokens(),

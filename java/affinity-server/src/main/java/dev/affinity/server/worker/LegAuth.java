@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
  * canonicalization) of the {@link Claim}: the method, the endpoint path, the SHA-256 of the exact body
  * bytes (so every field that steers the leg — request ids, prompt or prompt token ids, first generated
  * tokens, context phase params, conversation params, sampling — is covered, and nothing in the body can be
- * altered), the rank hint and sub-agent affinity id headers as sent, the worker's name (from its
+ * altered), the rank hint, sub-agent affinity id, KV retention and cache salt headers as sent, the worker's name (from its
  * {@code /server_info}; null for a worker that reports none), the timestamp and the nonce.
  *
  * <p>A {@link Verifier} (an Affinity worker process with a key) checks it on the raw request, before the
@@ -58,12 +58,14 @@ public final class LegAuth {
    * @param bodySha256 lower-case hex SHA-256 of the body bytes as sent (of nothing for no body)
    * @param rankHint the {@value WorkerExtensions#RANK_HINT_HEADER} value as sent, or null
    * @param subagentAffinityId the {@value InternalAuth#SUBAGENT_AFFINITY_HEADER} value as sent, or null
+   * @param kvRetention the {@value WorkerExtensions#KV_RETENTION_HEADER} value as sent, or null
+   * @param cacheSalt the {@value WorkerExtensions#CACHE_SALT_HEADER} value as sent, or null
    * @param worker the worker's name as its {@code /server_info} reports it, or null
    * @param timestampMillis when the request was signed, Unix milliseconds
    * @param nonce unique per signed request
    */
   public record Claim(String method, String path, String bodySha256, String rankHint, String subagentAffinityId,
-      String kvRetention, String worker, long timestampMillis, String nonce) {
+      String kvRetention, String cacheSalt, String worker, long timestampMillis, String nonce) {
     public Claim {
       Objects.requireNonNull(method, "method");
       Objects.requireNonNull(path, "path");
@@ -71,10 +73,16 @@ public final class LegAuth {
       Objects.requireNonNull(nonce, "nonce");
     }
 
-    /** A claim of a request without a KV retention header. */
+    /** A claim of a request without a KV retention or cache salt header. */
     public Claim(String method, String path, String bodySha256, String rankHint, String subagentAffinityId,
         String worker, long timestampMillis, String nonce) {
-      this(method, path, bodySha256, rankHint, subagentAffinityId, null, worker, timestampMillis, nonce);
+      this(method, path, bodySha256, rankHint, subagentAffinityId, null, null, worker, timestampMillis, nonce);
+    }
+
+    /** A claim of a request without a cache salt header. */
+    public Claim(String method, String path, String bodySha256, String rankHint, String subagentAffinityId,
+        String kvRetention, String worker, long timestampMillis, String nonce) {
+      this(method, path, bodySha256, rankHint, subagentAffinityId, kvRetention, null, worker, timestampMillis, nonce);
     }
 
     /** The canonical JSON that is signed. */
@@ -88,6 +96,9 @@ public final class LegAuth {
       m.put("subagent_affinity_id", subagentAffinityId);
       if (kvRetention != null) {  // only when sent: claims without it are signed as before
         m.put("kv_retention", kvRetention);
+      }
+      if (cacheSalt != null) {  // likewise
+        m.put("cache_salt", cacheSalt);
       }
       m.put("worker", worker);
       m.put("ts", timestampMillis);
@@ -134,9 +145,15 @@ public final class LegAuth {
     /** The {@value #HEADER} value for one write of a request that carries a KV retention header too. */
     public String sign(String method, String path, byte[] body, String rankHint, String subagentAffinityId,
         String kvRetention, String worker) {
+      return sign(method, path, body, rankHint, subagentAffinityId, kvRetention, null, worker);
+    }
+
+    /** The {@value #HEADER} value for one write of a request with a KV retention and a cache salt header (or nulls). */
+    public String sign(String method, String path, byte[] body, String rankHint, String subagentAffinityId,
+        String kvRetention, String cacheSalt, String worker) {
       String nonce = prefix + "-" + Long.toHexString(counter.incrementAndGet());
-      return headerValue(auth, new Claim(method, path, sha256(body), rankHint, subagentAffinityId, kvRetention, worker,
-          clock.millis(), nonce));
+      return headerValue(auth, new Claim(method, path, sha256(body), rankHint, subagentAffinityId, kvRetention,
+          cacheSalt, worker, clock.millis(), nonce));
     }
   }
 
@@ -191,7 +208,7 @@ public final class LegAuth {
       long timestamp = Long.parseLong(ts);
       Claim claim = new Claim(method, path, sha256(body), headers.first(WorkerExtensions.RANK_HINT_HEADER),
           headers.first(InternalAuth.SUBAGENT_AFFINITY_HEADER), headers.first(WorkerExtensions.KV_RETENTION_HEADER),
-          worker, timestamp, nonce);
+          headers.first(WorkerExtensions.CACHE_SALT_HEADER), worker, timestamp, nonce);
       if (!auth.verify(claim.canonicalJson(), parts[2])) {
         return "invalid " + HEADER + " signature (another key, or the request was altered)";
       }

@@ -41,6 +41,11 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private final boolean chat;
   /** Whether a whole answer goes to the client (a context-only leg's is only read): copied as it is scanned. */
   private final boolean relay;
+  /**
+   * Whether the leg's KV cache salt did not reach the worker ({@link LegRequests#saltMissed}): the answer's
+   * {@code cached_tokens} may count another tenant's blocks, so they read 0.
+   */
+  private final boolean hideCachedTokens;
   private Channel channel;
   private int status;
   private BodyBuffer body;
@@ -49,7 +54,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private Integer rank;
 
   LegExchange(HttpCall call, RequestTemplate request, ConnectionPool pool, EventLoop loop, ProtocolCodec codec,
-      boolean streaming, boolean chat, boolean relay) {
+      boolean streaming, boolean chat, boolean relay, boolean hideCachedTokens) {
     this.call = call;
     this.request = request;
     this.pool = pool;
@@ -58,6 +63,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     this.streaming = streaming;
     this.chat = chat;
     this.relay = relay;
+    this.hideCachedTokens = hideCachedTokens;
   }
 
   /** Takes a connection and sends the leg. */
@@ -135,7 +141,12 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     EncodedChunk chunk = EncodedChunk.ofSseEvent(event, chat, codec, call);
     try {
       if (ChunkScanner.scan(event, 6, event.length - 8)) {
-        report(chunk.parsed());
+        OpenAiStreamChunk parsed = chunk.parsed();
+        if (hideCachedTokens && CachedTokens.told(parsed.usage())) {
+          parsed = CachedTokens.hidden(parsed);
+          chunk = EncodedChunk.of(parsed, codec.toJsonBytes(parsed));
+        }
+        report(parsed);
       }
     } catch (ProtocolException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, 0, "unparsable stream chunk: " + e.getMessage());
@@ -180,6 +191,9 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     EncodedResponse answer;
     try {
       answer = EncodedResponse.read(bytes, chat, relay, codec);
+      if (hideCachedTokens && CachedTokens.told(answer.usage())) {
+        answer = EncodedResponse.of(CachedTokens.hidden(answer.parsed()));
+      }
     } catch (ProtocolException e) {
       call.fail(WorkerFailure.Kind.PROTOCOL, status, "unparsable response: " + e.getMessage());
       return;

@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The HTTP requests one worker is sent, as {@link RequestTemplate}s: a leg's {@code POST} with its JSON body and
- * headers (internal auth as in docs/workers.md, the rank hint and KV retention to an Affinity worker process, the
+ * headers (internal auth as in docs/workers.md, the rank hint, KV retention and a completion's cache salt to an
+ * Affinity worker process, the
  * W3C trace context, the leg signature), and the control requests (signed when they are POSTs). What the worker
  * reported in {@code /server_info} (its ranks, its name) is read at each request through the suppliers.
  */
@@ -34,9 +35,10 @@ final class LegRequests {
   private final LegAuth.Signer legSigner;
   private final Supplier<WorkerInfo> info;
   private final Supplier<JsonNode> serverInfo;
+  private final Supplier<WorkerFeatures> features;
 
   LegRequests(HttpWorkerSettings settings, String host, ProtocolCodec codec, Supplier<WorkerInfo> info,
-      Supplier<JsonNode> serverInfo) {
+      Supplier<JsonNode> serverInfo, Supplier<WorkerFeatures> features) {
     this.id = settings.workerId();
     this.basePath = settings.basePath();
     this.host = host;
@@ -46,6 +48,7 @@ final class LegRequests {
     this.legSigner = auth == null ? null : new LegAuth.Signer(auth, java.time.Clock.systemUTC());
     this.info = info;
     this.serverInfo = serverInfo;
+    this.features = features;
   }
 
   /**
@@ -72,6 +75,10 @@ final class LegRequests {
     if (retention != null) {
       headers.add(new RequestTemplate.Header(WorkerExtensions.KV_RETENTION_HEADER, retention));
     }
+    String salt = cacheSaltHeader(request);
+    if (salt != null) {
+      headers.add(new RequestTemplate.Header(WorkerExtensions.CACHE_SALT_HEADER, salt));
+    }
     TraceContext trace = request.trace();
     if (trace != null) { // W3C trace context: the worker's spans join the request's trace (docs/tracing.md)
       headers.add(new RequestTemplate.Header(TraceContext.TRACEPARENT, trace.traceparent()));
@@ -81,14 +88,57 @@ final class LegRequests {
     }
     byte[] json = codec.toJsonBytes(body);
     return new RequestTemplate(HttpMethod.POST, basePath + body.path(), host, headers, json,
-        legSignature(body.path(), json, hint, affinityId, retention));
+        legSignature(body.path(), json, hint, affinityId, retention, salt));
+  }
+
+  /**
+   * Whether the leg has a KV cache salt that does not reach the worker's cache: a completion (upstream models
+   * {@code cache_salt} on chats only, and a chat's body carries it) to a worker that does not take
+   * {@value WorkerExtensions#CACHE_SALT_HEADER} (a stock trtllm-serve worker).
+   */
+  boolean saltMissed(WorkerRequest request) {
+    return request.cacheSalt() != null && !request.body().isChat() && cacheSaltHeader(request) == null;
+  }
+
+  /**
+   * The {@value WorkerExtensions#CACHE_SALT_HEADER} value: a completion's salt, to a worker that takes it; null for a
+   * chat (its body carries {@code cache_salt}), without a salt, or for a salt that is not a printable ASCII header
+   * value (admission's tenant salts always are).
+   */
+  private String cacheSaltHeader(WorkerRequest request) {
+    String salt = request.cacheSalt();
+    if (salt == null || request.body().isChat() || !features.get().completionCacheSalt()) {
+      return null;
+    }
+    for (int i = 0; i < salt.length(); i++) {
+      char c = salt.charAt(i);
+      if (c < 0x21 || c > 0x7e) {
+        return null;
+      }
+    }
+    return salt;
   }
 
   /** A control request without a body; a POST is signed. */
   RequestTemplate control(HttpMethod method, String path) {
     return method.equals(HttpMethod.POST)
-        ? new RequestTemplate(method, basePath + path, host, List.of(), null, legSignature(path, null, null, null, null))
+        ? new RequestTemplate(method, basePath + path, host, List.of(), null,
+            legSignature(path, null, null, null, null, null))
         : RequestTemplate.of(method, basePath + path, host);
+  }
+
+  /**
+   * {@code POST /release_context {"ctx_request_ids": [id]}}, signed as a generation worker signs its release ({@link
+   * LegAuth}, the worker field {@value WorkerExtensions#RELEASE_AUDIENCE}) when there is a key.
+   */
+  RequestTemplate releaseContext(long ctxRequestId) {
+    byte[] body = ("{\"ctx_request_ids\": [" + ctxRequestId + "]}").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    String path = WorkerExtensions.RELEASE_CONTEXT_PATH;
+    LegAuth.Signer s = legSigner;
+    return new RequestTemplate(HttpMethod.POST, basePath + path, host,
+        List.of(new RequestTemplate.Header("content-type", JSON)), body, s == null ? null
+            : () -> new RequestTemplate.Header(LegAuth.HEADER,
+                s.sign("POST", path, body, null, null, WorkerExtensions.RELEASE_AUDIENCE)));
   }
 
   /** A control {@code POST} of a JSON body that is not signed (it carries nothing of a leg). */
@@ -129,13 +179,13 @@ final class LegRequests {
    * {@code /server_info}. Sent to every worker; a trtllm-serve worker ignores it.
    */
   private Supplier<RequestTemplate.Header> legSignature(String path, byte[] body, String rankHint, String affinityId,
-      String retention) {
+      String retention, String cacheSalt) {
     LegAuth.Signer s = legSigner;
     if (s == null) {
       return null;
     }
     return () -> new RequestTemplate.Header(LegAuth.HEADER,
-        s.sign("POST", path, body, rankHint, affinityId, retention, workerName()));
+        s.sign("POST", path, body, rankHint, affinityId, retention, cacheSalt, workerName()));
   }
 
   /** The worker's name as its {@code /server_info} reports it ({@code affinity.name}), or null. */

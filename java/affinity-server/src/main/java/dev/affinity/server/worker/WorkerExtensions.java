@@ -12,7 +12,14 @@ package dev.affinity.server.worker;
  *       router chose; the executor honours it while that rank has room;
  *   <li>and {@value #KV_RETENTION_HEADER}{@code : <json>} when the frontend asks the leg's blocks to be kept: a
  *       {@code KvCacheRetentionConfig} in the field names of TensorRT-LLM's Python binding
- *       ({@link dev.affinity.executor.KvRetentionJson}), which trtllm-serve's OpenAI protocol has no field for.
+ *       ({@link dev.affinity.executor.KvRetentionJson}), which trtllm-serve's OpenAI protocol has no field for;
+ *   <li>{@value #CACHE_SALT_HEADER}{@code : <salt>} on a completion leg with a KV cache salt (under
+ *       {@code tenant_isolation} the tenant's), to a worker that reports {@value #COMPLETION_CACHE_SALT}: upstream
+ *       models {@code cache_salt} on chat requests only, so a completion's salt travels beside the body. It is covered
+ *       by the leg's signature ({@link LegAuth});
+ *   <li>{@value #RELEASE_CONTEXT_PATH} on a worker that reports {@value #RELEASE_CONTEXT}: the frontend releases a
+ *       context it will never send a generation leg for, signed as a generation worker's release is (audience
+ *       {@value #RELEASE_AUDIENCE}).
  * </ul>
  */
 public final class WorkerExtensions {
@@ -20,6 +27,16 @@ public final class WorkerExtensions {
   public static final String RANK_HINT_HEADER = "x-affinity-rank-hint";
   /** Request header: the leg's KV-cache retention ({@code KvCacheRetentionConfig} as JSON). */
   public static final String KV_RETENTION_HEADER = "x-affinity-kv-retention";
+  /** Request header: a completion leg's KV cache salt (a completion body has no {@code cache_salt} upstream). */
+  public static final String CACHE_SALT_HEADER = "x-affinity-cache-salt";
+  /** In the extension object: the worker salts a completion's KV cache by {@value #CACHE_SALT_HEADER} (boolean). */
+  public static final String COMPLETION_CACHE_SALT = "completion_cache_salt";
+  /** In the extension object: the worker serves {@value #RELEASE_CONTEXT_PATH} (boolean). */
+  public static final String RELEASE_CONTEXT = "release_context";
+  /** The path a context worker releases held contexts on: {@code {"ctx_request_ids": [n, ...]}}. */
+  public static final String RELEASE_CONTEXT_PATH = "/release_context";
+  /** The worker field of a release's {@link LegAuth} claim: any holder of the key may release any context. */
+  public static final String RELEASE_AUDIENCE = "kv-handoff";
   /** The {@code /server_info} key of Affinity's extension object. */
   public static final String SERVER_INFO_KEY = "affinity";
   /** In the extension object: the worker's attention-DP ranks (a positive integer). */

@@ -2,6 +2,7 @@ package dev.affinity.server.workermode;
 
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.server.worker.LegAuth;
+import dev.affinity.server.worker.WorkerExtensions;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,9 +30,9 @@ import org.slf4j.LoggerFactory;
 final class ContextReleaser implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ContextReleaser.class);
   /** The path a context worker serves the release on. */
-  static final String PATH = "/release_context";
+  static final String PATH = WorkerExtensions.RELEASE_CONTEXT_PATH;
   /** The claim's worker field of a release: any generation worker may sign one for any context worker. */
-  static final String AUDIENCE = "kv-handoff";
+  static final String AUDIENCE = WorkerExtensions.RELEASE_AUDIENCE;
   /** Attempts per release (the first and two retries, 50 ms then 200 ms apart). */
   static final int ATTEMPTS = 3;
   private static final Duration TIMEOUT = Duration.ofSeconds(5);

@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@value WorkerExtensions#RANK_HINT_HEADER}: a rank in [0, ranks) becomes the executor's hint;
  *       anything else is ignored (the executor picks the rank), with one warning;
  *   <li>{@value WorkerExtensions#KV_RETENTION_HEADER}: the leg's KV-cache retention, handed to the executor; a value
- *       that is not a valid {@code KvCacheRetentionConfig} is refused (400 naming the header).
+ *       that is not a valid {@code KvCacheRetentionConfig} is refused (400 naming the header);
+ *   <li>{@value WorkerExtensions#CACHE_SALT_HEADER}: the leg's KV cache salt (a completion's; a chat carries its
+ *       {@code cache_salt} in its body), handed to the executor; with a key it is covered by the leg's signature.
  * </ul>
  */
 final class InternalHeaders {
@@ -164,6 +166,11 @@ final class InternalHeaders {
   KvRetention retention(HeaderSource headers) {
     String raw = headers.first(WorkerExtensions.KV_RETENTION_HEADER);
     return raw == null ? null : KvRetentionJson.parse(raw);
+  }
+
+  /** The leg's KV cache salt from {@value WorkerExtensions#CACHE_SALT_HEADER}, or null (the body's, if any, then). */
+  String cacheSalt(HeaderSource headers) {
+    return headers.first(WorkerExtensions.CACHE_SALT_HEADER);
   }
 
   private void warnOnce(AtomicBoolean flag, String message) {

@@ -252,7 +252,9 @@ final class WorkerBackend implements FrontendBackend {
 
   /**
    * trtllm-serve's {@code /server_info} fields a router reads, plus Affinity's extension: the ranks are
-   * visible, so an Affinity frontend routes to (worker, rank) and sends its rank hint.
+   * visible, so an Affinity frontend routes to (worker, rank) and sends its rank hint; a completion's cache salt is
+   * taken ({@value WorkerExtensions#CACHE_SALT_HEADER}) and held contexts are released on
+   * {@value WorkerExtensions#RELEASE_CONTEXT_PATH}.
    */
   ObjectNode serverInfo() {
     WorkerInfo info = worker.info();
@@ -268,6 +270,8 @@ final class WorkerBackend implements FrontendBackend {
     ObjectNode ext = root.putObject(WorkerExtensions.SERVER_INFO_KEY);
     ext.put(WorkerExtensions.NUM_RANKS, info.numRanks());
     ext.put(WorkerExtensions.RANKS_VISIBLE, true);
+    ext.put(WorkerExtensions.COMPLETION_CACHE_SALT, true);
+    ext.put(WorkerExtensions.RELEASE_CONTEXT, true);
     ext.put("name", worker.id());
     ext.put("backend", worker.executor().backend());
     ext.put("model", settings.model());

@@ -92,8 +92,8 @@ final class WorkerHandler implements CompletionHandler {
     int rankHint = internal.rankHint(headers);
     route = route.withConversation(new RouteInfo.Conversation(conversation, affinity));
     Relay relay = new Relay(sink, leg, request.isStreaming(), route, pulled(leg, p));
-    WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout, null, null, retention),
-        relay);
+    WorkerCall call = worker.send(new WorkerRequest(id, request, affinity, rankHint, timeout,
+        internal.cacheSalt(headers), null, retention), relay);
     sink.onDisconnect(call::cancel);
   }
 

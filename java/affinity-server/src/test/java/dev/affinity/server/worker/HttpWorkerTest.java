@@ -160,6 +160,75 @@ class HttpWorkerTest {
     assertEquals(0, w.inFlight());
   }
 
+  static final String TENANT_SALT = "t-0123456789abcdef";
+  static final String CACHE_SALT_HEADER = "x-affinity-cache-salt";
+
+  static int cached(dev.affinity.protocol.UsageInfo usage) {
+    return usage.promptTokensDetails() == null || usage.promptTokensDetails().cachedTokens() == null ? -1
+        : usage.promptTokensDetails().cachedTokens();
+  }
+
+  @Test
+  void aCompletionsCacheSaltGoesToAWorkerThatTakesItAndAStockWorkerReportsNoCachedTokensForIt() throws Exception {
+    OpenAiRequest body = completion(CTX_COMPLETION);
+    // a stock worker: a completion has no cache_salt upstream, so the salt cannot reach it
+    RecordingListener stock = listener();
+    worker(KEY).send(new WorkerRequest(DISAGG_ID, body, null, -1, LONG, TENANT_SALT), stock);
+    assertEquals(0, stock.awaitReport().reusedTokens(), "its cache was not salted: no cached tokens are told");
+    assertEquals(0, cached(stock.response().usage()));
+    assertEquals(FakeTrtllmServe.PROMPT_TOKENS, stock.response().usage().promptTokens());
+    assertNull(fake.last("/v1/completions").header(CACHE_SALT_HEADER));
+    assertEquals(CODEC.readTree(CTX_COMPLETION.getBytes(StandardCharsets.UTF_8)),
+        CODEC.readTree(fake.last("/v1/completions").body()), "nothing is added to the body");
+    RecordingListener stream = listener();
+    worker(KEY).send(new WorkerRequest(DISAGG_ID, completion(GEN_COMPLETION), null, -1, LONG, TENANT_SALT), stream);
+    assertEquals(0, stream.awaitReport().reusedTokens());
+    for (OpenAiStreamChunk c : stream.chunks()) {
+      assertTrue(c.usage() == null || cached(c.usage()) == 0, "no chunk tells cached tokens: " + c.usage());
+    }
+    // a chat carries its salt in its body: the stock worker's cached tokens are its own tenant's
+    RecordingListener chat = listener();
+    worker(KEY).send(new WorkerRequest(DISAGG_ID, chat(CTX_CHAT), null, -1, LONG, TENANT_SALT), chat);
+    assertEquals(FakeTrtllmServe.CACHED_TOKENS, chat.awaitReport().reusedTokens());
+    // without a salt nothing changes
+    RecordingListener unsalted = listener();
+    worker(KEY).send(leg(body), unsalted);
+    assertEquals(FakeTrtllmServe.CACHED_TOKENS, unsalted.awaitReport().reusedTokens());
+
+    // an Affinity worker that takes a completion's salt gets it in the header (signed with the leg)
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 2).put("ranks_visible", true).put("completion_cache_salt", true)
+        .put("name", "w-1");
+    fake.serverInfo(info);
+    RecordingListener salted = listener();
+    worker(KEY).send(new WorkerRequest(DISAGG_ID, body, null, -1, LONG, TENANT_SALT), salted);
+    assertEquals(FakeTrtllmServe.CACHED_TOKENS, salted.awaitReport().reusedTokens(), "its cache is the tenant's");
+    Received r = fake.last("/v1/completions");
+    assertEquals(TENANT_SALT, r.header(CACHE_SALT_HEADER));
+    LegAuth.Verifier verifier = new LegAuth.Verifier(InternalAuth.ofNullable(KEY).orElseThrow(), "w-1", java.time.Clock.systemUTC(),
+        LegAuth.DEFAULT_WINDOW);
+    assertNull(verifier.refusal("POST", "/v1/completions", dev.affinity.conversation.HeaderSource.of(r.headers()),
+        r.body()), "the salt is covered by the leg's signature");
+  }
+
+  @Test
+  void aHeldContextIsReleasedOnAnAffinityWorkerSignedAsAGenerationWorkersReleaseIs() throws Exception {
+    ObjectNode info = fake.serverInfo();
+    info.putObject("affinity").put("num_ranks", 2).put("ranks_visible", true).put("release_context", true);
+    fake.serverInfo(info);
+    HttpWorker w = worker(KEY);
+    w.releaseContext(DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY).ctxRequestId(1001L).build());
+    fake.awaitReceived("/release_context", 1);
+    Received r = fake.last("/release_context");
+    assertEquals("POST", r.method());
+    assertEquals(CODEC.readTree("{\"ctx_request_ids\": [1001]}".getBytes(StandardCharsets.UTF_8)),
+        CODEC.readTree(r.body()));
+    LegAuth.Verifier verifier = new LegAuth.Verifier(InternalAuth.ofNullable(KEY).orElseThrow(), "kv-handoff", java.time.Clock.systemUTC(),
+        LegAuth.DEFAULT_WINDOW);
+    assertNull(verifier.refusal("POST", "/release_context", dev.affinity.conversation.HeaderSource.of(r.headers()),
+        r.body()), "signed as a generation worker signs its release");
+  }
+
   @Test
   void aLegsKvRetentionGoesOnlyToAffinityWorkers() throws Exception {
     OpenAiRequest body = completion(CTX_COMPLETION);

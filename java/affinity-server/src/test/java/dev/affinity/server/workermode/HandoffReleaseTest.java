@@ -30,8 +30,9 @@ import org.junit.jupiter.api.Test;
  * worker has pulled it ({@code ctx_info_endpoint}, {@code POST /release_context}), with the default hold timeout
  * (60 s): the context worker's KV holds about forty contexts, so without the release the forty-first request would
  * wait for a held context to time out, past the frontend's 20 s request timeout, and fail. 100,000 requests all
- * succeed and the context worker ends with no block in use. A killed generation worker's contexts are freed by the
- * hold timeout, the backstop.
+ * succeed and the context worker ends with no block in use. When the generation worker is killed, the frontend
+ * releases the contexts it will never send on (signed, as a generation worker's release is), long before the hold
+ * timeout.
  */
 class HandoffReleaseTest {
   static final String KEY = "handoff-secret";
@@ -124,17 +125,18 @@ class HandoffReleaseTest {
   }
 
   @Test
-  void aKilledGenerationWorkersContextsAreFreedByTheHoldTimeout() throws Exception {
-    String held = "{\"num_ranks\": 2, \"tokens_per_block\": 16, \"context_hold_timeout_ms\": 1000, " + ZERO_TIMING + "}";
+  void aKilledGenerationWorkersContextsAreReleasedByTheFrontendAtOnce() throws Exception {
+    // an hour's hold: only the frontend's release (POST /release_context) can free the context within the test
+    String held = "{\"num_ranks\": 2, \"tokens_per_block\": 16, \"context_hold_timeout_ms\": 3600000, " + ZERO_TIMING + "}";
     WorkerProcess ctx = launch("ctx-1", held);
     WorkerProcess gen = launch("gen-1", held);
     frontend(ctx, gen);
     assertEquals(200, complete("before the kill").statusCode());
     awaitNoBlockInUse(ctx, Duration.ofSeconds(20));
     gen.kill();
-    HttpResponse<String> r = complete("after the kill: nobody pulls this context");
+    HttpResponse<String> r = complete("after the kill: nobody pulls this context, a prompt of several blocks");
     assertNotEquals(200, r.statusCode(), r.body());
-    // the context leg ran and its KV was held for a generation leg that never came; the timeout frees it
+    // the context leg ran and its KV was held for a generation leg that never came: the frontend releases it
     awaitNoBlockInUse(ctx, Duration.ofSeconds(30));
   }
 }
