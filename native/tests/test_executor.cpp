@@ -853,7 +853,7 @@ TEST(created_events_per_rank_at_start) {
     CHECK_EQ(x.type, static_cast<int32_t>(KvEventType::kCreated));
     CHECK_EQ(x.rank, r);
     CHECK_EQ(x.value, 100);
-    CHECK_EQ(x.eventId, r);
+    CHECK_EQ(x.eventId, 0);  // one sequence per rank
     CHECK_EQ(x.windowSize, 100 * kTpb);
   }
   CHECK(events(*e).empty());  // drained

@@ -48,10 +48,13 @@ SimExecutor::SimExecutor(const SimConfig& cfg, std::shared_ptr<detail::HandoffRe
       wallStart_(std::chrono::steady_clock::now()),
       queued_(static_cast<size_t>(cfg.numRanks)),
       running_(static_cast<size_t>(cfg.numRanks)),
-      router_(cfg.adpRouter, cfg.numRanks, cfg.maxNumActiveRequests) {
+      router_(cfg.adpRouter, cfg.numRanks, cfg.maxNumActiveRequests),
+      nextEventIds_(static_cast<size_t>(cfg.numRanks), 0) {
   auto sink = [this](KvEvent&& e) {
     if (!cfg_.kvEventsEnabled) return;
-    e.eventId = nextEventId_++;
+    // One sequence per rank, as TensorRT-LLM numbers each attention-DP rank's KVCacheEventManager: a consumer
+    // finds a gap per rank as previous + 1.
+    e.eventId = nextEventIds_[static_cast<size_t>(e.rank)]++;
     if (e.windowSize == 0) e.windowSize = static_cast<int32_t>(std::min<int64_t>(cfg_.kvBlocksPerRank * cfg_.tokensPerBlock, INT32_MAX));
     events_.push_back(std::move(e));
     while (static_cast<int64_t>(events_.size()) > cfg_.kvEventsMaxBuffered) {

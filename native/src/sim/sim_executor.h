@@ -162,7 +162,7 @@ class SimExecutor final : public Executor, public detail::ContextHolder {
 
   std::deque<Response> ready_;
   std::deque<KvEvent> events_;
-  int64_t nextEventId_ = 0;
+  std::vector<int64_t> nextEventIds_;  ///< per rank
   int64_t droppedEvents_ = 0;
   IterationStats stats_;
 

@@ -137,14 +137,29 @@ public final class PrefixIndex {
   public void created(int location, long blocks) {
     LocationState st = state(location);
     synchronized (st) {
-      st.lru.forEach(k -> {
-        entries.decrementAndGet();
-        holders.clear(k, location);
-      });
-      st.lru.clear();
+      emptyLocked(st, location);
       st.createdBlocks = Math.max(0, blocks);
-      st.heldAtEviction = 0;
     }
+  }
+
+  /**
+   * Forgets every block the location holds and keeps its size: what it held can no longer be trusted (events were
+   * lost, or the worker restarted), and the events that follow fill it again.
+   */
+  public void forgetBlocks(int location) {
+    LocationState st = state(location);
+    synchronized (st) {
+      emptyLocked(st, location);
+    }
+  }
+
+  private void emptyLocked(LocationState st, int location) {
+    st.lru.forEach(k -> {
+      entries.decrementAndGet();
+      holders.clear(k, location);
+    });
+    st.lru.clear();
+    st.heldAtEviction = 0;
   }
 
   /** Clears every location of a worker. */

@@ -45,6 +45,8 @@ public abstract class AbstractRouter implements Router {
   private final KvEventApplier applier;
   /** Counts of the KV events ingested (guarded by itself: events arrive on the workers' threads). */
   private final KvIngestCounts kvIngest = new KvIngestCounts();
+  /** Workers whose event-id gaps or restarts were logged at WARN (once each). */
+  private final Set<String> sequenceWarned = ConcurrentHashMap.newKeySet();
   private volatile long lastSweepNanos;
   private long rrCounter;
   private long rankRrCounter;
@@ -199,9 +201,8 @@ public abstract class AbstractRouter implements Router {
       }
     }
     index.clearWorker(workerId);
-    synchronized (kvIngest) {
-      kvIngest.forget(workerId);
-    }
+    applier.forget(workerId);
+    sequenceWarned.remove(workerId);
   }
 
   /** Releases (as cancelled) every outstanding selection of a worker; returns how many. */
@@ -234,10 +235,19 @@ public abstract class AbstractRouter implements Router {
     }
     if (w != null) {
       long start = System.nanoTime();
-      applier.apply(workerId, w.info().ranksVisible(), events);
+      KvEventApplier.Ingest ingest = applier.apply(workerId, w.info().ranksVisible(), events);
       long spent = System.nanoTime() - start;
+      if (ingest != KvEventApplier.Ingest.CLEAN && log.isWarnEnabled()) {
+        String message = "worker {}: KV event ids show {} gap(s) ({} events lost) and {} restart(s); the index forgot"
+            + " what it held there (counted in affinity_kv_event_gaps_cleared / _restarts; logged once per worker)";
+        if (sequenceWarned.add(workerId)) {
+          log.warn(message, workerId, ingest.gaps(), ingest.skipped(), ingest.restarts());
+        } else {
+          log.debug(message, workerId, ingest.gaps(), ingest.skipped(), ingest.restarts());
+        }
+      }
       synchronized (kvIngest) {
-        kvIngest.record(workerId, events, spent);
+        kvIngest.record(events.size(), ingest, spent);
       }
     }
   }

@@ -28,9 +28,10 @@ public record RouterStats(
   /**
    * The KV events a router ingested since it started: {@code applied} events in {@code batches} batches, taking
    * {@code applyNanos} in all to apply to its prefix index; {@code dropped}, a lower bound of the events it never
-   * saw, from the gaps in the workers' event ids (the rule is in {@code KvIngestCounts}).
+   * saw, from the gaps in the workers' per-rank event ids; {@code gaps}, the locations cleared after such a gap, and
+   * {@code restarts}, those cleared because a rank's ids started over ({@link dev.affinity.kv.KvEventSequences}).
    */
-  public record KvIngest(long applied, long batches, long dropped, long applyNanos) {
-    public static final KvIngest NONE = new KvIngest(0, 0, 0, 0);
+  public record KvIngest(long applied, long batches, long dropped, long applyNanos, long gaps, long restarts) {
+    public static final KvIngest NONE = new KvIngest(0, 0, 0, 0, 0, 0);
   }
 }

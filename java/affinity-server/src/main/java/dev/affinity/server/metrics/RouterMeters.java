@@ -46,6 +46,11 @@ public final class RouterMeters {
         k -> k.batches());
     kvCounter(registry, "affinity_kv_events_dropped",
         "KV-cache events missing from the workers' event-id sequences (a lower bound)", k -> k.dropped());
+    kvCounter(registry, "affinity_kv_event_gaps_cleared",
+        "Index locations (worker, rank) cleared because their event ids skipped (events were lost)", k -> k.gaps());
+    kvCounter(registry, "affinity_kv_event_restarts",
+        "Index locations (worker, rank) cleared because their event ids started over (the worker restarted)",
+        k -> k.restarts());
     FunctionCounter.builder("affinity_kv_event_apply_seconds", router, r -> r.stats().kvEvents().applyNanos() / 1e9)
         .description("Time spent applying KV-cache events to the prefix index").tag("fleet", fleet)
         .register(registry);
