@@ -52,15 +52,6 @@ public final class ConfigWarnings {
           "set internal_request_auth_key here and on every worker"));
     }
     clusterStorageOptIn(c, out);
-    if (c.affinity().tenantIsolation() && httpWorkers) {
-      out.add(new ConfigWarning(Location.unknown(c.source()), "affinity.tenant_isolation",
-          "is on with workers over HTTP: a stock trtllm-serve worker takes a cache_salt on chat requests only, so a "
-              + "tenant's /v1/completions prompt shares that worker's KV cache with other tenants; its usage then "
-              + "reports 0 cached_tokens, so that no tenant learns what another has cached (the frontend says at "
-              + "start-up which workers cannot take the salt).",
-          "serve completions with affinity worker processes (they take the salt on completions too), or have "
-              + "tenants send chats"));
-    }
     TokenizerSource.warnings(c, out);
     return out;
   }

@@ -250,6 +250,7 @@ public final class AffinityServer implements AutoCloseable {
       } else {
         RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, w -> {
           models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
+          RemoteWorkers.warnIfUnsalted((HttpWorker) w, config);
           synchronized (workers) {
             workers.add(w);
           }

@@ -56,6 +56,7 @@ final class ClusterFleets implements ClusterMembership.Fleets {
     clock.align(settings.baseUrl().toString());
     RemoteWorkers.Joined j = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background);
     HttpWorker hw = j.worker();
+    RemoteWorkers.warnIfUnsalted(hw, config);
     if (w.role() == ServerRole.CONTEXT) {
       models.fetch(hw.id(), settings.baseUrl());
     }

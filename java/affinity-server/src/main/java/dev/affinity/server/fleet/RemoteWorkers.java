@@ -79,6 +79,19 @@ final class RemoteWorkers {
   }
 
   /**
+   * Says at a worker's join, under {@code tenant_isolation}, that it cannot take a completion's KV cache salt (a stock
+   * trtllm-serve worker: its {@code /server_info} does not offer it), so tenants' completions share its cache (their
+   * usage reports 0 cached tokens). The configuration cannot tell a stock worker from an Affinity one; its join can.
+   */
+  static void warnIfUnsalted(HttpWorker w, DisaggConfig config) {
+    if (config.affinity().tenantIsolation() && !w.features().completionCacheSalt()) {
+      log.warn("worker {} takes no KV cache salt on completions (a stock trtllm-serve worker): under tenant_isolation "
+          + "tenants' /v1/completions prompts share its cache, and their usage reports 0 cached tokens; chats are "
+          + "salted", w.id());
+    }
+  }
+
+  /**
    * Takes a worker out of its router (its selections are released, its conversations re-pin on their next
    * turn) and closes it once the requests it still serves have finished, or after {@code drain}.
    */
