@@ -37,10 +37,11 @@ public record PromptLimit(long maxTokens, String source) {
 
   /**
    * Throws the same 400 as {@link #check} before tokenizing, when the prompt's text alone has more tokens than the
-   * limit by {@code tokenizer}'s characters-per-token bound: the texts every rendering keeps
-   * ({@link PromptTokenizer#keptTexts}), each less {@value #BOUNDARY_CHARS} characters that may combine with its
-   * neighbours, over {@link PromptTokenizer#maxCharsPerToken}. A cheap refusal of a huge prompt; nothing without a
-   * limit or a bound.
+   * limit by one of {@code tokenizer}'s bounds: the texts every rendering keeps ({@link PromptTokenizer#keptTexts}),
+   * each less {@value #BOUNDARY_CHARS} characters that may combine with its neighbours, over
+   * {@link PromptTokenizer#maxCharsPerToken}; else, for a text of more characters than the limit, the pieces its
+   * pre-tokenizer cuts the texts into ({@link PromptTokenizer#minTokens}: a prompt of many short words, whose
+   * characters alone prove nothing). A cheap refusal of a huge prompt; nothing without a limit or a bound.
    */
   public void checkSize(OpenAiRequest request, PromptTokenizer tokenizer) {
     if (maxTokens == 0) {
@@ -55,13 +56,17 @@ public record PromptLimit(long maxTokens, String source) {
       return;
     }
     int perToken = tokenizer.maxCharsPerToken(texts);
-    if (perToken <= 0 || chars <= maxTokens * perToken) {
-      return;
+    if (perToken > 0 && chars > maxTokens * perToken) {
+      long atLeast = (chars + perToken - 1) / perToken;
+      throw ProtocolException.invalidField(field(request), "the prompt has at least " + atLeast + " tokens (" + chars
+          + " characters, at most " + perToken + " per token of this tokenizer); at most " + maxTokens
+          + " fit (" + source + ")");
     }
-    long atLeast = (chars + perToken - 1) / perToken;
-    throw ProtocolException.invalidField(field(request), "the prompt has at least " + atLeast + " tokens (" + chars
-        + " characters, at most " + perToken + " per token of this tokenizer); at most " + maxTokens
-        + " fit (" + source + ")");
+    long pieces = tokenizer.minTokens(texts);
+    if (pieces > maxTokens) {
+      throw ProtocolException.invalidField(field(request), "the prompt has at least " + pieces + " tokens (the pieces"
+          + " this tokenizer's pre-tokenizer cuts its text into); at most " + maxTokens + " fit (" + source + ")");
+    }
   }
 
   /** Characters at each end of a kept text that a normalizer may compose with the text around it. */

@@ -39,6 +39,15 @@ public interface PromptTokenizer {
     return 0;
   }
 
+  /**
+   * At least how many tokens {@code texts} (a request's {@link #keptTexts}) encode to, alone or within the rendered
+   * prompt, from a pass cheaper than tokenizing (a model tokenizer's pre-tokenizer pieces): admission refuses a
+   * prompt above its limit by this bound before tokenizing it. 0 (the default): no bound.
+   */
+  default long minTokens(List<String> texts) {
+    return 0;
+  }
+
   /** Prompts from this many characters of text are tokenized off the event loop ({@link #longText}). */
   int LONG_PROMPT_CHARS = 4 * 1024;
 

@@ -82,6 +82,11 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
   }
 
   @Override
+  public long minTokens(java.util.List<String> texts) {
+    return renderer.tokenizer().minTokens(texts);
+  }
+
+  @Override
   public boolean forwardsIds(OpenAiRequest request) {
     if (request instanceof ChatCompletionRequest chat) {
       return chat.promptTokenIds() == null && !OpenAiChat.hasMedia(chat) && workersRenderAlike.getAsBoolean();

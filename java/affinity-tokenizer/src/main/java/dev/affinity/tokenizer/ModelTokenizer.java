@@ -166,6 +166,24 @@ public final class ModelTokenizer implements AutoCloseable {
     return file.maxCharsPerToken(composed);
   }
 
+  /**
+   * At least how many tokens {@code texts} encode to, alone or embedded in a prompt, by the pieces of the
+   * tokenizer's pre-tokenizer ({@link PreTokenBound}: a regex pass, no model); 0 where the pre-tokenizer gives no
+   * bound, or a composing normalizer would change a text not already in its form. Admission refuses a prompt whose
+   * text alone is longer than its limit by this bound without tokenizing it.
+   */
+  public long minTokens(List<String> texts) {
+    if (!file.preTokens().bounds()) {
+      return 0;
+    }
+    for (int i = 0; file.composes() != null && i < texts.size(); i++) {
+      if (!java.text.Normalizer.isNormalized(texts.get(i), file.composes())) {
+        return 0;
+      }
+    }
+    return file.preTokens().minTokens(texts);
+  }
+
   /** The first 128 bits of the SHA-256 of {@code tokenizer.json}, hex: equal files, equal ids. */
   public String fingerprint() {
     return fingerprint;
@@ -258,9 +276,10 @@ public final class ModelTokenizer implements AutoCloseable {
    *     spell one char per byte, and every input char is at least one byte)
    * @param shrink how many input chars the normalizer can turn into one ({@link #shrink}); 0: it may delete input
    * @param composes the composing normal form the normalizer applies (NFC or NFKC), or null
+   * @param preTokens the bound its pre-tokenizer gives ({@link #minTokens})
    */
   record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize,
-      int longestToken, int shrink, java.text.Normalizer.Form composes) {
+      int longestToken, int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens) {
     /** The longest token times the normalizer's shrink on texts already in its composed form (0: no bound). */
     int maxCharsPerToken(boolean composed) {
       int s = composed && composes != null ? shrink / 4 : shrink;
@@ -320,6 +339,8 @@ public final class ModelTokenizer implements AutoCloseable {
       int longest = 0;
       int shrink = 1;
       java.text.Normalizer.Form composes = null;
+      JsonNode preTokenizer = null;
+      JsonNode normalizer = null;
       try (JsonParser p = JSON.createParser(json)) {
         if (p.nextToken() != JsonToken.START_OBJECT) {
           throw new IOException("not a JSON object");
@@ -364,6 +385,9 @@ public final class ModelTokenizer implements AutoCloseable {
             if ("normalizer".equals(field)) {
               shrink = shrink(node);
               composes = composes(node);
+              normalizer = node;
+            } else {
+              preTokenizer = node;
             }
           } else {
             p.skipChildren();
@@ -372,7 +396,8 @@ public final class ModelTokenizer implements AutoCloseable {
       } catch (UncheckedIOException e) {
         throw e.getCause();
       }
-      return new TokenizerFile(added, firstOnly, size, longest, shrink, composes);
+      return new TokenizerFile(added, firstOnly, size, longest, shrink, composes,
+          PreTokenBound.of(preTokenizer, normalizer, added.keySet()));
     }
   }
 }
