@@ -9,32 +9,16 @@ import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Router;
 import dev.affinity.server.worker.HttpWorker;
 import io.nats.client.Connection;
-import io.nats.client.ConnectionListener;
 import io.nats.client.Dispatcher;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
-import io.nats.client.JetStreamManagement;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.KeyValue;
-import io.nats.client.KeyValueManagement;
 import io.nats.client.Message;
-import io.nats.client.Nats;
-import io.nats.client.Options;
 import io.nats.client.PushSubscribeOptions;
-import io.nats.client.api.KeyValueConfiguration;
-import io.nats.client.api.StorageType;
-import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.security.KeyStore;
-import java.security.MessageDigest;
-import java.security.cert.Certificate;
-import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.HexFormat;
@@ -43,13 +27,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,12 +38,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>Drain ownership.</b> For each remote worker it knows ({@link #register}), a frontend competes for the
- *       worker's key in a JetStream KV bucket whose entries live {@code drain_lease_seconds}: a create (put-if-absent)
- *       that succeeds makes it the owner, which starts polling the worker's {@code /kv_cache_events} and refreshes
- *       the key every third of the lease by an update on the revision it holds. An update that fails because the
- *       key moved on means ownership was lost: it stops polling. A refresh that fails for want of NATS stops polling
- *       too (the events stay in the worker's buffer), and polling resumes if a later refresh on the same revision
- *       succeeds. A key whose owner died expires with the lease, and the next create wins.</li>
+ *       worker's key in a JetStream KV bucket whose entries live {@code drain_lease_seconds}; the owner polls the
+ *       worker's {@code /kv_cache_events} ({@link DrainOwnership}).</li>
  *   <li><b>Publishing.</b> The owner publishes every drained batch to the cluster's stream, subject
  *       {@code affinity.<cluster>.kv.<worker token>}, the worker id in the {@value #WORKER_HEADER} header, the body
  *       the events in TensorRT-LLM's {@code /kv_cache_events} JSON ({@link TrtllmKvEventCodec}), and with
@@ -91,20 +66,13 @@ public final class SharedKvEvents implements AutoCloseable {
   private final SharedStateSettings settings;
   private final String frontendId;
   private final Optional<InternalAuth> auth;
-  private final String clusterToken;
-  private final String streamName;
-  private final String bucketName;
+  private final KvNames names;
   private final Connection connection;
   private final JetStream js;
-  private final KeyValue drains;
   private final Dispatcher dispatcher;
-  private final ScheduledExecutorService ticks = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "affinity-shared-kv");
-    t.setDaemon(true);
-    return t;
-  });
-  /** The workers this frontend knows, by id: where their batches go, and their drain state. */
-  private final Map<String, Competitor> workers = new ConcurrentHashMap<>();
+  private final DrainOwnership ownership;
+  /** The workers this frontend knows, by id: where their batches go. */
+  private final Map<String, Target> workers = new ConcurrentHashMap<>();
   /** Batches of workers not (yet) known here, in stream order; guarded by {@code this}. */
   private final Map<String, ArrayDeque<List<KvEvent>>> pending = new LinkedHashMap<>();
   private final AtomicLong published = new AtomicLong();
@@ -114,22 +82,8 @@ public final class SharedKvEvents implements AutoCloseable {
   private final AtomicBoolean rejectionLogged = new AtomicBoolean();
   private volatile boolean closed;
 
-  /** One worker: its router, and whether this frontend drains it (revision of its key, 0 when not the owner). */
-  private final class Competitor {
-    final HttpWorker worker;
-    final Router router;
-    final String key;
-    final String subject;
-    long revision;
-    boolean polling;
-
-    Competitor(HttpWorker worker, Router router) {
-      this.worker = worker;
-      this.router = router;
-      String token = token(worker.id());
-      this.key = token;
-      this.subject = "affinity." + clusterToken + ".kv." + token;
-    }
+  /** One worker: the router its batches go to, and the subject the owner publishes them on. */
+  private record Target(HttpWorker worker, Router router, String subject) {
   }
 
   private SharedKvEvents(SharedStateSettings settings, String clusterName, Optional<InternalAuth> auth,
@@ -137,33 +91,23 @@ public final class SharedKvEvents implements AutoCloseable {
     this.settings = settings;
     this.auth = auth;
     this.frontendId = frontendId;
-    this.clusterToken = sanitize(clusterName.isBlank() ? "default" : clusterName);
-    this.streamName = "AFFINITY_KV_" + clusterToken;
-    this.bucketName = "AFFINITY_DRAIN_" + clusterToken;
+    this.names = new KvNames(clusterName);
+    this.connection = NatsConnections.connect(settings, frontendId);
     try {
-      this.connection = Nats.connect(options(settings, frontendId));
-    } catch (IOException e) {
-      throw new IOException("affinity.shared_state.nats: cannot connect to " + String.join(",", settings.servers())
-          + " (" + settings.authKind() + "): " + e.getMessage(), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted while connecting to NATS", e);
-    }
-    try {
-      ensureStreams();
+      SharedKvStreams.ensure(connection, names, settings);
       this.js = connection.jetStream();
-      this.drains = connection.keyValue(bucketName);
+      KeyValue bucket = connection.keyValue(names.bucketName);
       this.dispatcher = connection.createDispatcher();
-      JetStreamSubscription sub = js.subscribe("affinity." + clusterToken + ".kv.>", dispatcher, this::onBatch, false,
-          PushSubscribeOptions.builder().stream(streamName).ordered(true).build());
-      log.debug("consuming {} ({})", streamName, sub.getConsumerName());
+      JetStreamSubscription sub = js.subscribe(names.subjects(), dispatcher, this::onBatch, false,
+          PushSubscribeOptions.builder().stream(names.streamName).ordered(true).build());
+      log.debug("consuming {} ({})", names.streamName, sub.getConsumerName());
+      this.ownership = new DrainOwnership(bucket, names.bucketName, frontendId,
+          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), KV_POLL, this::recreateStreams);
     } catch (IOException | JetStreamApiException | RuntimeException e) {
-      closeQuietly(connection);
-      throw new IOException("affinity.shared_state: setting up the stream " + streamName + " and the bucket "
-          + bucketName + " failed (is JetStream on? may this user manage streams?): " + e.getMessage(), e);
+      NatsConnections.closeQuietly(connection);
+      throw new IOException("affinity.shared_state: setting up the stream " + names.streamName + " and the bucket "
+          + names.bucketName + " failed (is JetStream on? may this user manage streams?): " + e.getMessage(), e);
     }
-    long period = Math.max(100, (long) (settings.drainLeaseSeconds() * 1000 / 3));
-    ticks.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -178,7 +122,7 @@ public final class SharedKvEvents implements AutoCloseable {
         + HexFormat.of().toHexDigits((int) (Math.random() * Integer.MAX_VALUE));
     SharedKvEvents s = new SharedKvEvents(settings, clusterName, authKey.flatMap(InternalAuth::ofNullable), id);
     log.info("KV events shared through NATS ({}): stream {}, drain leases of {} s in {}, frontend {}",
-        settings.servers(), s.streamName, settings.drainLeaseSeconds(), s.bucketName, id);
+        settings.servers(), s.names.streamName, settings.drainLeaseSeconds(), s.names.bucketName, id);
     return s;
   }
 
@@ -190,221 +134,60 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  static Options options(SharedStateSettings s, String name) throws IOException {
-    Options.Builder b = new Options.Builder().servers(s.servers().toArray(String[]::new))
-        .connectionName("affinity " + name).maxReconnects(-1).reconnectWait(Duration.ofMillis(500))
-        .reconnectJitter(Duration.ofMillis(250)).connectionTimeout(Duration.ofSeconds(5))
-        .connectionListener(new Listener());
-    s.token().ifPresent(t -> b.token(t.toCharArray()));
-    if (s.user().isPresent()) {
-      b.userInfo(s.user().get().toCharArray(), s.password().orElse("").toCharArray());
-    }
-    s.credsFile().ifPresent(f -> b.authHandler(Nats.credentials(f)));
-    if (s.tlsCaFile().isPresent()) {
-      b.sslContext(sslContext(Path.of(s.tlsCaFile().get())));
-    } else if (s.tls()) {
-      try {
-        b.secure();
-      } catch (java.security.NoSuchAlgorithmException e) {
-        throw new IOException("affinity.shared_state: no TLS: " + e.getMessage(), e);
-      }
-    }
-    return b.build();
-  }
-
-  /** A TLS context that trusts the certificates of a PEM file. */
-  private static SSLContext sslContext(Path ca) throws IOException {
-    try (InputStream in = Files.newInputStream(ca)) {
-      KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
-      store.load(null, null);
-      int i = 0;
-      for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
-        store.setCertificateEntry("ca-" + i++, c);
-      }
-      TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-      tmf.init(store);
-      SSLContext ctx = SSLContext.getInstance("TLS");
-      ctx.init(null, tmf.getTrustManagers(), null);
-      return ctx;
-    } catch (java.security.GeneralSecurityException e) {
-      throw new IOException("affinity.shared_state.tls_ca_file " + ca + ": " + e.getMessage(), e);
-    }
-  }
-
-  /** Logs the connection's state changes (reconnects are retried for ever). */
-  private static final class Listener implements ConnectionListener {
-    @Override
-    public void connectionEvent(Connection conn, Events type) {
-      switch (type) {
-        case DISCONNECTED -> log.warn("NATS disconnected; reconnecting (shared KV events paused)");
-        case RECONNECTED -> log.info("NATS reconnected to {}", conn.getConnectedUrl());
-        case CONNECTED -> log.info("NATS connected to {}", conn.getConnectedUrl());
-        case CLOSED -> log.debug("NATS connection closed");
-        default -> log.debug("NATS {}", type);
-      }
-    }
-  }
-
-  /**
-   * The stream (file storage: the retained window survives a NATS restart, for frontends that start later, and
-   * does not hold NATS's memory; max age = {@code event_retention_seconds}) and the drain bucket (file storage so a
-   * restart keeps the bucket; entries live one lease).
-   */
-  private void ensureStreams() throws IOException, JetStreamApiException {
-    JetStreamManagement jsm = connection.jetStreamManagement();
-    StreamConfiguration sc = StreamConfiguration.builder().name(streamName)
-        .subjects("affinity." + clusterToken + ".kv.>").storageType(StorageType.File)
-        .maxAge(Duration.ofMillis((long) (settings.eventRetentionSeconds() * 1000))).build();
+  private void recreateStreams() {
     try {
-      jsm.getStreamInfo(streamName);
-      jsm.updateStream(sc);
-    } catch (JetStreamApiException e) {
-      if (e.getApiErrorCode() != 10059) { // stream not found
-        throw e;
-      }
-      try {
-        jsm.addStream(sc);
-      } catch (JetStreamApiException raced) {
-        jsm.updateStream(sc); // another frontend created it first
-      }
-    }
-    KeyValueManagement kvm = connection.keyValueManagement();
-    KeyValueConfiguration kc = KeyValueConfiguration.builder().name(bucketName).maxHistoryPerKey(1)
-        .storageType(StorageType.File).ttl(Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000))).build();
-    try {
-      kvm.getStatus(bucketName);
-      kvm.update(kc);
-    } catch (JetStreamApiException e) {
-      if (e.getApiErrorCode() != 10059) {
-        throw e;
-      }
-      try {
-        kvm.create(kc);
-      } catch (JetStreamApiException raced) {
-        kvm.update(kc);
-      }
+      SharedKvStreams.ensure(connection, names, settings);
+    } catch (IOException | JetStreamApiException again) {
+      log.debug("ensuring the stream failed: {}", again.toString());
     }
   }
 
   /** A worker this frontend routes to: it competes for its drain, and applies its batches to {@code router}. */
   public void register(HttpWorker worker, Router router) {
-    Competitor c = new Competitor(worker, router);
-    worker.onKvEvents(events -> publish(c, events));
+    Target t = new Target(worker, router, names.subject(worker.id()));
+    worker.onKvEvents(events -> publish(t, events));
     List<List<KvEvent>> kept;
     synchronized (this) {
-      workers.put(worker.id(), c);
+      workers.put(worker.id(), t);
       ArrayDeque<List<KvEvent>> q = pending.remove(worker.id());
       kept = q == null ? List.of() : List.copyOf(q);
       for (List<KvEvent> events : kept) {
-        apply(c, events);
+        apply(t, events);
       }
     }
-    if (!ticks.isShutdown()) {
-      ticks.execute(() -> compete(c));
-    }
+    ownership.add(worker);
   }
 
   /** A worker that left: its batches are no longer applied, and its drain is released if this frontend held it. */
   public void unregister(HttpWorker worker) {
-    Competitor c;
+    Target t;
     synchronized (this) {
-      c = workers.remove(worker.id());
+      t = workers.remove(worker.id());
     }
-    if (c != null && !ticks.isShutdown()) {
-      ticks.execute(() -> release(c));
-    }
-  }
-
-  private void tick() {
-    for (Competitor c : workers.values()) {
-      compete(c);
-    }
-  }
-
-  /** Create the key (put-if-absent) when not the owner; refresh it on its revision when the owner. */
-  private void compete(Competitor c) {
-    if (closed || workers.get(c.worker.id()) != c) {
-      return;
-    }
-    try {
-      if (c.revision == 0) {
-        c.revision = drains.create(c.key, frontendId.getBytes(StandardCharsets.UTF_8));
-        log.info("this frontend drains worker {}'s KV events now", c.worker.id());
-      } else {
-        c.revision = drains.update(c.key, frontendId.getBytes(StandardCharsets.UTF_8), c.revision);
-      }
-      if (!c.polling) {
-        c.worker.startKvEventPolling(KV_POLL);
-        c.polling = true;
-      }
-    } catch (JetStreamApiException e) {
-      if (c.revision != 0) {
-        log.info("worker {}: drain ownership lost ({}); another frontend drains it", c.worker.id(), e.getMessage());
-        c.revision = 0;
-        stopPolling(c);
-      } else if (e.getApiErrorCode() == 10059) {
-        log.warn("the drain bucket {} is gone; creating it again", bucketName);
-        try {
-          ensureStreams();
-        } catch (IOException | JetStreamApiException again) {
-          log.debug("ensuring the stream failed: {}", again.toString());
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      if (c.polling) {
-        log.warn("worker {}: cannot refresh the drain lease ({}); polling stops until it can", c.worker.id(),
-            e.toString());
-        stopPolling(c);
-      }
-    }
-  }
-
-  private void stopPolling(Competitor c) {
-    c.worker.stopKvEventPolling();
-    c.polling = false;
-  }
-
-  private void release(Competitor c) {
-    stopPolling(c);
-    if (c.revision != 0) {
-      try {
-        drains.delete(c.key, c.revision);
-      } catch (IOException | JetStreamApiException | RuntimeException e) {
-        log.debug("worker {}: releasing the drain failed: {}", c.worker.id(), e.toString());
-      }
-      c.revision = 0;
+    if (t != null) {
+      ownership.remove(worker);
     }
   }
 
   /** The owner's sink: each drained batch goes to the stream (on the worker's scheduler thread). */
-  private void publish(Competitor c, List<KvEvent> events) {
+  private void publish(Target t, List<KvEvent> events) {
     byte[] body;
     try {
-      body = JSON.writeValueAsBytes(TrtllmKvEventCodec.toJson(events, c.worker.info().tokensPerBlock()));
+      body = JSON.writeValueAsBytes(TrtllmKvEventCodec.toJson(events, t.worker.info().tokensPerBlock()));
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
-    Headers h = new Headers().put(WORKER_HEADER, c.worker.id()).put(FRONTEND_HEADER, frontendId);
-    auth.ifPresent(a -> h.put(AUTH_HEADER, a.sign(canonical(c.worker.id(), body))));
+    Headers h = new Headers().put(WORKER_HEADER, t.worker.id()).put(FRONTEND_HEADER, frontendId);
+    auth.ifPresent(a -> h.put(AUTH_HEADER, a.sign(KvNames.canonical(t.worker.id(), body))));
     try {
-      js.publish(NatsMessage.builder().subject(c.subject).headers(h).data(body).build());
+      js.publish(NatsMessage.builder().subject(t.subject).headers(h).data(body).build());
       published.incrementAndGet();
     } catch (IOException | JetStreamApiException | RuntimeException e) {
       long n = publishFailures.incrementAndGet();
       if (n == 1 || Long.bitCount(n) == 1) {
-        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", c.worker.id(),
+        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", t.worker.id(),
             events.size(), e.toString(), n);
       }
-    }
-  }
-
-  /** What the HMAC covers: a purpose, the worker id and the SHA-256 of the body. */
-  static String canonical(String workerId, byte[] body) {
-    try {
-      return "affinity-kv-events\n" + workerId + "\n"
-          + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body));
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
     }
   }
 
@@ -416,7 +199,8 @@ public final class SharedKvEvents implements AutoCloseable {
       reject(m, "no " + WORKER_HEADER + " header");
       return;
     }
-    if (auth.isPresent() && !auth.get().verify(canonical(worker, body), m.getHeaders().getFirst(AUTH_HEADER))) {
+    if (auth.isPresent()
+        && !auth.get().verify(KvNames.canonical(worker, body), m.getHeaders().getFirst(AUTH_HEADER))) {
       reject(m, "its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
       return;
     }
@@ -429,9 +213,9 @@ public final class SharedKvEvents implements AutoCloseable {
       return;
     }
     synchronized (this) {
-      Competitor c = workers.get(worker);
-      if (c != null) {
-        apply(c, events);
+      Target t = workers.get(worker);
+      if (t != null) {
+        apply(t, events);
         return;
       }
       ArrayDeque<List<KvEvent>> q = pending.get(worker);
@@ -449,12 +233,12 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  private void apply(Competitor c, List<KvEvent> events) {
+  private void apply(Target t, List<KvEvent> events) {
     try {
-      c.router.onKvEvents(c.worker.id(), events);
+      t.router.onKvEvents(t.worker.id(), events);
       applied.incrementAndGet();
     } catch (RuntimeException e) {
-      log.warn("worker {}: applying a shared KV event batch failed", c.worker.id(), e);
+      log.warn("worker {}: applying a shared KV event batch failed", t.worker.id(), e);
     }
   }
 
@@ -470,18 +254,9 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  private static void closeQuietly(Connection c) {
-    try {
-      c.close();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
-
   /** Whether this frontend drains {@code workerId} now. */
   public boolean drains(String workerId) {
-    Competitor c = workers.get(workerId);
-    return c != null && c.polling;
+    return ownership.drains(workerId);
   }
 
   /** Batches this frontend published (as a drain owner). */
@@ -505,26 +280,12 @@ public final class SharedKvEvents implements AutoCloseable {
   }
 
   public String streamName() {
-    return streamName;
+    return names.streamName;
   }
 
   /** The subject prefix of the cluster's batches ({@code affinity.<cluster>.kv.}). */
   public String subjectPrefix() {
-    return "affinity." + clusterToken + ".kv.";
-  }
-
-  /** The token of a worker id in subjects and keys: its characters outside [A-Za-z0-9_-] as _, and a hash. */
-  static String token(String workerId) {
-    try {
-      byte[] d = MessageDigest.getInstance("SHA-256").digest(workerId.getBytes(StandardCharsets.UTF_8));
-      return sanitize(workerId) + "-" + HexFormat.of().formatHex(d, 0, 4);
-    } catch (java.security.NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  static String sanitize(String s) {
-    return s.replaceAll("[^A-Za-z0-9_-]", "_");
+    return names.subjectPrefix();
   }
 
   /** Releases the drains this frontend holds (others take over at once), stops consuming, disconnects. */
@@ -546,19 +307,7 @@ public final class SharedKvEvents implements AutoCloseable {
       return;
     }
     closed = true;
-    ticks.shutdownNow();
-    try {
-      ticks.awaitTermination(5, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    for (Competitor c : workers.values()) {
-      if (release) {
-        release(c);
-      } else {
-        stopPolling(c);
-      }
-    }
+    ownership.close(release);
     try {
       connection.close();
     } catch (InterruptedException e) {
