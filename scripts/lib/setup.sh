@@ -26,12 +26,17 @@ _affinity_pick_jdk() {
 
 # affinity_ensure_tools [etcd]: the build tools, and with `etcd` (the test suite's tools) also Debian's
 # etcd-server (the test suite starts a real etcd for the etcd cluster storage and the several-frontends
-# tests; $ETCD_BIN points at another binary) and kubernetes-client (KubernetesManifestTest renders
-# deploy/kubernetes with `kubectl kustomize`, offline; $KUBECTL points at another binary).
+# tests; $ETCD_BIN points at another binary), nats-server (the shared KV events tests start a real NATS
+# server with JetStream; $NATS_BIN points at another binary) and kubernetes-client (KubernetesManifestTest
+# renders deploy/kubernetes with `kubectl kustomize`, offline; $KUBECTL points at another binary).
 affinity_ensure_tools() {
   local missing=() need_update=1
   if [ "${1:-}" = "etcd" ] && [ -z "${ETCD_BIN:-}" ] && ! command -v etcd >/dev/null 2>&1; then
     missing+=(etcd-server)
+  fi
+  if [ "${1:-}" = "etcd" ] && [ -z "${NATS_BIN:-}" ] && ! command -v nats-server >/dev/null 2>&1 \
+    && [ ! -x /usr/sbin/nats-server ]; then
+    missing+=(nats-server)
   fi
   if [ "${1:-}" = "etcd" ] && [ -z "${KUBECTL:-}" ] && ! command -v kubectl >/dev/null 2>&1; then
     missing+=(kubernetes-client)
@@ -49,7 +54,7 @@ affinity_ensure_tools() {
     if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else sudo="none"; fi
   fi
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "affinity: missing ${missing[*]}; install JDK 17+, Maven 3.8.7+, CMake 3.18+, g++, nlohmann-json 3 (and etcd and kubectl for the tests)" >&2
+    echo "affinity: missing ${missing[*]}; install JDK 17+, Maven 3.8.7+, CMake 3.18+, g++, nlohmann-json 3 (and etcd, nats-server and kubectl for the tests)" >&2
     return 1
   fi
   if [ "$sudo" != "none" ]; then

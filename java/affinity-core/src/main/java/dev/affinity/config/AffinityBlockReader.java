@@ -25,7 +25,7 @@ final class AffinityBlockReader {
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "allow_unauthenticated_cluster_storage", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
-      "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers");
+      "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers", "shared_state");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -106,6 +106,7 @@ final class AffinityBlockReader {
     boolean kvRetention = d.agent().kvRetention();
     Optional<WorkerPool> ctx = Optional.empty();
     Optional<WorkerPool> gen = Optional.empty();
+    Optional<SharedStateSettings> shared = Optional.empty();
     for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
       String k = p + "." + e.getKey();
       NodeTuple v = e.getValue();
@@ -153,6 +154,7 @@ final class AffinityBlockReader {
         case "agent_priority_promotion_seconds" -> promotion = r.number(v, k, 0).orElse(promotion);
         case "kv_retention" -> kvRetention = r.bool(v, k).orElse(kvRetention);
         case "io_threads" -> ioThreads = r.integer(v, k, 0, 4096).map(Long::intValue).orElse(ioThreads);
+        case "shared_state" -> shared = sharedState(v, k);
         case "workers" -> {
           for (Map.Entry<String, NodeTuple> w : r.entries(v.getValueNode(), k).entrySet()) {
             String wk = k + "." + w.getKey();
@@ -192,7 +194,7 @@ final class AffinityBlockReader {
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, openStorage, selectionTtl, maxPrompt, tenants,
         maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp,
-        new AgentSettings(agentPriority, promotion, kvRetention)), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        new AgentSettings(agentPriority, promotion, kvRetention), shared), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**
@@ -216,6 +218,141 @@ final class AffinityBlockReader {
       return value;
     }
     return dir.toString();
+  }
+
+  private static final List<String> SHARED_STATE_KEYS = List.of("nats", "token", "user", "password", "creds_file",
+      "tls_ca_file", "event_retention_seconds", "drain_lease_seconds");
+
+  /**
+   * {@code affinity.shared_state}: the NATS servers (required), the client's authentication (a token, a user and
+   * password, or a credentials file; not two of them), a CA file for TLS, the event retention and the drain lease.
+   * Empty (after an error at the key) when the block is not usable.
+   */
+  private Optional<SharedStateSettings> sharedState(NodeTuple t, String p) {
+    Map<String, NodeTuple> m = r.entries(t.getValueNode(), p);
+    int errors = r.problems().size();
+    List<String> servers = List.of();
+    Optional<String> token = Optional.empty();
+    Optional<String> user = Optional.empty();
+    Optional<String> password = Optional.empty();
+    Optional<String> creds = Optional.empty();
+    Optional<String> ca = Optional.empty();
+    double retention = SharedStateSettings.DEFAULT_EVENT_RETENTION_SECONDS;
+    double lease = SharedStateSettings.DEFAULT_DRAIN_LEASE_SECONDS;
+    for (Map.Entry<String, NodeTuple> e : m.entrySet()) {
+      String k = p + "." + e.getKey();
+      NodeTuple v = e.getValue();
+      if (YamlReader.isNull(v.getValueNode()) && SHARED_STATE_KEYS.contains(e.getKey())) {
+        continue;
+      }
+      switch (e.getKey()) {
+        case "nats" -> servers = r.string(v, k).map(s -> natsServers(s, v, k)).orElse(List.of());
+        case "token" -> token = nonBlank(v, k);
+        case "user" -> user = nonBlank(v, k);
+        case "password" -> password = nonBlank(v, k);
+        case "creds_file" -> creds = nonBlank(v, k).map(f -> existingFile(f, v, k));
+        case "tls_ca_file" -> ca = nonBlank(v, k).map(f -> existingFile(f, v, k));
+        case "event_retention_seconds" -> retention = r.number(v, k, 0).orElse(retention);
+        case "drain_lease_seconds" -> {
+          Optional<Double> x = r.number(v, k, 0);
+          if (x.isPresent() && x.get() < 1) {
+            r.error(v.getValueNode(), k, "expected a number of seconds >= 1 (the owner refreshes every third of it), "
+                + "found " + x.get());
+          } else {
+            lease = x.orElse(lease);
+          }
+        }
+        default -> r.error(v.getKeyNode(), k, "unknown key (known: " + String.join(", ", SHARED_STATE_KEYS) + ")");
+      }
+    }
+    NodeTuple nats = m.get("nats");
+    if (nats == null || YamlReader.isNull(nats.getValueNode())) {
+      r.error(nats == null ? t.getKeyNode() : nats.getValueNode(), p + ".nats", "is required: the NATS servers, "
+          + "nats://HOST:PORT or tls://HOST:PORT (comma-separated for several)");
+    }
+    if (user.isPresent() != password.isPresent()) {
+      NodeTuple at = m.get(user.isPresent() ? "user" : "password");
+      r.error(at.getKeyNode(), p + "." + (user.isPresent() ? "password" : "user"), "is required with "
+          + p + "." + (user.isPresent() ? "user" : "password"));
+    }
+    int ways = (token.isPresent() ? 1 : 0) + (user.isPresent() || password.isPresent() ? 1 : 0) + (creds.isPresent() ? 1 : 0);
+    if (ways > 1) {
+      NodeTuple at = m.get(creds.isPresent() ? "creds_file" : "token");
+      r.error(at.getKeyNode(), p + "." + (creds.isPresent() ? "creds_file" : "token"), "give one way to authenticate: "
+          + "token, or user and password, or creds_file");
+    }
+    if (r.problems().size() > errors || servers.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(new SharedStateSettings(servers, token, user, password, creds, ca, retention, lease));
+  }
+
+  private Optional<String> nonBlank(NodeTuple v, String k) {
+    Optional<String> s = r.string(v, k).map(String::strip);
+    if (s.isPresent() && s.get().isEmpty()) {
+      r.error(v.getValueNode(), k, "is empty");
+      return Optional.empty();
+    }
+    return s;
+  }
+
+  /** {@code nats://HOST:PORT} or {@code tls://HOST:PORT}, comma-separated; an error naming the bad one. */
+  private List<String> natsServers(String value, NodeTuple v, String k) {
+    List<String> out = new java.util.ArrayList<>();
+    for (String part : value.split(",", -1)) {
+      String s = part.strip();
+      String why = natsServerProblem(s);
+      if (why != null) {
+        r.error(v.getValueNode(), k, "expected nats://HOST:PORT or tls://HOST:PORT (comma-separated for several), "
+            + "found \"" + s + "\"" + why);
+        return List.of();
+      }
+      out.add(s);
+    }
+    return out;
+  }
+
+  /** Null when {@code s} is a NATS server URL, else why not (", ..."). */
+  private static String natsServerProblem(String s) {
+    if (s.isEmpty()) {
+      return ": an empty entry";
+    }
+    java.net.URI u;
+    try {
+      u = new java.net.URI(s);
+    } catch (java.net.URISyntaxException e) {
+      return ": not a URL";
+    }
+    if (!"nats".equals(u.getScheme()) && !"tls".equals(u.getScheme())) {
+      return u.getScheme() == null ? ": no scheme" : ": the scheme must be nats or tls";
+    }
+    if (u.getHost() == null || u.getHost().isEmpty()) {
+      return ": no host";
+    }
+    if (u.getPort() < 1 || u.getPort() > 65535) {
+      return ": no port";
+    }
+    if (u.getUserInfo() != null) {
+      return ": credentials belong in token, or user and password, not in the URL";
+    }
+    if ((u.getRawPath() != null && !u.getRawPath().isEmpty()) || u.getRawQuery() != null || u.getRawFragment() != null) {
+      return ": nothing may follow the port";
+    }
+    return null;
+  }
+
+  /** The file resolved against the config file's folder; an error when it is not a readable file. */
+  private String existingFile(String value, NodeTuple v, String k) {
+    java.nio.file.Path f = java.nio.file.Path.of(value);
+    if (!f.isAbsolute() && r.file() != null && !r.file().startsWith("<")) {
+      java.nio.file.Path parent = java.nio.file.Path.of(r.file()).toAbsolutePath().getParent();
+      f = parent == null ? f : parent.resolve(f);
+    }
+    f = f.toAbsolutePath().normalize();
+    if (!java.nio.file.Files.isRegularFile(f) || !java.nio.file.Files.isReadable(f)) {
+      r.error(v.getValueNode(), k, f + (java.nio.file.Files.exists(f) ? " is not a readable file" : " does not exist"));
+    }
+    return f.toString();
   }
 
   private Optional<String> accessLog(NodeTuple v, String k) {

@@ -46,6 +46,8 @@ import java.util.OptionalDouble;
  *     cache when the frontend knows it, else no token bound)
  * @param warmUpRequests requests {@code serve} sends through a copy of its path before it listens
  * @param agent agent-aware scheduling: request priority and KV retention across tool calls
+ * @param sharedState {@code shared_state}: what several frontends share through NATS (the workers' KV events);
+ *     empty: nothing, each frontend polls every worker itself
  */
 public record AffinitySettings(
     Optional<String> model,
@@ -70,7 +72,8 @@ public record AffinitySettings(
     long maxQueuedRequests,
     long maxQueuedTokens,
     int warmUpRequests,
-    AgentSettings agent) {
+    AgentSettings agent,
+    Optional<SharedStateSettings> sharedState) {
 
   /**
    * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of
@@ -120,6 +123,7 @@ public record AffinitySettings(
     sessionHeaders = List.copyOf(sessionHeaders);
     apiKeys = List.copyOf(apiKeys);
     java.util.Objects.requireNonNull(agent, "agent");
+    java.util.Objects.requireNonNull(sharedState, "sharedState");
     if (workerMaxConnections < 0) {
       throw new IllegalArgumentException("workerMaxConnections must be >= 0, got " + workerMaxConnections);
     }
@@ -139,7 +143,7 @@ public record AffinitySettings(
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
         DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS,
-        AgentSettings.defaults());
+        AgentSettings.defaults(), Optional.empty());
   }
 
   /** These settings with {@code apiKeys} in place of theirs. */
@@ -148,7 +152,7 @@ public record AffinitySettings(
         requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, allowUnauthenticatedClusterStorage,
         selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent);
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent, sharedState);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

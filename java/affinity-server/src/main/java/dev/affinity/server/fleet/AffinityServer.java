@@ -29,6 +29,7 @@ import dev.affinity.server.cluster.SharedParentLinks;
 import dev.affinity.server.cluster.SharedPins;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
+import dev.affinity.server.shared.SharedKvEvents;
 import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.session.SessionRegistry;
@@ -106,6 +107,8 @@ public final class AffinityServer implements AutoCloseable {
   private ParentLinks parentLinks;
   private SharedParentLinks sharedLinks;
   private FrontendSessions sessions;
+  /** affinity.shared_state with remote workers: their KV events through NATS, one drain per worker. */
+  private SharedKvEvents sharedKv;
 
   /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
   private final Tracing tracing;
@@ -241,6 +244,12 @@ public final class AffinityServer implements AutoCloseable {
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
+    if (config.affinity().sharedState().isPresent() && (!section(Fleet.CONTEXT).isEmbedded()
+        || !section(Fleet.GENERATION).isEmbedded())) {
+      sharedKv = SharedKvEvents.start(config.affinity().sharedState().get(),
+          config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
+          config.internalRequestAuthKey());
+    }
     for (Fleet fleet : Fleet.values()) {
       if (embedded.containsKey(fleet)) {
         for (Worker w : embedded.get(fleet)) {
@@ -248,7 +257,8 @@ public final class AffinityServer implements AutoCloseable {
           workerGauges.register(w);
         }
       } else {
-        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, w -> {
+        RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, sharedKv,
+            w -> {
           models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
           RemoteWorkers.warnIfUnsalted((HttpWorker) w, config);
           synchronized (workers) {
@@ -268,7 +278,7 @@ public final class AffinityServer implements AutoCloseable {
             synchronized (workers) {
               workers.remove(w);
             }
-          });
+          }, sharedKv);
       membership = new ClusterMembership(config.disaggCluster().get(), storage, fleets, background,
           RemoteWorkers.RETRY);
     }
@@ -362,6 +372,16 @@ public final class AffinityServer implements AutoCloseable {
     return service;
   }
 
+  /** The shared KV events ({@code affinity.shared_state} with remote workers), or null. */
+  public SharedKvEvents sharedKvEvents() {
+    return sharedKv;
+  }
+
+  /** The router of a fleet (tests, metrics). */
+  public Router router(Fleet fleet) {
+    return fleet == Fleet.CONTEXT ? ctxRouter : genRouter;
+  }
+
   public List<Worker> workers() {
     synchronized (workers) {
       return List.copyOf(workers);
@@ -384,6 +404,9 @@ public final class AffinityServer implements AutoCloseable {
       membership.close();
     }
     sharedPins.forEach(SharedPins::close);
+    if (sharedKv != null) {
+      sharedKv.close(); // releases this frontend's drains: another frontend takes them over at once
+    }
     if (sharedLinks != null) {
       sharedLinks.close();
     }

@@ -33,11 +33,14 @@ final class ClusterFleets implements ClusterMembership.Fleets {
   private final WorkerGauges gauges;
   private final Consumer<Worker> joined;
   private final Consumer<Worker> left;
+  /** The shared KV events (affinity.shared_state), or null. */
+  private final dev.affinity.server.shared.SharedKvEvents shared;
 
   /** {@code joined} and {@code left} keep the server's list of workers. */
   ClusterFleets(DisaggConfig config, ProtocolCodec codec, Router ctxRouter, Router genRouter, EventLoopGroup io,
       ScheduledExecutorService background, WorkerModels models, WorkerGauges gauges, Consumer<Worker> joined,
-      Consumer<Worker> left) {
+      Consumer<Worker> left, dev.affinity.server.shared.SharedKvEvents shared) {
+    this.shared = shared;
     this.config = config;
     this.codec = codec;
     this.ctxRouter = ctxRouter;
@@ -54,7 +57,7 @@ final class ClusterFleets implements ClusterMembership.Fleets {
   public Object join(ClusterWorker w) throws Exception {
     HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
     clock.align(settings.baseUrl().toString());
-    RemoteWorkers.Joined j = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background);
+    RemoteWorkers.Joined j = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background, shared);
     HttpWorker hw = j.worker();
     RemoteWorkers.warnIfUnsalted(hw, config);
     if (w.role() == ServerRole.CONTEXT) {
@@ -71,7 +74,7 @@ final class ClusterFleets implements ClusterMembership.Fleets {
     HttpWorker hw = j.worker();
     models.remove(hw.id());
     gauges.remove(hw);
-    RemoteWorkers.retire(j, routerOf(w.role()), background,
+    RemoteWorkers.retire(j, routerOf(w.role()), background, shared,
         Duration.ofMillis((long) (config.affinity().requestTimeoutSeconds() * 1000)), () -> left.accept(hw));
   }
 

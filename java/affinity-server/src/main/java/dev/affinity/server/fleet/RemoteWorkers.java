@@ -4,6 +4,7 @@ import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.routing.Router;
+import dev.affinity.server.shared.SharedKvEvents;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.HttpWorkerSettings;
 import dev.affinity.server.worker.WorkerSetupException;
@@ -46,32 +47,39 @@ final class RemoteWorkers {
 
   /** Connects the section's workers (now or later); {@code joined} receives each one once it is up. */
   static void connect(ServerSection section, DisaggConfig config, ProtocolCodec codec, Router router,
-      EventLoopGroup loops, ScheduledExecutorService background, Consumer<Worker> joined) {
+      EventLoopGroup loops, ScheduledExecutorService background, SharedKvEvents shared, Consumer<Worker> joined) {
     for (String url : section.urls()) {
-      tryConnect(settings(url, config), codec, router, loops, background, joined);
+      tryConnect(settings(url, config), codec, router, loops, background, shared, joined);
     }
   }
 
   private static void tryConnect(HttpWorkerSettings settings, ProtocolCodec codec, Router router,
-      EventLoopGroup loops, ScheduledExecutorService background, Consumer<Worker> joined) {
+      EventLoopGroup loops, ScheduledExecutorService background, SharedKvEvents shared, Consumer<Worker> joined) {
     try {
-      joined.accept(join(settings, codec, router, loops, background).worker());
+      joined.accept(join(settings, codec, router, loops, background, shared).worker());
     } catch (WorkerSetupException e) {
       log.warn("worker {} is not ready ({}); retrying in {} s", settings.workerId(), e.getMessage(), RETRY.toSeconds());
       if (!background.isShutdown()) {
-        background.schedule(() -> tryConnect(settings, codec, router, loops, background, joined), RETRY.toMillis(),
+        background.schedule(() -> tryConnect(settings, codec, router, loops, background, shared, joined), RETRY.toMillis(),
             TimeUnit.MILLISECONDS);
       }
     }
   }
 
-  /** Connects one worker ({@code /server_info}) and puts it in the router, with its KV events and health checks. */
+  /**
+   * Connects one worker ({@code /server_info}) and puts it in the router, with its KV events (polled here, or with
+   * {@code shared} from the shared stream) and health checks.
+   */
   static Joined join(HttpWorkerSettings settings, ProtocolCodec codec, Router router, EventLoopGroup loops,
-      ScheduledExecutorService background) throws WorkerSetupException {
+      ScheduledExecutorService background, SharedKvEvents shared) throws WorkerSetupException {
     HttpWorker w = HttpWorker.connect(settings, codec, loops);
     router.addWorker(w);
-    w.onKvEvents(events -> router.onKvEvents(w.id(), events));
-    w.startKvEventPolling(KV_POLL);
+    if (shared != null) {
+      shared.register(w, router);
+    } else {
+      w.onKvEvents(events -> router.onKvEvents(w.id(), events));
+      w.startKvEventPolling(KV_POLL);
+    }
     ScheduledFuture<?> health = background.scheduleWithFixedDelay(w::checkHealth, HEALTH.toMillis(), HEALTH.toMillis(),
         TimeUnit.MILLISECONDS);
     log.info("worker {} joined ({} tokens per block, {})", w.id(), w.info().tokensPerBlock(), w.info().hashAlgorithm().wireName());
@@ -95,11 +103,14 @@ final class RemoteWorkers {
    * Takes a worker out of its router (its selections are released, its conversations re-pin on their next
    * turn) and closes it once the requests it still serves have finished, or after {@code drain}.
    */
-  static void retire(Joined joined, Router router, ScheduledExecutorService background, Duration drain,
-      Runnable closed) {
+  static void retire(Joined joined, Router router, ScheduledExecutorService background, SharedKvEvents shared,
+      Duration drain, Runnable closed) {
     HttpWorker w = joined.worker();
     router.removeWorker(w.id());
     joined.health().cancel(false);
+    if (shared != null) {
+      shared.unregister(w);
+    }
     w.stopKvEventPolling();
     long deadline = System.nanoTime() + drain.toNanos();
     log.info("worker {} left; closing it once its {} requests in flight are done", w.id(), w.inFlight());

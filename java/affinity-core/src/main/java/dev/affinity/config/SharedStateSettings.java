@@ -1,0 +1,69 @@
+package dev.affinity.config;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code affinity.shared_state}: state several frontends share through NATS JetStream. Today the workers' KV
+ * events: for each remote worker one frontend at a time drains its {@code /kv_cache_events} and publishes the
+ * batches to a stream, and every frontend applies the whole stream to its routers (docs/workers.md, "Shared KV
+ * events").
+ *
+ * @param servers the NATS servers, each {@code nats://HOST:PORT} or {@code tls://HOST:PORT}
+ * @param token a NATS token (exclusive with user/password and the credentials file)
+ * @param user a NATS user name (with {@code password})
+ * @param password the user's password
+ * @param credsFile a NATS credentials file (JWT and NKey seed), absolute
+ * @param tlsCaFile the CA certificate (PEM) that signs the servers' certificates, absolute; implies TLS
+ * @param eventRetentionSeconds how long the stream keeps a batch: the window a frontend that starts late replays
+ * @param drainLeaseSeconds how long a worker's drain ownership lives without a refresh: the longest another
+ *     frontend waits to take over from one that died
+ */
+public record SharedStateSettings(
+    List<String> servers,
+    Optional<String> token,
+    Optional<String> user,
+    Optional<String> password,
+    Optional<String> credsFile,
+    Optional<String> tlsCaFile,
+    double eventRetentionSeconds,
+    double drainLeaseSeconds) {
+
+  public static final double DEFAULT_EVENT_RETENTION_SECONDS = 600;
+  public static final double DEFAULT_DRAIN_LEASE_SECONDS = 3;
+
+  public SharedStateSettings {
+    servers = List.copyOf(servers);
+    if (servers.isEmpty()) {
+      throw new IllegalArgumentException("at least one NATS server");
+    }
+    if (!(eventRetentionSeconds > 0) || !(drainLeaseSeconds > 0)) {
+      throw new IllegalArgumentException("retention and lease must be > 0");
+    }
+  }
+
+  /** Settings with only servers (the defaults for the rest, no authentication). */
+  public static SharedStateSettings of(String... servers) {
+    return new SharedStateSettings(List.of(servers), Optional.empty(), Optional.empty(), Optional.empty(),
+        Optional.empty(), Optional.empty(), DEFAULT_EVENT_RETENTION_SECONDS, DEFAULT_DRAIN_LEASE_SECONDS);
+  }
+
+  /** Whether any of the servers is reached over TLS ({@code tls://} or a CA file). */
+  public boolean tls() {
+    return tlsCaFile.isPresent() || servers.stream().anyMatch(s -> s.startsWith("tls://"));
+  }
+
+  /** Never the token or the password. */
+  @Override
+  public String toString() {
+    return "SharedStateSettings[servers=" + servers + ", auth=" + authKind()
+        + ", tlsCaFile=" + tlsCaFile.orElse("none") + ", eventRetentionSeconds=" + eventRetentionSeconds
+        + ", drainLeaseSeconds=" + drainLeaseSeconds + "]";
+  }
+
+  /** {@code token}, {@code user}, {@code creds_file} or {@code none}: how the client authenticates (no secret). */
+  public String authKind() {
+    return token.isPresent() ? "token" : user.isPresent() ? "user " + user.get()
+        : credsFile.isPresent() ? "creds_file " + credsFile.get() : "none";
+  }
+}

@@ -1,0 +1,317 @@
+package dev.affinity.server.shared;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.affinity.config.SharedStateSettings;
+import dev.affinity.executor.KvEvent;
+import dev.affinity.kv.TrtllmKvEventCodec;
+import dev.affinity.protocol.InternalAuth;
+import dev.affinity.routing.Router;
+import dev.affinity.server.worker.HttpWorker;
+import io.nats.client.Connection;
+import io.nats.client.Dispatcher;
+import io.nats.client.JetStream;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.JetStreamSubscription;
+import io.nats.client.KeyValue;
+import io.nats.client.Message;
+import io.nats.client.PushSubscribeOptions;
+import io.nats.client.impl.Headers;
+import io.nats.client.impl.NatsMessage;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The workers' KV events shared by several frontends through NATS JetStream ({@code affinity.shared_state}): one
+ * drain per worker, every event to every frontend.
+ *
+ * <ul>
+ *   <li><b>Drain ownership.</b> For each remote worker it knows ({@link #register}), a frontend competes for the
+ *       worker's key in a JetStream KV bucket whose entries live {@code drain_lease_seconds}; the owner polls the
+ *       worker's {@code /kv_cache_events} ({@link DrainOwnership}).</li>
+ *   <li><b>Publishing.</b> The owner publishes every drained batch to the cluster's stream, subject
+ *       {@code affinity.<cluster>.kv.<worker token>}, the worker id in the {@value #WORKER_HEADER} header, the body
+ *       the events in TensorRT-LLM's {@code /kv_cache_events} JSON ({@link TrtllmKvEventCodec}), and with
+ *       {@code internal_request_auth_key} an HMAC ({@value #AUTH_HEADER}) over the worker id and the body.</li>
+ *   <li><b>Consuming.</b> Every frontend, the owner included, reads the whole stream with an ordered consumer from
+ *       the start of its retention and hands each batch to the router that holds the worker ({@code
+ *       router.onKvEvents}). The owner does not apply its batches locally: one path, one order. Batches of a worker
+ *       this frontend does not know yet are kept (bounded) until it joins. Batches that fail the HMAC or do not
+ *       parse are dropped, counted and logged (a warning at the first, debug after).</li>
+ * </ul>
+ */
+public final class SharedKvEvents implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(SharedKvEvents.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  public static final String WORKER_HEADER = "Affinity-Worker";
+  public static final String FRONTEND_HEADER = "Affinity-Frontend";
+  public static final String AUTH_HEADER = "Affinity-Auth";
+  /** How often the owner polls its workers' {@code /kv_cache_events} (as each frontend does without sharing). */
+  static final Duration KV_POLL = Duration.ofMillis(500);
+  /** Batches kept per worker this frontend does not know yet, and workers kept. */
+  static final int PENDING_BATCHES = 4096;
+  static final int PENDING_WORKERS = 256;
+
+  private final SharedStateSettings settings;
+  private final String frontendId;
+  private final Optional<InternalAuth> auth;
+  private final KvNames names;
+  private final Connection connection;
+  private final JetStream js;
+  private final Dispatcher dispatcher;
+  private final DrainOwnership ownership;
+  /** The workers this frontend knows, by id: where their batches go. */
+  private final Map<String, Target> workers = new ConcurrentHashMap<>();
+  /** Batches of workers not (yet) known here, in stream order; guarded by {@code this}. */
+  private final Map<String, ArrayDeque<List<KvEvent>>> pending = new LinkedHashMap<>();
+  private final AtomicLong published = new AtomicLong();
+  private final AtomicLong publishFailures = new AtomicLong();
+  private final AtomicLong applied = new AtomicLong();
+  private final AtomicLong rejected = new AtomicLong();
+  private final AtomicBoolean rejectionLogged = new AtomicBoolean();
+  private volatile boolean closed;
+
+  /** One worker: the router its batches go to, and the subject the owner publishes them on. */
+  private record Target(HttpWorker worker, Router router, String subject) {
+  }
+
+  private SharedKvEvents(SharedStateSettings settings, String clusterName, Optional<InternalAuth> auth,
+      String frontendId) throws IOException {
+    this.settings = settings;
+    this.auth = auth;
+    this.frontendId = frontendId;
+    this.names = new KvNames(clusterName);
+    this.connection = NatsConnections.connect(settings, frontendId);
+    try {
+      SharedKvStreams.ensure(connection, names, settings);
+      this.js = connection.jetStream();
+      KeyValue bucket = connection.keyValue(names.bucketName);
+      this.dispatcher = connection.createDispatcher();
+      JetStreamSubscription sub = js.subscribe(names.subjects(), dispatcher, this::onBatch, false,
+          PushSubscribeOptions.builder().stream(names.streamName).ordered(true).build());
+      log.debug("consuming {} ({})", names.streamName, sub.getConsumerName());
+      this.ownership = new DrainOwnership(bucket, names.bucketName, frontendId,
+          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), KV_POLL, this::recreateStreams);
+    } catch (IOException | JetStreamApiException | RuntimeException e) {
+      NatsConnections.closeQuietly(connection);
+      throw new IOException("affinity.shared_state: setting up the stream " + names.streamName + " and the bucket "
+          + names.bucketName + " failed (is JetStream on? may this user manage streams?): " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Connects to NATS, ensures the cluster's stream and drain bucket, and starts consuming the stream.
+   *
+   * @param clusterName {@code disagg_cluster.cluster_name}, or "" (static urls): scopes the stream and the bucket
+   * @param authKey {@code internal_request_auth_key}: batches are signed with it and unsigned ones dropped
+   */
+  public static SharedKvEvents start(SharedStateSettings settings, String clusterName, Optional<String> authKey)
+      throws IOException {
+    String id = hostName() + "/" + ProcessHandle.current().pid() + "/"
+        + HexFormat.of().toHexDigits((int) (Math.random() * Integer.MAX_VALUE));
+    SharedKvEvents s = new SharedKvEvents(settings, clusterName, authKey.flatMap(InternalAuth::ofNullable), id);
+    log.info("KV events shared through NATS ({}): stream {}, drain leases of {} s in {}, frontend {}",
+        settings.servers(), s.names.streamName, settings.drainLeaseSeconds(), s.names.bucketName, id);
+    return s;
+  }
+
+  private static String hostName() {
+    try {
+      return java.net.InetAddress.getLocalHost().getHostName();
+    } catch (IOException e) {
+      return "frontend";
+    }
+  }
+
+  private void recreateStreams() {
+    try {
+      SharedKvStreams.ensure(connection, names, settings);
+    } catch (IOException | JetStreamApiException again) {
+      log.debug("ensuring the stream failed: {}", again.toString());
+    }
+  }
+
+  /** A worker this frontend routes to: it competes for its drain, and applies its batches to {@code router}. */
+  public void register(HttpWorker worker, Router router) {
+    Target t = new Target(worker, router, names.subject(worker.id()));
+    worker.onKvEvents(events -> publish(t, events));
+    List<List<KvEvent>> kept;
+    synchronized (this) {
+      workers.put(worker.id(), t);
+      ArrayDeque<List<KvEvent>> q = pending.remove(worker.id());
+      kept = q == null ? List.of() : List.copyOf(q);
+      for (List<KvEvent> events : kept) {
+        apply(t, events);
+      }
+    }
+    ownership.add(worker);
+  }
+
+  /** A worker that left: its batches are no longer applied, and its drain is released if this frontend held it. */
+  public void unregister(HttpWorker worker) {
+    Target t;
+    synchronized (this) {
+      t = workers.remove(worker.id());
+    }
+    if (t != null) {
+      ownership.remove(worker);
+    }
+  }
+
+  /** The owner's sink: each drained batch goes to the stream (on the worker's scheduler thread). */
+  private void publish(Target t, List<KvEvent> events) {
+    byte[] body;
+    try {
+      body = JSON.writeValueAsBytes(TrtllmKvEventCodec.toJson(events, t.worker.info().tokensPerBlock()));
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    Headers h = new Headers().put(WORKER_HEADER, t.worker.id()).put(FRONTEND_HEADER, frontendId);
+    auth.ifPresent(a -> h.put(AUTH_HEADER, a.sign(KvNames.canonical(t.worker.id(), body))));
+    try {
+      js.publish(NatsMessage.builder().subject(t.subject).headers(h).data(body).build());
+      published.incrementAndGet();
+    } catch (IOException | JetStreamApiException | RuntimeException e) {
+      long n = publishFailures.incrementAndGet();
+      if (n == 1 || Long.bitCount(n) == 1) {
+        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", t.worker.id(),
+            events.size(), e.toString(), n);
+      }
+    }
+  }
+
+  /** A batch from the stream (the dispatcher's thread, in stream order). */
+  private void onBatch(Message m) {
+    String worker = m.getHeaders() == null ? null : m.getHeaders().getFirst(WORKER_HEADER);
+    byte[] body = m.getData() == null ? new byte[0] : m.getData();
+    if (worker == null) {
+      reject(m, "no " + WORKER_HEADER + " header");
+      return;
+    }
+    if (auth.isPresent()
+        && !auth.get().verify(KvNames.canonical(worker, body), m.getHeaders().getFirst(AUTH_HEADER))) {
+      reject(m, "its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
+      return;
+    }
+    List<KvEvent> events;
+    try {
+      JsonNode root = JSON.readTree(body);
+      events = TrtllmKvEventCodec.parse(root);
+    } catch (IOException | IllegalArgumentException e) {
+      reject(m, "its body is not a KV event batch: " + e.getMessage());
+      return;
+    }
+    synchronized (this) {
+      Target t = workers.get(worker);
+      if (t != null) {
+        apply(t, events);
+        return;
+      }
+      ArrayDeque<List<KvEvent>> q = pending.get(worker);
+      if (q == null) {
+        if (pending.size() >= PENDING_WORKERS) {
+          pending.remove(pending.keySet().iterator().next());
+        }
+        q = new ArrayDeque<>();
+        pending.put(worker, q);
+      }
+      if (q.size() >= PENDING_BATCHES) {
+        q.removeFirst();
+      }
+      q.addLast(events);
+    }
+  }
+
+  private void apply(Target t, List<KvEvent> events) {
+    try {
+      t.router.onKvEvents(t.worker.id(), events);
+      applied.incrementAndGet();
+    } catch (RuntimeException e) {
+      log.warn("worker {}: applying a shared KV event batch failed", t.worker.id(), e);
+    }
+  }
+
+  private void reject(Message m, String why) {
+    long n = rejected.incrementAndGet();
+    String from = m.getHeaders() == null || m.getHeaders().getFirst(FRONTEND_HEADER) == null ? "an unnamed publisher"
+        : m.getHeaders().getFirst(FRONTEND_HEADER);
+    if (rejectionLogged.compareAndSet(false, true)) {
+      log.warn("dropped a KV event batch on {} from {}: {} (further drops are logged at debug and counted)",
+          m.getSubject(), from, why);
+    } else {
+      log.debug("dropped KV event batch #{} on {} from {}: {}", n, m.getSubject(), from, why);
+    }
+  }
+
+  /** Whether this frontend drains {@code workerId} now. */
+  public boolean drains(String workerId) {
+    return ownership.drains(workerId);
+  }
+
+  /** Batches this frontend published (as a drain owner). */
+  public long published() {
+    return published.get();
+  }
+
+  /** Batches from the stream applied to a router. */
+  public long applied() {
+    return applied.get();
+  }
+
+  /** Batches from the stream dropped: no worker header, a failed HMAC, or a body that is not a batch. */
+  public long rejected() {
+    return rejected.get();
+  }
+
+  /** This frontend's name in the drain keys and the batches' {@value #FRONTEND_HEADER} header. */
+  public String frontendId() {
+    return frontendId;
+  }
+
+  public String streamName() {
+    return names.streamName;
+  }
+
+  /** The subject prefix of the cluster's batches ({@code affinity.<cluster>.kv.}). */
+  public String subjectPrefix() {
+    return names.subjectPrefix();
+  }
+
+  /** Releases the drains this frontend holds (others take over at once), stops consuming, disconnects. */
+  @Override
+  public void close() {
+    stop(true);
+  }
+
+  /**
+   * As a frontend that dies: stops polling and disconnects without releasing its drains, which other frontends take
+   * over when the lease runs out (tests).
+   */
+  public void abandon() {
+    stop(false);
+  }
+
+  private void stop(boolean release) {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    ownership.close(release);
+    try {
+      connection.close();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
