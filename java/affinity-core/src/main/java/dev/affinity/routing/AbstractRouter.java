@@ -45,6 +45,9 @@ public abstract class AbstractRouter implements Router {
   private final KvEventApplier applier;
   /** Counts of the KV events ingested (guarded by itself: events arrive on the workers' threads). */
   private final KvIngestCounts kvIngest = new KvIngestCounts();
+  /** Other frontends' in-flight work, added to the loads routed on (guarded by {@code lock}). */
+  private final PeerLoads peerLoads = new PeerLoads();
+  private final PeerLoads.Target peerTarget = this::addPeerLoad;
   /** Workers whose event-id gaps or restarts were logged at WARN (once each). */
   private final Set<String> sequenceWarned = ConcurrentHashMap.newKeySet();
   private volatile long lastSweepNanos;
@@ -191,6 +194,7 @@ public abstract class AbstractRouter implements Router {
   @Override
   public final void removeWorker(String workerId) {
     synchronized (lock) {
+      peerLoads.forgetWorker(workerId, peerTarget);
       Worker removed = workers.remove(workerId);
       if (removed != null) {
         workerSnapshot = List.copyOf(workers.values());
@@ -294,6 +298,64 @@ public abstract class AbstractRouter implements Router {
       }
     }
     return out;
+  }
+
+  @Override
+  public final List<LoadShare> ownLoads() {
+    List<LoadShare> out = new ArrayList<>();
+    synchronized (lock) {
+      for (Worker w : workerSnapshot) {
+        for (Candidate c : candidatesOf(w)) {
+          Load l = load(c);
+          double[] p = peerLoads.contribution(w.id(), c.rank());
+          LoadShare own = new LoadShare(w.id(), c.rank(), l.requests - (int) p[0], l.tokens - (long) p[1],
+              l.work - p[2], l.uncached - (long) p[3]);
+          if (!own.isZero()) {
+            out.add(own);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public final void peerLoads(String peerId, List<LoadShare> shares) {
+    synchronized (lock) {
+      List<LoadShare> known = new ArrayList<>(shares.size());
+      for (LoadShare s : shares) {
+        Worker w = workers.get(s.workerId());
+        if (w != null && (w.info().ranksVisible() ? s.rank() >= 0 && s.rank() < w.info().numRanks() : s.rank() == -1)) {
+          known.add(s);
+        }
+      }
+      peerLoads.replace(peerId, known, peerTarget);
+    }
+  }
+
+  @Override
+  public final void forgetPeer(String peerId) {
+    synchronized (lock) {
+      peerLoads.forget(peerId, peerTarget);
+    }
+  }
+
+  /** A peer's share changes the load of its candidate, and of its worker as a whole, as a selection does. */
+  private void addPeerLoad(LoadShare s, int sign) {
+    Worker w = workers.get(s.workerId());
+    if (w == null) {
+      return;
+    }
+    Load l = load(candidatesOf(w).get(Math.max(0, s.rank())));
+    l.requests += sign * s.requests();
+    l.tokens += sign * s.tokens();
+    l.work += sign * s.work();
+    l.uncached += sign * s.uncached();
+    if (s.rank() >= 0) {
+      Load whole = load(w.id());
+      whole.requests += sign * s.requests();
+      whole.tokens += sign * s.tokens();
+    }
   }
 
   // ---- Helpers for subclasses (call under lock) ----

@@ -57,4 +57,22 @@ public interface Router {
   default List<CandidateLoad> loads() {
     return List.of();
   }
+
+  /**
+   * This frontend's own in-flight work per candidate (what it routed and has not released), to share with the other
+   * frontends of the deployment; none by default (a router that keeps no load).
+   */
+  default List<LoadShare> ownLoads() {
+    return List.of();
+  }
+
+  /**
+   * Another frontend's latest in-flight work at this router's candidates ({@link #ownLoads} there): from now on the
+   * router routes on its own load plus every peer's, the peer's previous report replaced. Shares of workers or ranks
+   * this router does not know are ignored.
+   */
+  default void peerLoads(String peerId, List<LoadShare> shares) {}
+
+  /** Takes back everything a peer reported (it stopped reporting: it left or died). */
+  default void forgetPeer(String peerId) {}
 }

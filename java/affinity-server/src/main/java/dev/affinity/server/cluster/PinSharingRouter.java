@@ -165,6 +165,21 @@ public final class PinSharingRouter implements Router, PinKeeping {
   }
 
   @Override
+  public List<dev.affinity.routing.LoadShare> ownLoads() {
+    return delegate.ownLoads();
+  }
+
+  @Override
+  public void peerLoads(String peerId, List<dev.affinity.routing.LoadShare> shares) {
+    delegate.peerLoads(peerId, shares);
+  }
+
+  @Override
+  public void forgetPeer(String peerId) {
+    delegate.forgetPeer(peerId);
+  }
+
+  @Override
   public void onKvEvents(String workerId, List<KvEvent> events) {
     delegate.onKvEvents(workerId, events);
   }
