@@ -41,6 +41,7 @@ import dev.affinity.worker.Worker;
 import dev.affinity.server.metrics.LegMetrics;
 import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
+import dev.affinity.server.metrics.SharedKvMeters;
 import dev.affinity.server.metrics.TimedPromptTokenizer;
 import dev.affinity.tracing.RequestTracer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -249,6 +250,7 @@ public final class AffinityServer implements AutoCloseable {
       sharedKv = SharedKvEvents.start(config.affinity().sharedState().get(),
           config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
           config.internalRequestAuthKey());
+      SharedKvMeters.register(registry, sharedKv);
     }
     for (Fleet fleet : Fleet.values()) {
       if (embedded.containsKey(fleet)) {

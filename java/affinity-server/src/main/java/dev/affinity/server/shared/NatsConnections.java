@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The NATS connection of {@code affinity.shared_state}: its options (servers, reconnecting for ever, token, user and
- * password or creds file, TLS with the system's or a PEM file's trust), and its connection events in the log.
+ * password or creds file, TLS with the system's or a PEM file's trust), and its connection events and errors in the
+ * log through SLF4J ({@link NatsErrorLog}).
  */
 final class NatsConnections {
   private static final Logger log = LoggerFactory.getLogger(NatsConnections.class);
@@ -42,10 +43,11 @@ final class NatsConnections {
   }
 
   static Options options(SharedStateSettings s, String name) throws IOException {
+    NatsErrorLog errors = new NatsErrorLog();
     Options.Builder b = new Options.Builder().servers(s.servers().toArray(String[]::new))
         .connectionName("affinity " + name).maxReconnects(-1).reconnectWait(Duration.ofMillis(500))
         .reconnectJitter(Duration.ofMillis(250)).connectionTimeout(Duration.ofSeconds(5))
-        .connectionListener(new Listener());
+        .connectionListener(new Listener(errors)).errorListener(errors);
     s.token().ifPresent(t -> b.token(t.toCharArray()));
     if (s.user().isPresent()) {
       b.userInfo(s.user().get().toCharArray(), s.password().orElse("").toCharArray());
@@ -92,12 +94,24 @@ final class NatsConnections {
 
   /** Logs the connection's state changes (reconnects are retried for ever). */
   private static final class Listener implements ConnectionListener {
+    private final NatsErrorLog errors;
+
+    Listener(NatsErrorLog errors) {
+      this.errors = errors;
+    }
+
     @Override
     public void connectionEvent(Connection conn, Events type) {
       switch (type) {
         case DISCONNECTED -> log.warn("NATS disconnected; reconnecting (shared KV events paused)");
-        case RECONNECTED -> log.info("NATS reconnected to {}", conn.getConnectedUrl());
-        case CONNECTED -> log.info("NATS connected to {}", conn.getConnectedUrl());
+        case RECONNECTED -> {
+          errors.reset();
+          log.info("NATS reconnected to {}", conn.getConnectedUrl());
+        }
+        case CONNECTED -> {
+          errors.reset();
+          log.info("NATS connected to {}", conn.getConnectedUrl());
+        }
         case CLOSED -> log.debug("NATS connection closed");
         default -> log.debug("NATS {}", type);
       }

@@ -21,6 +21,7 @@ import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.EnumMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -79,8 +80,26 @@ public final class SharedKvEvents implements AutoCloseable {
   private final AtomicLong publishFailures = new AtomicLong();
   private final AtomicLong applied = new AtomicLong();
   private final AtomicLong rejected = new AtomicLong();
+  private final Map<Rejection, AtomicLong> rejectedBy = new EnumMap<>(Rejection.class);
   private final AtomicBoolean rejectionLogged = new AtomicBoolean();
   private volatile boolean closed;
+
+  /** Why a batch from the stream was dropped ({@code reason} on {@code affinity_shared_kv_batches_rejected}). */
+  public enum Rejection {
+    NO_WORKER_HEADER("no_worker_header"),
+    BAD_HMAC("bad_hmac"),
+    UNPARSABLE("unparsable");
+
+    private final String label;
+
+    Rejection(String label) {
+      this.label = label;
+    }
+
+    public String label() {
+      return label;
+    }
+  }
 
   /** One worker: the router its batches go to, and the subject the owner publishes them on. */
   private record Target(HttpWorker worker, Router router, String subject) {
@@ -92,6 +111,9 @@ public final class SharedKvEvents implements AutoCloseable {
     this.auth = auth;
     this.frontendId = frontendId;
     this.names = new KvNames(clusterName);
+    for (Rejection r : Rejection.values()) {
+      rejectedBy.put(r, new AtomicLong());
+    }
     this.connection = NatsConnections.connect(settings, frontendId);
     try {
       SharedKvStreams.ensure(connection, names, settings);
@@ -196,12 +218,12 @@ public final class SharedKvEvents implements AutoCloseable {
     String worker = m.getHeaders() == null ? null : m.getHeaders().getFirst(WORKER_HEADER);
     byte[] body = m.getData() == null ? new byte[0] : m.getData();
     if (worker == null) {
-      reject(m, "no " + WORKER_HEADER + " header");
+      reject(m, Rejection.NO_WORKER_HEADER, "no " + WORKER_HEADER + " header");
       return;
     }
     if (auth.isPresent()
         && !auth.get().verify(KvNames.canonical(worker, body), m.getHeaders().getFirst(AUTH_HEADER))) {
-      reject(m, "its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
+      reject(m, Rejection.BAD_HMAC, "its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
       return;
     }
     List<KvEvent> events;
@@ -209,7 +231,7 @@ public final class SharedKvEvents implements AutoCloseable {
       JsonNode root = JSON.readTree(body);
       events = TrtllmKvEventCodec.parse(root);
     } catch (IOException | IllegalArgumentException e) {
-      reject(m, "its body is not a KV event batch: " + e.getMessage());
+      reject(m, Rejection.UNPARSABLE, "its body is not a KV event batch: " + e.getMessage());
       return;
     }
     synchronized (this) {
@@ -242,8 +264,9 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  private void reject(Message m, String why) {
+  private void reject(Message m, Rejection reason, String why) {
     long n = rejected.incrementAndGet();
+    rejectedBy.get(reason).incrementAndGet();
     String from = m.getHeaders() == null || m.getHeaders().getFirst(FRONTEND_HEADER) == null ? "an unnamed publisher"
         : m.getHeaders().getFirst(FRONTEND_HEADER);
     if (rejectionLogged.compareAndSet(false, true)) {
@@ -272,6 +295,26 @@ public final class SharedKvEvents implements AutoCloseable {
   /** Batches from the stream dropped: no worker header, a failed HMAC, or a body that is not a batch. */
   public long rejected() {
     return rejected.get();
+  }
+
+  /** Batches dropped for {@code reason}. */
+  public long rejected(Rejection reason) {
+    return rejectedBy.get(reason).get();
+  }
+
+  /** Drained batches that could not be published (NATS unavailable or refusing). */
+  public long publishFailures() {
+    return publishFailures.get();
+  }
+
+  /** How many workers this frontend drains now. */
+  public int drainsOwned() {
+    return ownership.owned();
+  }
+
+  /** Whether the NATS connection is up now (it reconnects for ever when it is not). */
+  public boolean connected() {
+    return !closed && connection.getStatus() == Connection.Status.CONNECTED;
   }
 
   /** This frontend's name in the drain keys and the batches' {@value #FRONTEND_HEADER} header. */

@@ -129,6 +129,21 @@ class SharedKvEventsTest {
     return blocks;
   }
 
+  /**
+   * The value of {@code series} on {@code f}'s {@code /metrics}: a name (every row of it summed) or a name with its
+   * labels as Prometheus writes them ({@code name{reason="bad_hmac"}}).
+   */
+  static double metric(AffinityServer f, String series) throws Exception {
+    String text = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + f.port()
+        + "/metrics")).timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString()).body();
+    return text.lines().filter(l -> !l.startsWith("#"))
+        .filter(l -> {
+          String key = l.substring(0, l.lastIndexOf(' '));
+          return key.equals(series) || (!series.contains("{") && key.startsWith(series + "{"));
+        })
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+  }
+
   /** The frontends that drain {@code worker} now. */
   private List<AffinityServer> drainers(String worker) {
     return frontends.stream().filter(f -> f.sharedKvEvents().drains(worker)).toList();
@@ -186,11 +201,30 @@ class SharedKvEventsTest {
           .subject(frontends.get(0).sharedKvEvents().subjectPrefix() + "forged")
           .headers(new Headers().put(SharedKvEvents.WORKER_HEADER, ctx))
           .data(body.getBytes(StandardCharsets.UTF_8)).build());
+      rogue.jetStream().publish(NatsMessage.builder()
+          .subject(frontends.get(0).sharedKvEvents().subjectPrefix() + "anonymous")
+          .data(body.getBytes(StandardCharsets.UTF_8)).build());
     }
     for (AffinityServer f : frontends) {
-      WorkerProcess.await(() -> f.sharedKvEvents().rejected() == 1, "the forged batch is dropped", BOUND);
+      WorkerProcess.await(() -> f.sharedKvEvents().rejected() == 2, "the forged batches are dropped", BOUND);
     }
     assertEquals(0, matched(frontends.get(0), ctx, forged));
+
+    // The same traffic on each frontend's /metrics.
+    double owned = 0;
+    double published = 0;
+    for (AffinityServer f : frontends) {
+      assertEquals(1.0, metric(f, "affinity_shared_kv_connected"));
+      assertEquals(1.0, metric(f, "affinity_shared_kv_batches_rejected_total{reason=\"bad_hmac\"}"));
+      assertEquals(1.0, metric(f, "affinity_shared_kv_batches_rejected_total{reason=\"no_worker_header\"}"));
+      assertEquals(0.0, metric(f, "affinity_shared_kv_batches_rejected_total{reason=\"unparsable\"}"));
+      assertEquals(0.0, metric(f, "affinity_shared_kv_publish_failures_total"));
+      assertTrue(metric(f, "affinity_shared_kv_batches_applied_total") > 0);
+      owned += metric(f, "affinity_shared_kv_drains_owned");
+      published += metric(f, "affinity_shared_kv_batches_published_total");
+    }
+    assertEquals(processes.size(), owned, "each worker is drained by exactly one frontend");
+    assertTrue(published > 0);
   }
 
   @Test
