@@ -30,6 +30,7 @@ import dev.affinity.server.cluster.SharedPins;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.server.shared.SharedKvEvents;
+import dev.affinity.server.shared.SharedLoads;
 import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.session.SessionRegistry;
@@ -110,6 +111,8 @@ public final class AffinityServer implements AutoCloseable {
   private FrontendSessions sessions;
   /** affinity.shared_state with remote workers: their KV events through NATS, one drain per worker. */
   private SharedKvEvents sharedKv;
+  /** The frontends' one load view ({@code affinity.shared_state}), on sharedKv's connection. */
+  private SharedLoads sharedLoads;
 
   /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
   private final Tracing tracing;
@@ -251,6 +254,7 @@ public final class AffinityServer implements AutoCloseable {
           config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
           config.internalRequestAuthKey());
       SharedKvMeters.register(registry, sharedKv);
+      sharedLoads = sharedKv.shareLoads(Map.of(Fleet.CONTEXT, ctxRouter, Fleet.GENERATION, genRouter));
     }
     for (Fleet fleet : Fleet.values()) {
       if (embedded.containsKey(fleet)) {
@@ -406,6 +410,9 @@ public final class AffinityServer implements AutoCloseable {
       membership.close();
     }
     sharedPins.forEach(SharedPins::close);
+    if (sharedLoads != null) {
+      sharedLoads.close();  // the other frontends forget this one's load within SharedLoads.EXPIRY
+    }
     if (sharedKv != null) {
       sharedKv.close(); // releases this frontend's drains: another frontend takes them over at once
     }

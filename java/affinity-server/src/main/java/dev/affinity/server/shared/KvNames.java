@@ -26,6 +26,11 @@ final class KvNames {
     return "affinity." + clusterToken + ".kv.";
   }
 
+  /** {@code affinity.<cluster>.load.}: the frontends' load reports ({@link SharedLoads}). */
+  String loadSubjectPrefix() {
+    return "affinity." + clusterToken + ".load.";
+  }
+
   /** Every batch of the cluster: {@code affinity.<cluster>.kv.>}. */
   String subjects() {
     return subjectPrefix() + ">";

@@ -331,6 +331,16 @@ public final class SharedKvEvents implements AutoCloseable {
     return names.subjectPrefix();
   }
 
+  /**
+   * Starts sharing this frontend's load with the other frontends of the cluster on this connection
+   * ({@link SharedLoads}: reports every {@link SharedLoads#PERIOD}, a silent peer forgotten after
+   * {@link SharedLoads#EXPIRY}); the caller closes it before this.
+   */
+  public SharedLoads shareLoads(Map<dev.affinity.routing.Fleet, Router> routers) {
+    return new SharedLoads(connection, names.loadSubjectPrefix(), frontendId, auth, routers, SharedLoads.PERIOD,
+        SharedLoads.EXPIRY);
+  }
+
   /** Releases the drains this frontend holds (others take over at once), stops consuming, disconnects. */
   @Override
   public void close() {
