@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,7 +22,10 @@ import org.slf4j.LoggerFactory;
  * by an update on the revision it holds. An update that fails because the key moved on means ownership was lost: it
  * stops polling. A refresh that fails for want of NATS stops polling too (the events stay in the worker's buffer), and
  * polling resumes if a later refresh on the same revision succeeds. A key whose owner died expires with the lease,
- * and the next create wins. All of it runs on one thread ({@code affinity-shared-kv}).
+ * and the next create wins. While the NATS connection is down nobody competes and the owner stops polling at once
+ * ({@link #pause()}), so the events wait in the worker's buffer; when it is back the owner's next refresh on the
+ * revision it holds resumes polling, or fails if the key expired meanwhile, and the next create wins. All of it runs
+ * on one thread ({@code affinity-shared-kv}).
  */
 final class DrainOwnership {
   private static final Logger log = LoggerFactory.getLogger(DrainOwnership.class);
@@ -32,6 +36,8 @@ final class DrainOwnership {
   private final Duration poll;
   /** Run when the bucket is gone (NATS lost its store): creates it again. */
   private final Runnable recreate;
+  /** Whether the NATS connection is up: requests made while it is down would only time out. */
+  private final BooleanSupplier connected;
   private final ScheduledExecutorService ticks = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "affinity-shared-kv");
     t.setDaemon(true);
@@ -60,7 +66,8 @@ final class DrainOwnership {
    * @param poll how often the owner polls a worker's {@code /kv_cache_events}
    */
   DrainOwnership(KeyValue bucket, String bucketName, String frontendId, Duration lease, Duration poll,
-      Runnable recreate) {
+      Runnable recreate, BooleanSupplier connected) {
+    this.connected = connected;
     this.bucket = bucket;
     this.bucketName = bucketName;
     this.owner = frontendId.getBytes(StandardCharsets.UTF_8);
@@ -113,6 +120,12 @@ final class DrainOwnership {
     if (closed || drains.get(d.worker.id()) != d) {
       return;
     }
+    if (!connected.getAsBoolean()) {
+      if (d.polling) {
+        stopPolling(d);
+      }
+      return;
+    }
     try {
       if (d.revision == 0) {
         d.revision = bucket.create(d.key, owner);
@@ -139,6 +152,24 @@ final class DrainOwnership {
             e.toString());
         stopPolling(d);
       }
+    }
+  }
+
+  /**
+   * The NATS connection is down: stops polling every worker this frontend drains (their refreshes would fail after
+   * a timeout each, one at a time), keeping the revisions for when it is back. On jnats's thread.
+   */
+  void pause() {
+    int n = 0;
+    for (Drain d : drains.values()) {
+      if (d.polling) {
+        stopPolling(d);
+        n++;
+      }
+    }
+    if (n > 0) {
+      log.warn("NATS is unreachable: this frontend stops draining its {} workers, which keep their KV events until "
+          + "it is back", n);
     }
   }
 

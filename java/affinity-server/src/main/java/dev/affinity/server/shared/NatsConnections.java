@@ -13,6 +13,8 @@ import java.security.KeyStore;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import org.slf4j.Logger;
@@ -29,10 +31,14 @@ final class NatsConnections {
   private NatsConnections() {
   }
 
-  /** Connects as {@code name}; the error names the servers and the kind of authentication, never a secret. */
-  static Connection connect(SharedStateSettings settings, String name) throws IOException {
+  /**
+   * Connects as {@code name}; the error names the servers and the kind of authentication, never a secret.
+   * {@code events} hears every state change of the connection (on jnats's thread).
+   */
+  static Connection connect(SharedStateSettings settings, String name, Consumer<ConnectionListener.Events> events)
+      throws IOException {
     try {
-      return Nats.connect(options(settings, name));
+      return Nats.connect(options(settings, name, events));
     } catch (IOException e) {
       throw new IOException("affinity.shared_state.nats: cannot connect to " + String.join(",", settings.servers())
           + " (" + settings.authKind() + "): " + e.getMessage(), e);
@@ -43,11 +49,16 @@ final class NatsConnections {
   }
 
   static Options options(SharedStateSettings s, String name) throws IOException {
+    return options(s, name, e -> { });
+  }
+
+  static Options options(SharedStateSettings s, String name, Consumer<ConnectionListener.Events> events)
+      throws IOException {
     NatsErrorLog errors = new NatsErrorLog();
     Options.Builder b = new Options.Builder().servers(s.servers().toArray(String[]::new))
         .connectionName("affinity " + name).maxReconnects(-1).reconnectWait(Duration.ofMillis(500))
         .reconnectJitter(Duration.ofMillis(250)).connectionTimeout(Duration.ofSeconds(5))
-        .connectionListener(new Listener(errors)).errorListener(errors);
+        .connectionListener(new Listener(errors, events)).errorListener(errors);
     s.token().ifPresent(t -> b.token(t.toCharArray()));
     if (s.user().isPresent()) {
       b.userInfo(s.user().get().toCharArray(), s.password().orElse("").toCharArray());
@@ -92,29 +103,44 @@ final class NatsConnections {
     }
   }
 
-  /** Logs the connection's state changes (reconnects are retried for ever). */
+  /**
+   * Logs the connection's state changes (reconnects are retried for ever): jnats reports a disconnection at each
+   * failed reconnect attempt, so only the first after the connection was up is a warning.
+   */
   private static final class Listener implements ConnectionListener {
     private final NatsErrorLog errors;
+    private final Consumer<Events> events;
+    private final AtomicBoolean down = new AtomicBoolean();
 
-    Listener(NatsErrorLog errors) {
+    Listener(NatsErrorLog errors, Consumer<Events> events) {
       this.errors = errors;
+      this.events = events;
     }
 
     @Override
     public void connectionEvent(Connection conn, Events type) {
       switch (type) {
-        case DISCONNECTED -> log.warn("NATS disconnected; reconnecting (shared KV events paused)");
+        case DISCONNECTED -> {
+          if (down.compareAndSet(false, true)) {
+            log.warn("NATS disconnected; reconnecting (shared KV events paused)");
+          } else {
+            log.debug("NATS still disconnected; reconnecting");
+          }
+        }
         case RECONNECTED -> {
+          down.set(false);
           errors.reset();
           log.info("NATS reconnected to {}", conn.getConnectedUrl());
         }
         case CONNECTED -> {
+          down.set(false);
           errors.reset();
           log.info("NATS connected to {}", conn.getConnectedUrl());
         }
         case CLOSED -> log.debug("NATS connection closed");
         default -> log.debug("NATS {}", type);
       }
+      events.accept(type);
     }
   }
 }

@@ -9,6 +9,7 @@ import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Router;
 import dev.affinity.server.worker.HttpWorker;
 import io.nats.client.Connection;
+import io.nats.client.ConnectionListener;
 import io.nats.client.Dispatcher;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
@@ -16,6 +17,7 @@ import io.nats.client.JetStreamSubscription;
 import io.nats.client.KeyValue;
 import io.nats.client.Message;
 import io.nats.client.PushSubscribeOptions;
+import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
@@ -60,6 +62,11 @@ public final class SharedKvEvents implements AutoCloseable {
   public static final String AUTH_HEADER = "Affinity-Auth";
   /** How often the owner polls its workers' {@code /kv_cache_events} (as each frontend does without sharing). */
   static final Duration KV_POLL = Duration.ofMillis(500);
+  /**
+   * The ordered consumer's idle heartbeat: after a NATS restart jnats re-creates the consumer when three are missed,
+   * so this bounds how long a restart delays the stream (jnats's default, 5 s, made it about 30 s).
+   */
+  static final Duration CONSUMER_HEARTBEAT = Duration.ofSeconds(1);
   /** Batches kept per worker this frontend does not know yet, and workers kept. */
   static final int PENDING_BATCHES = 4096;
   static final int PENDING_WORKERS = 256;
@@ -71,7 +78,8 @@ public final class SharedKvEvents implements AutoCloseable {
   private final Connection connection;
   private final JetStream js;
   private final Dispatcher dispatcher;
-  private final DrainOwnership ownership;
+  /** Null only while the constructor runs (the connection's listener may be called before). */
+  private volatile DrainOwnership ownership;
   /** The workers this frontend knows, by id: where their batches go. */
   private final Map<String, Target> workers = new ConcurrentHashMap<>();
   /** Batches of workers not (yet) known here, in stream order; guarded by {@code this}. */
@@ -114,17 +122,19 @@ public final class SharedKvEvents implements AutoCloseable {
     for (Rejection r : Rejection.values()) {
       rejectedBy.put(r, new AtomicLong());
     }
-    this.connection = NatsConnections.connect(settings, frontendId);
+    this.connection = NatsConnections.connect(settings, frontendId, this::onConnectionEvent);
     try {
       SharedKvStreams.ensure(connection, names, settings);
       this.js = connection.jetStream();
       KeyValue bucket = connection.keyValue(names.bucketName);
       this.dispatcher = connection.createDispatcher();
       JetStreamSubscription sub = js.subscribe(names.subjects(), dispatcher, this::onBatch, false,
-          PushSubscribeOptions.builder().stream(names.streamName).ordered(true).build());
+          PushSubscribeOptions.builder().stream(names.streamName).ordered(true)
+              .configuration(ConsumerConfiguration.builder().idleHeartbeat(CONSUMER_HEARTBEAT).build()).build());
       log.debug("consuming {} ({})", names.streamName, sub.getConsumerName());
       this.ownership = new DrainOwnership(bucket, names.bucketName, frontendId,
-          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), KV_POLL, this::recreateStreams);
+          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), KV_POLL, this::recreateStreams,
+          () -> connection.getStatus() == Connection.Status.CONNECTED);
     } catch (IOException | JetStreamApiException | RuntimeException e) {
       NatsConnections.closeQuietly(connection);
       throw new IOException("affinity.shared_state: setting up the stream " + names.streamName + " and the bucket "
@@ -153,6 +163,13 @@ public final class SharedKvEvents implements AutoCloseable {
       return java.net.InetAddress.getLocalHost().getHostName();
     } catch (IOException e) {
       return "frontend";
+    }
+  }
+
+  private void onConnectionEvent(ConnectionListener.Events type) {
+    DrainOwnership o = ownership;
+    if (type == ConnectionListener.Events.DISCONNECTED && o != null) {
+      o.pause();
     }
   }
 
