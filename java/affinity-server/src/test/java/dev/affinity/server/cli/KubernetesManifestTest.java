@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -11,13 +12,22 @@ import dev.affinity.config.ConfigSecrets;
 import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.LoadedConfig;
 import dev.affinity.config.ConfigLoader;
+import dev.affinity.config.SharedStateSettings;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.server.http.FrontendRoutes;
+import dev.affinity.server.shared.SharedKvEvents;
 import java.io.File;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
@@ -25,6 +35,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -44,7 +55,10 @@ import picocli.CommandLine;
  * frontend's table, unauthenticated GETs; ports agree between the config, the containers and the Services; every
  * Secret and ConfigMap key a volume or env names exists; the grace periods exceed the drain times in code; the
  * workers join the config's {@code disagg_cluster} with enough replicas for its {@code minimal_instances}; the
- * image is the overlay's, started through the Dockerfile's entrypoint.
+ * image is the overlay's, started through the Dockerfile's entrypoint. NATS ({@code affinity.shared_state}): the
+ * config's servers are the client Service of a StatefulSet with JetStream's store on a claim, probed on the
+ * monitoring port's {@code /healthz}; the frontends authenticate with a credentials file from the Secret, and a real
+ * nats-server running the rendered configuration accepts them (and refuses a client without).
  */
 class KubernetesManifestTest {
   private static final Path ROOT = Path.of(System.getProperty("affinity.root", "../..")).toAbsolutePath().normalize();
@@ -113,7 +127,7 @@ class KubernetesManifestTest {
     files.authKeyFile = copy(authKey);
     files.apiKeysFile = copy(apiKeys);
     ConfigSecrets secrets = files.read();
-    LoadedConfig loaded = ConfigLoader.parse(config.content(), config.describe(), secrets);
+    LoadedConfig loaded = ConfigLoader.parse(withMountedFiles(fe, config.content()), config.describe(), secrets);
     assertEquals(List.of(), loaded.warnings(), "the recipe's config should start without warnings");
     assertEquals(List.of(), new RouterFactory().check(loaded.config()), "serve would refuse the routers");
     assertEquals(secrets.internalRequestAuthKey().orElseThrow().value(),
@@ -128,6 +142,142 @@ class KubernetesManifestTest {
     keys.add(secrets.internalRequestAuthKey().orElseThrow().value());
     for (String key : keys) {
       assertFalse(config.content().contains(key), "the ConfigMap's YAML contains a key of the Secret");
+    }
+
+    // affinity.shared_state: NATS, authenticated by a credentials file from the Secret, no token or password inline
+    SharedStateSettings shared = loaded.config().affinity().sharedState()
+        .orElseThrow(() -> new AssertionError("the recipe's frontends (two replicas) should share state through NATS"));
+    Map<String, Object> block = map(at(yaml, "affinity", "shared_state"), "affinity.shared_state");
+    for (String inline : List.of("token", "user", "password")) {
+      assertFalse(block.containsKey(inline), "affinity.shared_state." + inline + " would put a NATS secret in the ConfigMap");
+    }
+    assertTrue(shared.credsFile().isPresent(), "the frontends authenticate to NATS with creds_file");
+    Mounted creds = fe.file((String) block.get("creds_file"));
+    assertEquals("Secret", creds.kind(), "affinity.shared_state.creds_file must come from a Secret");
+    String seed = natsSeed(creds.content());
+    for (Map<String, Object> cm : objects.stream().filter(o -> "ConfigMap".equals(o.get("kind"))).toList()) {
+      for (String value : data("ConfigMap", name(cm), "the test").values()) {
+        assertFalse(value.contains(seed), "ConfigMap " + name(cm) + " holds the NATS user's seed");
+      }
+    }
+  }
+
+  // --- NATS -------------------------------------------------------------------------------------------------------
+
+  @Test
+  void theSharedStateServersAreTheNatsServiceOfAStatefulSetWithJetStreamOnAVolume() {
+    Workload fe = frontend();
+    SharedStateSettings shared = frontendConfig(fe).affinity().sharedState().orElseThrow();
+    Workload nats = nats();
+    assertEquals("StatefulSet", nats.object().get("kind"), "NATS keeps JetStream's store: a StatefulSet");
+    assertTrue(String.valueOf(nats.container().get("image")).matches("nats:\\d+\\.\\d+\\.\\d+(-[a-z0-9]+)?"),
+        "the official nats image with a pinned version: " + nats.container().get("image"));
+    for (String server : shared.servers()) {
+      URI uri = URI.create(server);
+      assertEquals("nats", uri.getScheme(), server);
+      Map<String, Object> service = one("Service", o -> name(o).equals(uri.getHost()));
+      assertTrue(nats.selectedBy(map(at(service, "spec", "selector"), "selector")), "Service " + uri.getHost()
+          + " must select the NATS pods");
+      assertNotEquals("None", at(service, "spec", "clusterIP"), "the clients' Service is not the headless one");
+      assertEquals(natsPort(nats, "port", 4222), servicePort(nats, service, uri.getPort()),
+          "Service " + uri.getHost() + " port " + uri.getPort() + " must reach the server's client port");
+    }
+    // the StatefulSet's headless Service: the client and monitoring ports
+    Map<String, Object> headless = one("Service", o -> name(o).equals(at(nats.object(), "spec", "serviceName")));
+    assertEquals("None", at(headless, "spec", "clusterIP"), "the StatefulSet's serviceName must be a headless Service");
+    assertTrue(nats.selectedBy(map(at(headless, "spec", "selector"), "selector")));
+    assertEquals(natsPort(nats, "port", 4222), servicePort(nats, headless, 4222));
+    assertEquals(natsPort(nats, "http_port", 8222), servicePort(nats, headless, 8222));
+
+    // JetStream on, its store on the StatefulSet's claim
+    String conf = natsConfig(nats).content();
+    Matcher store = Pattern.compile("(?s)jetstream\\s*\\{[^}]*store_dir:\\s*(\\S+)").matcher(conf);
+    assertTrue(store.find(), "nats.conf must enable JetStream with a store_dir: " + conf);
+    String dir = store.group(1).replaceAll("^[\"']|[\"']$", "");
+    String volume = list(nats.container().get("volumeMounts"), "volumeMounts").stream().map(m -> map(m, "volumeMount"))
+        .filter(m -> (dir + "/").startsWith(String.valueOf(m.get("mountPath")).replaceAll("/+$", "") + "/"))
+        .map(m -> String.valueOf(m.get("name"))).findFirst()
+        .orElseThrow(() -> new AssertionError("JetStream's store_dir " + dir + " is under no volume mount"));
+    Map<String, Object> claim = list(at(nats.object(), "spec", "volumeClaimTemplates"), "volumeClaimTemplates").stream()
+        .map(c -> map(c, "volumeClaimTemplate")).filter(c -> volume.equals(name(c))).findFirst()
+        .orElseThrow(() -> new AssertionError("JetStream's store " + dir + " is not on a PersistentVolumeClaim"));
+    assertNotNull(at(claim, "spec", "resources", "requests", "storage"), "the claim requests no storage");
+  }
+
+  @Test
+  void natsProbesAskTheMonitoringPortsHealthzWithJetStream() {
+    Workload nats = nats();
+    int monitor = natsPort(nats, "http_port", 8222);
+    for (String which : List.of("readinessProbe", "livenessProbe", "startupProbe")) {
+      Map<String, Object> get = map(nats.probe(which).get("httpGet"), which + " httpGet");
+      assertEquals(monitor, nats.portNumber(get.get("port")), which + " must ask the monitoring port");
+      assertTrue(String.valueOf(get.get("path")).startsWith("/healthz"), which + ": " + get.get("path"));
+    }
+    assertEquals("/healthz?js-enabled-only=true", map(nats.probe("readinessProbe").get("httpGet"), "httpGet").get("path"),
+        "ready once JetStream is enabled");
+  }
+
+  /**
+   * The rendered NATS configuration, run by a real nats-server (the recipe's files at the recipe's relative places,
+   * ports and store moved to this machine), accepts the frontends' credentials from the Secret: the shared state
+   * starts on it as {@code serve} starts it (its stream and drain bucket created), and a client without them is
+   * refused.
+   */
+  @Test
+  void theFrontendsCredentialsOpenTheSharedStateOnTheRecipesNatsServer() throws Exception {
+    Workload fe = frontend();
+    DisaggConfig config = frontendConfig(fe);
+    SharedStateSettings shared = config.affinity().sharedState().orElseThrow();
+    Workload nats = nats();
+    Mounted conf = natsConfig(nats);
+    String confPath = natsConfigPath(nats);
+    // every file the server's configuration includes, at its path in the container, mapped under tmp
+    Path root = tmp.resolve("nats-root");
+    // JetStream's store moved here (nats-server refuses -sd beside a store_dir)
+    write(root, confPath, conf.content().replaceFirst("(store_dir:\\s*)\\S+", "$1\"" + tmp.resolve("store") + "\""));
+    Matcher include = Pattern.compile("(?m)^\\s*include\\s+[\"']?([^\"'\\s]+)").matcher(conf.content());
+    int included = 0;
+    while (include.find()) {
+      String path = Path.of(confPath).getParent().resolve(include.group(1)).normalize().toString();
+      Mounted file = nats.file(path);
+      assertEquals("Secret", file.kind(), "the NATS authentication " + path + " should come from the Secret");
+      write(root, path, file.content());
+      included++;
+    }
+    assertTrue(included > 0, "nats.conf includes no authentication: anyone on the network could read the stream");
+    int port = freePort();
+    int monitor = freePort();
+    ProcessBuilder pb = new ProcessBuilder(natsServer(), "--config", root.resolve(confPath.substring(1)).toString(),
+        "-a", "127.0.0.1", "-p", String.valueOf(port), "-m", String.valueOf(monitor))
+        .redirectErrorStream(true).redirectOutput(tmp.resolve("nats.log").toFile());
+    // the container's env (nats.conf may refer to it, e.g. server_name: $POD_NAME), fieldRefs as the kubelet fills them
+    for (Object e : list(nats.container().getOrDefault("env", List.of()), "env")) {
+      Map<String, Object> var = map(e, "env");
+      Object value = var.get("value") != null ? var.get("value")
+          : at(var, "valueFrom", "fieldRef", "fieldPath") != null
+              ? FIELD_SAMPLES.get(String.valueOf(at(var, "valueFrom", "fieldRef", "fieldPath"))) : null;
+      assertNotNull(value, nats.describe() + ": env " + var.get("name") + " is neither a value nor a known fieldRef");
+      pb.environment().put((String) var.get("name"), String.valueOf(value));
+    }
+    Process server = pb.start();
+    try {
+      awaitHealthz(server, monitor);
+      SharedStateSettings local = new SharedStateSettings(List.of("nats://127.0.0.1:" + port), shared.token(),
+          shared.user(), shared.password(), Optional.of(copy(fe.file(credsPath(fe))).toString()), shared.tlsCaFile(),
+          shared.eventRetentionSeconds(), shared.drainLeaseSeconds());
+      try (SharedKvEvents events = SharedKvEvents.start(local,
+          config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
+          config.internalRequestAuthKey())) {
+        assertNotNull(events);
+      }
+      SharedStateSettings anonymous = SharedStateSettings.of("nats://127.0.0.1:" + port);
+      assertThrows(IOException.class, () -> SharedKvEvents.start(anonymous, "affinity", Optional.empty()).close(),
+          "the recipe's NATS server must refuse a client without credentials");
+    } finally {
+      server.destroy();
+      if (!server.waitFor(10, TimeUnit.SECONDS)) {
+        server.destroyForcibly();
+      }
     }
   }
 
@@ -490,7 +640,131 @@ class KubernetesManifestTest {
 
   private static DisaggConfig frontendConfig(Workload fe) {
     Mounted config = fe.file(parse(ServeCommand.class, fe.args()).config.toString());
-    return ConfigLoader.parse(config.content(), config.describe(), secretsOf(fe)).config();
+    return ConfigLoader.parse(withMountedFiles(fe, config.content()), config.describe(), secretsOf(fe)).config();
+  }
+
+  /**
+   * The config's YAML with the files {@code affinity.shared_state} names (creds_file, tls_ca_file: paths in the
+   * container, which the loader checks exist) replaced by copies of what the container mounts there.
+   */
+  private static String withMountedFiles(Workload fe, String yaml) {
+    Map<String, Object> doc = map(new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml), "config");
+    if (!(at(doc, "affinity", "shared_state") instanceof Map<?, ?> shared)) {
+      return yaml;
+    }
+    String out = yaml;
+    for (String key : List.of("creds_file", "tls_ca_file")) {
+      if (shared.get(key) instanceof String path) {
+        assertTrue(path.startsWith("/"), "affinity.shared_state." + key + " should be the absolute path of a mounted file: "
+            + path);
+        try {
+          Path copy = Files.createTempFile("k8s-" + key, "");
+          Files.writeString(copy, fe.file(path).content());
+          out = out.replace(path, copy.toString());
+        } catch (IOException e) {
+          throw new AssertionError(e);
+        }
+      }
+    }
+    return out;
+  }
+
+  private static String credsPath(Workload fe) {
+    Mounted config = fe.file(parse(ServeCommand.class, fe.args()).config.toString());
+    Map<String, Object> doc = map(new Yaml(new SafeConstructor(new LoaderOptions())).load(config.content()), "config");
+    return (String) map(at(doc, "affinity", "shared_state"), "affinity.shared_state").get("creds_file");
+  }
+
+  /** The NKey seed of a NATS credentials file (what must stay secret). */
+  private static String natsSeed(String creds) {
+    Matcher m = Pattern.compile("-----BEGIN USER NKEY SEED-----\\s*(S\\S+)").matcher(creds);
+    assertTrue(m.find(), "the NATS credentials file has no user NKey seed");
+    return m.group(1);
+  }
+
+  /** The workload that runs the NATS server (the official image). */
+  private static Workload nats() {
+    List<Workload> n = workloads().stream().filter(w -> String.valueOf(w.container().get("image")).startsWith("nats:")).toList();
+    assertEquals(1, n.size(), "one workload should run nats: " + n.stream().map(Workload::describe).toList());
+    return n.get(0);
+  }
+
+  private static String natsConfigPath(Workload nats) {
+    List<String> args = nats.args();
+    int i = args.indexOf("--config");
+    assertTrue(i >= 0 && i + 1 < args.size(), nats.describe() + ": nats-server must run with --config FILE: " + args);
+    return args.get(i + 1);
+  }
+
+  private static Mounted natsConfig(Workload nats) {
+    Mounted conf = nats.file(natsConfigPath(nats));
+    assertEquals("ConfigMap", conf.kind(), "nats.conf should come from a ConfigMap");
+    return conf;
+  }
+
+  /** A top-level port setting of nats.conf ({@code port}, {@code http_port}), which must be a container port. */
+  private static int natsPort(Workload nats, String key, int fallback) {
+    Matcher m = Pattern.compile("(?m)^\\s*" + key + "\\s*[:=]\\s*(\\d+)").matcher(natsConfig(nats).content());
+    int port = m.find() ? Integer.parseInt(m.group(1)) : fallback;
+    assertTrue(nats.containerPorts().containsValue(port), nats.describe() + ": nats.conf's " + key + " " + port
+        + " is no container port of " + nats.containerPorts());
+    return port;
+  }
+
+  /** The container port that a Service's {@code port} reaches. */
+  private static int servicePort(Workload w, Map<String, Object> service, int port) {
+    Object target = list(at(service, "spec", "ports"), "ports").stream().map(p -> map(p, "port"))
+        .filter(p -> Objects.equals(p.get("port"), port)).findFirst()
+        .orElseThrow(() -> new AssertionError("Service " + name(service) + " has no port " + port))
+        .getOrDefault("targetPort", port);
+    return w.portNumber(target);
+  }
+
+  private static void write(Path root, String absolute, String content) throws IOException {
+    Path p = root.resolve(absolute.substring(1));
+    Files.createDirectories(p.getParent());
+    Files.writeString(p, content);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** $NATS_BIN, else nats-server on the PATH or in /usr/sbin: the test needs it and fails without it. */
+  private static String natsServer() {
+    String env = System.getenv("NATS_BIN");
+    if (env != null && !env.isBlank()) {
+      return env;
+    }
+    List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "/usr/bin").split(File.pathSeparator)));
+    dirs.add("/usr/sbin");
+    for (String dir : dirs) {
+      if (Files.isExecutable(Path.of(dir, "nats-server"))) {
+        return Path.of(dir, "nats-server").toString();
+      }
+    }
+    return fail("nats-server is not installed: KubernetesManifestTest runs the recipe's NATS configuration. Install "
+        + "Debian's nats-server (scripts/test does), or point NATS_BIN at the binary");
+  }
+
+  private void awaitHealthz(Process server, int monitor) throws Exception {
+    HttpClient http = HttpClient.newHttpClient();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      assertTrue(server.isAlive(), "nats-server refused the recipe's configuration:\n" + Files.readString(tmp.resolve("nats.log")));
+      try {
+        if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitor + "/healthz?js-enabled-only=true"))
+            .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+          return;
+        }
+      } catch (IOException e) {
+        // not yet
+      }
+      Thread.sleep(50);
+    }
+    fail("nats-server did not become healthy:\n" + Files.readString(tmp.resolve("nats.log")));
   }
 
   /** The frontend's secrets as serve reads them (the file semantics are SecretFileOptions'). */

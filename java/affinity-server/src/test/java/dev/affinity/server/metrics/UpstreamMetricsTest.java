@@ -135,7 +135,24 @@ class UpstreamMetricsTest {
     assertTrue(queried.size() >= 25, "the dashboard's series: " + queried);
     java.util.Set<String> missing = new java.util.TreeSet<>(queried);
     missing.removeAll(scrape.names());
+    // affinity_shared_kv_*: registered only with affinity.shared_state and remote workers; here from SharedKvMeters
+    // over a real SharedKvEvents on a real nats-server, rendered by the frontend's kind of registry
+    java.util.Set<String> shared;
+    try (var nats = dev.affinity.server.shared.NatsProcess.start();
+        var events = dev.affinity.server.shared.SharedKvEvents.start(
+            dev.affinity.config.SharedStateSettings.of(nats.url()), "dashboard", java.util.Optional.empty())) {
+      var registry = new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
+          io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+      SharedKvMeters.register(registry, events);
+      shared = PrometheusText.parse(registry.scrape()).names();
+    }
+    assertTrue(shared.stream().allMatch(n -> n.startsWith("affinity_shared_kv_")), shared.toString());
+    assertTrue(queried.containsAll(shared), "a panel for every shared-state series: " + shared + " queried " + queried);
+    missing.removeAll(shared);
     assertEquals(java.util.Set.of(), missing, "queried by a panel, absent from /metrics");
+    for (String series : List.of("affinity_kv_event_gaps_cleared_total", "affinity_kv_event_restarts_total")) {
+      assertTrue(queried.contains(series), "the dashboard should show " + series);
+    }
     for (var panel : dashboard.get("panels")) {
       assertTrue(panel.get("targets").size() > 0, panel.get("title").asText());
     }
