@@ -73,13 +73,7 @@ class SharedLoadViewTest {
   }
 
   static void await(BooleanSupplier condition, String what) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("timed out waiting for " + what);
-      }
-      Thread.sleep(10);
-    }
+    WorkerProcess.await(condition, what, Duration.ofSeconds(30));
   }
 
   @Test
