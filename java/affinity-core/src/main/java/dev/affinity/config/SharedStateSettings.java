@@ -10,9 +10,13 @@ import java.util.Optional;
  * events").
  *
  * @param servers the NATS servers, each {@code nats://HOST:PORT} or {@code tls://HOST:PORT}
- * @param token a NATS token (exclusive with user/password and the credentials file)
+ * @param token a NATS token (exclusive with user/password and the credentials file): {@code token}, or the content
+ *     of {@code token_file}
+ * @param tokenFile the file the token was read from ({@code token_file}, absolute), for messages; empty when the
+ *     token was inline or there is none
  * @param user a NATS user name (with {@code password})
- * @param password the user's password
+ * @param password the user's password: {@code password}, or the content of {@code password_file}
+ * @param passwordFile the file the password was read from ({@code password_file}, absolute), for messages
  * @param credsFile a NATS credentials file (JWT and NKey seed), absolute
  * @param tlsCaFile the CA certificate (PEM) that signs the servers' certificates, absolute; implies TLS
  * @param eventRetentionSeconds how long the stream keeps a batch: the window a frontend that starts late replays
@@ -22,8 +26,10 @@ import java.util.Optional;
 public record SharedStateSettings(
     List<String> servers,
     Optional<String> token,
+    Optional<String> tokenFile,
     Optional<String> user,
     Optional<String> password,
+    Optional<String> passwordFile,
     Optional<String> credsFile,
     Optional<String> tlsCaFile,
     double eventRetentionSeconds,
@@ -34,6 +40,9 @@ public record SharedStateSettings(
 
   public SharedStateSettings {
     servers = List.copyOf(servers);
+    if (tokenFile.isPresent() && token.isEmpty() || passwordFile.isPresent() && password.isEmpty()) {
+      throw new IllegalArgumentException("a token or password file without its content");
+    }
     if (servers.isEmpty()) {
       throw new IllegalArgumentException("at least one NATS server");
     }
@@ -45,7 +54,7 @@ public record SharedStateSettings(
   /** Settings with only servers (the defaults for the rest, no authentication). */
   public static SharedStateSettings of(String... servers) {
     return new SharedStateSettings(List.of(servers), Optional.empty(), Optional.empty(), Optional.empty(),
-        Optional.empty(), Optional.empty(), DEFAULT_EVENT_RETENTION_SECONDS, DEFAULT_DRAIN_LEASE_SECONDS);
+        Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty(), DEFAULT_EVENT_RETENTION_SECONDS, DEFAULT_DRAIN_LEASE_SECONDS);
   }
 
   /** Whether any of the servers is reached over TLS ({@code tls://} or a CA file). */
@@ -61,9 +70,17 @@ public record SharedStateSettings(
         + ", drainLeaseSeconds=" + drainLeaseSeconds + "]";
   }
 
-  /** {@code token}, {@code user}, {@code creds_file} or {@code none}: how the client authenticates (no secret). */
+  /**
+   * {@code token}, {@code token_file FILE}, {@code user NAME} (with {@code (password_file FILE)} when the password
+   * came from one), {@code creds_file FILE} or {@code none}: how the client authenticates (no secret).
+   */
   public String authKind() {
-    return token.isPresent() ? "token" : user.isPresent() ? "user " + user.get()
-        : credsFile.isPresent() ? "creds_file " + credsFile.get() : "none";
+    if (token.isPresent()) {
+      return tokenFile.map(f -> "token_file " + f).orElse("token");
+    }
+    if (user.isPresent()) {
+      return "user " + user.get() + passwordFile.map(f -> " (password_file " + f + ")").orElse("");
+    }
+    return credsFile.isPresent() ? "creds_file " + credsFile.get() : "none";
   }
 }

@@ -106,6 +106,115 @@ class SharedStateConfigTest {
     assertTrue(fails("  shared_state: nats://h:1\n").contains("affinity.shared_state"));
   }
 
+  /** Loads {@code affinity:} lines from a file in {@link #dir}, so that relative paths resolve against it. */
+  private DisaggConfig load(String affinity) throws Exception {
+    Path file = dir.resolve("disagg.yaml");
+    Files.writeString(file, WORKERS + "affinity:\n" + affinity);
+    return ConfigLoader.load(file).config();
+  }
+
+  private String loadFails(String affinity) {
+    return assertThrows(ConfigException.class, () -> load(affinity)).getMessage();
+  }
+
+  @Test
+  void tokenFileIsTheTokenReadFromAFileStrippedAndRelativeToTheConfigFolder() throws Exception {
+    Files.writeString(dir.resolve("nats-token"), "  t0ken-from-file\n\n");
+    SharedStateSettings s = load("  shared_state: {nats: nats://h:4222, token_file: nats-token}\n").affinity().sharedState()
+        .orElseThrow();
+    assertEquals(Optional.of("t0ken-from-file"), s.token());
+    assertEquals(Optional.of(dir.resolve("nats-token").toAbsolutePath().normalize().toString()), s.tokenFile());
+    assertEquals("token_file " + dir.resolve("nats-token").toAbsolutePath().normalize(), s.authKind());
+    assertFalse(s.toString().contains("t0ken-from-file"), s.toString());
+    // an absolute path as well
+    SharedStateSettings a = parse("  shared_state: {nats: nats://h:4222, token_file: \"" + dir.resolve("nats-token") + "\"}\n")
+        .affinity().sharedState().orElseThrow();
+    assertEquals(Optional.of("t0ken-from-file"), a.token());
+  }
+
+  @Test
+  void passwordFileIsThePasswordReadFromAFile() throws Exception {
+    Files.writeString(dir.resolve("nats-password"), "s3cret-pw-from-file\n");
+    SharedStateSettings s = load("  shared_state: {nats: nats://h:4222, user: affinity, password_file: nats-password}\n")
+        .affinity().sharedState().orElseThrow();
+    assertEquals(Optional.of("affinity"), s.user());
+    assertEquals(Optional.of("s3cret-pw-from-file"), s.password());
+    assertEquals(Optional.of(dir.resolve("nats-password").toAbsolutePath().normalize().toString()), s.passwordFile());
+    assertTrue(s.authKind().startsWith("user affinity"), s.authKind());
+    assertFalse(s.toString().contains("s3cret-pw-from-file"), s.toString());
+    assertFalse(s.authKind().contains("s3cret-pw-from-file"), s.authKind());
+  }
+
+  @Test
+  void aMissingEmptyOrUnreadableSecretFileNamesTheKeyAndLine() throws Exception {
+    String missing = loadFails("  shared_state: {nats: nats://h:4222, token_file: no-such-token}\n");
+    assertTrue(missing.contains("disagg.yaml:4:51: affinity.shared_state.token_file: "
+        + dir.resolve("no-such-token").toAbsolutePath().normalize() + " does not exist"), missing);
+    Files.writeString(dir.resolve("blank"), " \n\t\n");
+    String empty = loadFails("  shared_state: {nats: nats://h:4222, token_file: blank}\n");
+    assertTrue(empty.contains("disagg.yaml:4:51: affinity.shared_state.token_file: "), empty);
+    assertTrue(empty.contains("is empty"), empty);
+    String emptyPassword = loadFails("  shared_state: {nats: nats://h:4222, user: u, password_file: blank}\n");
+    assertTrue(emptyPassword.contains("affinity.shared_state.password_file: "), emptyPassword);
+    assertTrue(emptyPassword.contains("is empty"), emptyPassword);
+    Files.createDirectory(dir.resolve("a-directory"));
+    String directory = loadFails("  shared_state: {nats: nats://h:4222, user: u, password_file: a-directory}\n");
+    assertTrue(directory.contains("affinity.shared_state.password_file: "), directory);
+    assertTrue(directory.contains("is not a readable file"), directory);
+    Files.write(dir.resolve("not-utf8"), new byte[] {(byte) 0xff, (byte) 0xfe, 0x41});
+    String unreadable = loadFails("  shared_state: {nats: nats://h:4222, token_file: not-utf8}\n");
+    assertTrue(unreadable.contains("disagg.yaml:4:51: affinity.shared_state.token_file: "), unreadable);
+    assertTrue(unreadable.contains("cannot read"), unreadable);
+    assertTrue(loadFails("  shared_state: {nats: nats://h:4222, token_file: \"\"}\n")
+        .contains("affinity.shared_state.token_file: is empty"));
+  }
+
+  @Test
+  void aSecretFilesContentNeverAppearsInAnError() throws Exception {
+    Files.writeString(dir.resolve("nats-token"), "t0ken-in-a-file\n");
+    String m = loadFails("  shared_state: {nats: nats://h:4222, token_file: nats-token, user: u, password: p}\n");
+    assertFalse(m.contains("t0ken-in-a-file"), m);
+    String both = loadFails("  shared_state: {nats: nats://h:4222, token: t0ken-inline, token_file: nats-token}\n");
+    assertFalse(both.contains("t0ken-in-a-file") || both.contains("t0ken-inline"), both);
+  }
+
+  @Test
+  void aSecretAndItsFileTogetherNameTheFileKey() throws Exception {
+    Files.writeString(dir.resolve("nats-token"), "t\n");
+    Files.writeString(dir.resolve("nats-password"), "p\n");
+    String token = loadFails("  shared_state: {nats: nats://h:4222, token: t, token_file: nats-token}\n");
+    assertTrue(token.contains("disagg.yaml:4:49: affinity.shared_state.token_file: "), token);
+    assertTrue(token.contains("affinity.shared_state.token"), token);
+    String password = loadFails("  shared_state: {nats: nats://h:4222, user: u, password: p, password_file: nats-password}\n");
+    assertTrue(password.contains("affinity.shared_state.password_file: "), password);
+  }
+
+  @Test
+  void aTokenFileOrPasswordFileCountsAsItsWayToAuthenticate() throws Exception {
+    Files.writeString(dir.resolve("nats-token"), "t\n");
+    Files.writeString(dir.resolve("nats-password"), "p\n");
+    Files.writeString(dir.resolve("nats.creds"), "creds\n");
+    // token_file with a user: the "one way" error names a key that is there (no NullPointerException)
+    String withUser = loadFails("  shared_state: {nats: nats://h:4222, token_file: nats-token, user: u, password: p}\n");
+    assertTrue(withUser.contains("affinity.shared_state.token_file: give one way to authenticate"), withUser);
+    String withPasswordFile = loadFails(
+        "  shared_state: {nats: nats://h:4222, token_file: nats-token, user: u, password_file: nats-password}\n");
+    assertTrue(withPasswordFile.contains("affinity.shared_state.token_file: give one way to authenticate"), withPasswordFile);
+    String withCreds = loadFails("  shared_state: {nats: nats://h:4222, token_file: nats-token, creds_file: nats.creds}\n");
+    assertTrue(withCreds.contains("affinity.shared_state.creds_file: give one way to authenticate"), withCreds);
+    String passwordFileAndCreds = loadFails(
+        "  shared_state: {nats: nats://h:4222, user: u, password_file: nats-password, creds_file: nats.creds}\n");
+    assertTrue(passwordFileAndCreds.contains("affinity.shared_state.creds_file: give one way to authenticate"),
+        passwordFileAndCreds);
+    // password_file is the password: it needs a user, and a user needs it (or password)
+    String noUser = loadFails("  shared_state: {nats: nats://h:4222, password_file: nats-password}\n");
+    assertTrue(noUser.contains("affinity.shared_state.user: is required with affinity.shared_state.password_file"), noUser);
+    String noPassword = loadFails("  shared_state: {nats: nats://h:4222, user: u}\n");
+    assertTrue(noPassword.contains("affinity.shared_state.password: is required with affinity.shared_state.user"),
+        noPassword);
+    assertTrue(noPassword.contains("password_file"), noPassword);
+  }
+
   @Test
   void filesResolveAgainstTheConfigFolder() throws Exception {
     Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");

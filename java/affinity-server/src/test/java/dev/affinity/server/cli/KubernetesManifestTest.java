@@ -57,8 +57,9 @@ import picocli.CommandLine;
  * workers join the config's {@code disagg_cluster} with enough replicas for its {@code minimal_instances}; the
  * image is the overlay's, started through the Dockerfile's entrypoint. NATS ({@code affinity.shared_state}): the
  * config's servers are the client Service of a StatefulSet with JetStream's store on a claim, probed on the
- * monitoring port's {@code /healthz}; the frontends authenticate with a credentials file from the Secret, and a real
- * nats-server running the rendered configuration accepts them (and refuses a client without).
+ * monitoring port's {@code /healthz}; the frontends authenticate with a token file from the Secret, the server takes
+ * the same Secret key from its environment, and a real nats-server running the rendered configuration accepts the
+ * frontends' shared state (and refuses a client without the token).
  */
 class KubernetesManifestTest {
   private static final Path ROOT = Path.of(System.getProperty("affinity.root", "../..")).toAbsolutePath().normalize();
@@ -144,20 +145,22 @@ class KubernetesManifestTest {
       assertFalse(config.content().contains(key), "the ConfigMap's YAML contains a key of the Secret");
     }
 
-    // affinity.shared_state: NATS, authenticated by a credentials file from the Secret, no token or password inline
+    // affinity.shared_state: NATS, authenticated by a token file from the Secret, no token or password inline
     SharedStateSettings shared = loaded.config().affinity().sharedState()
         .orElseThrow(() -> new AssertionError("the recipe's frontends (two replicas) should share state through NATS"));
     Map<String, Object> block = map(at(yaml, "affinity", "shared_state"), "affinity.shared_state");
     for (String inline : List.of("token", "user", "password")) {
       assertFalse(block.containsKey(inline), "affinity.shared_state." + inline + " would put a NATS secret in the ConfigMap");
     }
-    assertTrue(shared.credsFile().isPresent(), "the frontends authenticate to NATS with creds_file");
-    Mounted creds = fe.file((String) block.get("creds_file"));
-    assertEquals("Secret", creds.kind(), "affinity.shared_state.creds_file must come from a Secret");
-    String seed = natsSeed(creds.content());
+    assertTrue(shared.tokenFile().isPresent(), "the frontends authenticate to NATS with token_file");
+    Mounted token = fe.file(tokenFilePath(fe));
+    assertEquals("Secret", token.kind(), "affinity.shared_state.token_file must come from a Secret");
+    // read as the loader reads it: the file's text, surrounding whitespace stripped
+    assertEquals(token.content().strip(), shared.token().orElseThrow());
+    assertFalse(shared.toString().contains(shared.token().get()), "the settings' toString shows the NATS token");
     for (Map<String, Object> cm : objects.stream().filter(o -> "ConfigMap".equals(o.get("kind"))).toList()) {
       for (String value : data("ConfigMap", name(cm), "the test").values()) {
-        assertFalse(value.contains(seed), "ConfigMap " + name(cm) + " holds the NATS user's seed");
+        assertFalse(value.contains(shared.token().get()), "ConfigMap " + name(cm) + " holds the NATS token");
       }
     }
   }
@@ -218,16 +221,46 @@ class KubernetesManifestTest {
   }
 
   /**
-   * The rendered NATS configuration, run by a real nats-server (the recipe's files at the recipe's relative places,
-   * ports and store moved to this machine), accepts the frontends' credentials from the Secret: the shared state
-   * starts on it as {@code serve} starts it (its stream and drain bucket created), and a client without them is
-   * refused.
+   * The NATS server takes its token from the container's environment ({@code authorization { token: $VAR }}, which
+   * nats-server resolves from the environment when the file does not define it), filled from the Secret key that
+   * the frontends mount as their {@code token_file}: one key, so the two cannot drift apart, and no token in a
+   * ConfigMap.
    */
   @Test
-  void theFrontendsCredentialsOpenTheSharedStateOnTheRecipesNatsServer() throws Exception {
+  void theNatsServersTokenIsTheSecretKeyTheFrontendsTokenFileMounts() {
+    Workload fe = frontend();
+    Mounted token = fe.file(tokenFilePath(fe));
+    Workload nats = nats();
+    String conf = natsConfig(nats).content();
+    Matcher auth = Pattern.compile("(?s)authorization\\s*[:=]?\\s*\\{[^}]*?\\btoken\\s*[:=]\\s*\\$(\\w+)").matcher(conf);
+    assertTrue(auth.find(), "nats.conf should authenticate clients with authorization { token: $VAR }: " + conf);
+    String var = auth.group(1);
+    assertFalse(Pattern.compile("(?m)^\\s*" + var + "\\s*[:=]").matcher(conf).find(),
+        "nats.conf defines " + var + " itself, so the server would not take it from the environment");
+    Map<String, Object> env = list(nats.container().getOrDefault("env", List.of()), "env").stream().map(e -> map(e, "env"))
+        .filter(e -> var.equals(e.get("name"))).findFirst()
+        .orElseThrow(() -> new AssertionError(nats.describe() + ": nats.conf's $" + var + " is not in the container's env"));
+    Object ref = at(env, "valueFrom", "secretKeyRef");
+    assertNotNull(ref, nats.describe() + ": env " + var + " must come from a secretKeyRef, not a value in the manifest");
+    assertEquals(token.object(), map(ref, "secretKeyRef").get("name"), nats.describe() + ": env " + var
+        + " must come from the Secret the frontends' token_file is mounted from");
+    assertEquals(token.key(), map(ref, "secretKeyRef").get("key"), nats.describe() + ": env " + var
+        + " must be the Secret key the frontends' token_file is");
+    assertFalse(conf.contains(token.content().strip()), "nats.conf holds the NATS token");
+  }
+
+  /**
+   * The rendered NATS configuration, run by a real nats-server (the recipe's files at the recipe's relative places,
+   * its env as the kubelet fills it, Secret keys included; ports and store moved to this machine), accepts the
+   * frontends' token file from the Secret: the shared state starts on it as {@code serve} starts it (its stream and
+   * drain bucket created), and a client without the token, or with another, is refused.
+   */
+  @Test
+  void theFrontendsTokenFileOpensTheSharedStateOnTheRecipesNatsServer() throws Exception {
     Workload fe = frontend();
     DisaggConfig config = frontendConfig(fe);
     SharedStateSettings shared = config.affinity().sharedState().orElseThrow();
+    assertTrue(shared.tokenFile().isPresent(), "the frontends authenticate to NATS with token_file");
     Workload nats = nats();
     Mounted conf = natsConfig(nats);
     String confPath = natsConfigPath(nats);
@@ -236,35 +269,37 @@ class KubernetesManifestTest {
     // JetStream's store moved here (nats-server refuses -sd beside a store_dir)
     write(root, confPath, conf.content().replaceFirst("(store_dir:\\s*)\\S+", "$1\"" + tmp.resolve("store") + "\""));
     Matcher include = Pattern.compile("(?m)^\\s*include\\s+[\"']?([^\"'\\s]+)").matcher(conf.content());
-    int included = 0;
     while (include.find()) {
       String path = Path.of(confPath).getParent().resolve(include.group(1)).normalize().toString();
-      Mounted file = nats.file(path);
-      assertEquals("Secret", file.kind(), "the NATS authentication " + path + " should come from the Secret");
-      write(root, path, file.content());
-      included++;
+      write(root, path, nats.file(path).content());
     }
-    assertTrue(included > 0, "nats.conf includes no authentication: anyone on the network could read the stream");
     int port = freePort();
     int monitor = freePort();
     ProcessBuilder pb = new ProcessBuilder(natsServer(), "--config", root.resolve(confPath.substring(1)).toString(),
         "-a", "127.0.0.1", "-p", String.valueOf(port), "-m", String.valueOf(monitor))
         .redirectErrorStream(true).redirectOutput(tmp.resolve("nats.log").toFile());
-    // the container's env (nats.conf may refer to it, e.g. server_name: $POD_NAME), fieldRefs as the kubelet fills them
+    // the container's env (nats.conf refers to it: server_name: $POD_NAME, token: $NATS_TOKEN) as the kubelet fills
+    // it: fieldRefs with samples, secretKeyRefs with the Secret's bytes as they are (a trailing newline included)
+    pb.environment().keySet().removeIf(k -> k.startsWith("NATS_") || k.equals("POD_NAME"));
     for (Object e : list(nats.container().getOrDefault("env", List.of()), "env")) {
       Map<String, Object> var = map(e, "env");
+      Object secret = at(var, "valueFrom", "secretKeyRef");
       Object value = var.get("value") != null ? var.get("value")
           : at(var, "valueFrom", "fieldRef", "fieldPath") != null
-              ? FIELD_SAMPLES.get(String.valueOf(at(var, "valueFrom", "fieldRef", "fieldPath"))) : null;
-      assertNotNull(value, nats.describe() + ": env " + var.get("name") + " is neither a value nor a known fieldRef");
+              ? FIELD_SAMPLES.get(String.valueOf(at(var, "valueFrom", "fieldRef", "fieldPath")))
+          : secret != null ? data("Secret", (String) map(secret, "secretKeyRef").get("name"), nats.describe())
+              .get((String) map(secret, "secretKeyRef").get("key")) : null;
+      assertNotNull(value, nats.describe() + ": env " + var.get("name")
+          + " is neither a value, nor a known fieldRef, nor a key of a rendered Secret");
       pb.environment().put((String) var.get("name"), String.valueOf(value));
     }
     Process server = pb.start();
     try {
       awaitHealthz(server, monitor);
+      // the frontend's settings as loaded (the token read from its token_file), the server moved to this machine
       SharedStateSettings local = new SharedStateSettings(List.of("nats://127.0.0.1:" + port), shared.token(),
-          shared.user(), shared.password(), Optional.of(copy(fe.file(credsPath(fe))).toString()), shared.tlsCaFile(),
-          shared.eventRetentionSeconds(), shared.drainLeaseSeconds());
+          shared.tokenFile(), shared.user(), shared.password(), shared.passwordFile(), shared.credsFile(),
+          shared.tlsCaFile(), shared.eventRetentionSeconds(), shared.drainLeaseSeconds());
       try (SharedKvEvents events = SharedKvEvents.start(local,
           config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
           config.internalRequestAuthKey())) {
@@ -272,7 +307,12 @@ class KubernetesManifestTest {
       }
       SharedStateSettings anonymous = SharedStateSettings.of("nats://127.0.0.1:" + port);
       assertThrows(IOException.class, () -> SharedKvEvents.start(anonymous, "affinity", Optional.empty()).close(),
-          "the recipe's NATS server must refuse a client without credentials");
+          "the recipe's NATS server must refuse a client without the token");
+      SharedStateSettings wrong = new SharedStateSettings(List.of("nats://127.0.0.1:" + port),
+          Optional.of(shared.token().orElseThrow() + "-not"), Optional.empty(), Optional.empty(), Optional.empty(),
+          Optional.empty(), Optional.empty(), Optional.empty(), shared.eventRetentionSeconds(), shared.drainLeaseSeconds());
+      assertThrows(IOException.class, () -> SharedKvEvents.start(wrong, "affinity", Optional.empty()).close(),
+          "the recipe's NATS server must refuse a client with another token");
     } finally {
       server.destroy();
       if (!server.waitFor(10, TimeUnit.SECONDS)) {
@@ -644,8 +684,9 @@ class KubernetesManifestTest {
   }
 
   /**
-   * The config's YAML with the files {@code affinity.shared_state} names (creds_file, tls_ca_file: paths in the
-   * container, which the loader checks exist) replaced by copies of what the container mounts there.
+   * The config's YAML with the files {@code affinity.shared_state} names (token_file, password_file, creds_file,
+   * tls_ca_file: paths in the container, which the loader checks exist and reads) replaced by copies of what the
+   * container mounts there.
    */
   private static String withMountedFiles(Workload fe, String yaml) {
     Map<String, Object> doc = map(new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml), "config");
@@ -653,12 +694,13 @@ class KubernetesManifestTest {
       return yaml;
     }
     String out = yaml;
-    for (String key : List.of("creds_file", "tls_ca_file")) {
+    for (String key : List.of("token_file", "password_file", "creds_file", "tls_ca_file")) {
       if (shared.get(key) instanceof String path) {
         assertTrue(path.startsWith("/"), "affinity.shared_state." + key + " should be the absolute path of a mounted file: "
             + path);
         try {
           Path copy = Files.createTempFile("k8s-" + key, "");
+          copy.toFile().deleteOnExit();
           Files.writeString(copy, fe.file(path).content());
           out = out.replace(path, copy.toString());
         } catch (IOException e) {
@@ -669,17 +711,13 @@ class KubernetesManifestTest {
     return out;
   }
 
-  private static String credsPath(Workload fe) {
+  /** The path {@code affinity.shared_state.token_file} names in the frontend's config (a file in the container). */
+  private static String tokenFilePath(Workload fe) {
     Mounted config = fe.file(parse(ServeCommand.class, fe.args()).config.toString());
     Map<String, Object> doc = map(new Yaml(new SafeConstructor(new LoaderOptions())).load(config.content()), "config");
-    return (String) map(at(doc, "affinity", "shared_state"), "affinity.shared_state").get("creds_file");
-  }
-
-  /** The NKey seed of a NATS credentials file (what must stay secret). */
-  private static String natsSeed(String creds) {
-    Matcher m = Pattern.compile("-----BEGIN USER NKEY SEED-----\\s*(S\\S+)").matcher(creds);
-    assertTrue(m.find(), "the NATS credentials file has no user NKey seed");
-    return m.group(1);
+    Object path = map(at(doc, "affinity", "shared_state"), "affinity.shared_state").get("token_file");
+    assertTrue(path instanceof String, "the frontends should authenticate to NATS with affinity.shared_state.token_file");
+    return (String) path;
   }
 
   /** The workload that runs the NATS server (the official image). */
