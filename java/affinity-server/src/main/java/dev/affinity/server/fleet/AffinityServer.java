@@ -294,7 +294,7 @@ public final class AffinityServer implements AutoCloseable {
     sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::endOnWorkers,
         sessionWork, registry);
     FleetBackend.Parts parts = new FleetBackend.Parts(config, sessions.handler(), parentLinks, perfLog, routerMeters, ctxRouter,
-        genRouter, models, storage, membership);
+        genRouter, models, storage, membership, sharedKv);
     frontend = FrontendServer.start(options, new FleetBackend(parts, tokenizer, PromptLimits.of(config, embedded),
         PromptLimits.queueLimit(config, embedded)), registry, io);
     if (membership != null) {

@@ -24,6 +24,7 @@ import dev.affinity.server.http.ExtraEndpoint;
 import dev.affinity.server.http.FrontendBackend;
 import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
+import dev.affinity.server.shared.SharedKvEvents;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.server.worker.LegAuth;
 import dev.affinity.worker.Worker;
@@ -44,7 +45,7 @@ final class FleetBackend implements FrontendBackend {
   /** The parts of the assembled server this backend reads; the routers' worker lists change as workers come and go. */
   record Parts(DisaggConfig config, CompletionHandler handler, ParentLinks parentLinks, PerfMetricsLog perfLog,
       List<RouterMeters> routerMeters, Router ctxRouter, Router genRouter, WorkerModels models,
-      ClusterStorage storage, ClusterMembership membership) {}
+      ClusterStorage storage, ClusterMembership membership, SharedKvEvents sharedKv) {}
 
   private final Parts parts;
   private final PromptTokenizer tokenizer;
@@ -137,10 +138,14 @@ final class FleetBackend implements FrontendBackend {
 
   /**
    * With a disagg_cluster: {@code minimal_instances} of each role are in their routers (upstream's
-   * readiness). Otherwise a live worker in each fleet that has instances (none needed for a fleet of 0).
+   * readiness). Otherwise a live worker in each fleet that has instances (none needed for a fleet of 0). With
+   * {@code affinity.shared_state}, also the shared KV stream read up to where it stood at start (the index rebuilt).
    */
   @Override
   public boolean ready() {
+    if (parts.sharedKv() != null && !parts.sharedKv().replayed()) {
+      return false;  // the index is rebuilt from the shared stream first
+    }
     DisaggConfig config = parts.config();
     if (parts.membership() != null) {
       // upstream's is_ready_with_router: the workers prepared in each router against minimal_instances

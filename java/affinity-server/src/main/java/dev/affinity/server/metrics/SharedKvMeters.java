@@ -30,6 +30,10 @@ public final class SharedKvMeters {
     }
     Gauge.builder("affinity_shared_kv_drains_owned", shared, SharedKvEvents::drainsOwned)
         .description("Workers whose KV events this frontend drains now").register(registry);
+    Gauge.builder("affinity_shared_kv_index_rebuild_seconds", shared,
+            s -> s.replayMillis() < 0 ? Double.NaN : s.replayMillis() / 1000.0)
+        .description("How long reading the retained stream took at start (the index rebuilt); NaN until done")
+        .register(registry);
     Gauge.builder("affinity_shared_kv_connected", shared, s -> s.connected() ? 1 : 0)
         .description("1 while the NATS connection is up, 0 while it reconnects").register(registry);
   }

@@ -18,6 +18,7 @@ import io.nats.client.KeyValue;
 import io.nats.client.Message;
 import io.nats.client.PushSubscribeOptions;
 import io.nats.client.api.ConsumerConfiguration;
+import io.nats.client.api.StreamState;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
@@ -113,6 +114,14 @@ public final class SharedKvEvents implements AutoCloseable {
   private record Target(HttpWorker worker, Router router, String subject) {
   }
 
+  /** The stream's last sequence when this frontend started consuming (0: it was empty). */
+  private long replayTarget;
+  private final long startNanos = System.nanoTime();
+  /** Whether the consumer has read the stream up to {@link #replayTarget}: the index is rebuilt. */
+  private volatile boolean replayed;
+  private volatile long replayMillis = -1;
+  private final AtomicLong replayedBatches = new AtomicLong();
+
   private SharedKvEvents(SharedStateSettings settings, String clusterName, Optional<InternalAuth> auth,
       String frontendId) throws IOException {
     this.settings = settings;
@@ -128,6 +137,12 @@ public final class SharedKvEvents implements AutoCloseable {
       this.js = connection.jetStream();
       KeyValue bucket = connection.keyValue(names.bucketName);
       this.dispatcher = connection.createDispatcher();
+      // what the stream holds now: the index is rebuilt once the consumer has read up to it
+      StreamState state = connection.jetStreamManagement().getStreamInfo(names.streamName).getStreamState();
+      this.replayTarget = state.getMsgCount() == 0 ? 0 : state.getLastSequence();
+      if (replayTarget == 0) {
+        replayed(0);
+      }
       JetStreamSubscription sub = js.subscribe(names.subjects(), dispatcher, this::onBatch, false,
           PushSubscribeOptions.builder().stream(names.streamName).ordered(true)
               .configuration(ConsumerConfiguration.builder().idleHeartbeat(CONSUMER_HEARTBEAT).build()).build());
@@ -232,6 +247,37 @@ public final class SharedKvEvents implements AutoCloseable {
 
   /** A batch from the stream (the dispatcher's thread, in stream order). */
   private void onBatch(Message m) {
+    if (!replayed) {
+      replayedBatches.incrementAndGet();
+      if (m.isJetStream() && m.metaData().streamSequence() >= replayTarget) {
+        replayed(replayedBatches.get());
+      }
+    }
+    applyBatch(m);
+  }
+
+  /** The consumer reached the stream's end as it was at start: the index holds the retained window. */
+  private void replayed(long batches) {
+    replayMillis = (System.nanoTime() - startNanos) / 1_000_000;
+    replayed = true;
+    log.info("KV index rebuilt from {}: {} batches (up to sequence {}) in {} ms", names.streamName, batches,
+        replayTarget, replayMillis);
+  }
+
+  /**
+   * Whether this frontend has read the stream up to where it stood when the frontend started, so its index holds what
+   * the stream retained (the frontend is not ready before: {@code /health} answers 503).
+   */
+  public boolean replayed() {
+    return replayed;
+  }
+
+  /** How long reading the retained stream took at start, in ms; -1 until it is done. */
+  public long replayMillis() {
+    return replayMillis;
+  }
+
+  private void applyBatch(Message m) {
     String worker = m.getHeaders() == null ? null : m.getHeaders().getFirst(WORKER_HEADER);
     byte[] body = m.getData() == null ? new byte[0] : m.getData();
     if (worker == null) {
