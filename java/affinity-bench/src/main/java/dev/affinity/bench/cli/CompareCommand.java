@@ -4,6 +4,7 @@ import dev.affinity.bench.compare.Comparison;
 import dev.affinity.bench.compare.FleetConfigs;
 import dev.affinity.bench.compare.Policy;
 import dev.affinity.bench.metrics.RunResult;
+import dev.affinity.bench.sim.Frontends;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,6 +48,20 @@ final class CompareCommand implements Callable<Integer> {
   @Option(names = "--stream", description = "Simulate streaming responses (one response per token: the same numbers, slower).")
   boolean stream;
 
+  @Option(names = "--frontends", split = ",", description = "Frontends routing as one behind a round-robin load "
+      + "balancer, each with its own routers (comma-separated counts, each a row per policy, e.g. 1,2,4,8; default: 1, "
+      + "the comparison as it always was).")
+  List<Integer> frontends;
+
+  @Option(names = "--shared-state", split = ",", paramLabel = "true|false", description = "With several frontends: "
+      + "whether they share the workers' KV events and their loads, as affinity.shared_state does (true), or each "
+      + "takes every Nth drained event batch and sees only its own load (false); true,false runs both (default: true).")
+  List<String> sharedState;
+
+  @Option(names = "--share-delay-ms", defaultValue = "20", description = "With shared state: how often the frontends "
+      + "exchange their loads, virtual ms (a peer's load is up to this old; default: ${DEFAULT-VALUE}, as serve reports).")
+  long shareDelayMs;
+
   @Mixin
   WorkloadOptions workloads;
 
@@ -58,6 +73,7 @@ final class CompareCommand implements Callable<Integer> {
     if (sampleMs <= 0) {
       throw new IllegalArgumentException("--sample-ms must be > 0");
     }
+    List<Frontends> settings = frontendSettings(frontends, sharedState, shareDelayMs);
     FleetConfigs fleet = (config == null ? FleetConfigs.builtIn() : FleetConfigs.load(config))
         .withInstances(contextInstances, generationInstances);
     List<Policy> chosen = new ArrayList<>();
@@ -66,7 +82,7 @@ final class CompareCommand implements Callable<Integer> {
     }
     report.reportFormat();  // a bad --format fails before the runs
     Comparison comparison = new Comparison(fleet, chosen, workloads.specs(), workloads.seeds, report.slo(),
-        Duration.ofMillis(sampleMs), stream);
+        Duration.ofMillis(sampleMs), stream, settings);
     List<RunResult> results = comparison.run(report.progress(comparison.runs()));
     List<String> notes = new ArrayList<>();
     notes.add("Fleet: " + fleet.source() + "; simulated in virtual time by CPU executors (JNI) behind the DisaggService and "
@@ -76,7 +92,45 @@ final class CompareCommand implements Callable<Integer> {
     for (Policy p : chosen) {
       notes.add("Policy " + p.name() + ": " + p.description() + ".");
     }
+    if (settings.size() > 1 || settings.get(0).count() > 1) {
+      notes.add("Frontends: requests handed to each in turn by arrival; \"xN shared\" frontends see every KV event and "
+          + "each other's loads every " + shareDelayMs + " ms, \"xN unshared\" ones every Nth drained event batch and "
+          + "their own load only.");
+    }
     report.write(spec, "Affinity policy comparison", notes, results);
     return 0;
+  }
+
+  /**
+   * The frontend settings of {@code --frontends}, {@code --shared-state} and {@code --share-delay-ms}: every count with
+   * every sharing choice, one frontend once (sharing changes nothing there), in the order given.
+   */
+  static List<Frontends> frontendSettings(List<Integer> counts, List<String> shared, long delayMs) {
+    if (delayMs <= 0) {
+      throw new IllegalArgumentException("--share-delay-ms must be > 0, got " + delayMs);
+    }
+    List<Boolean> sharing = new ArrayList<>();
+    for (String s : shared == null ? List.of("true") : shared) {
+      String v = s.trim().toLowerCase(Locale.ROOT);
+      if (!v.equals("true") && !v.equals("false")) {
+        throw new IllegalArgumentException("--shared-state must be true or false (or true,false), got \"" + s + "\"");
+      }
+      if (!sharing.contains(Boolean.valueOf(v))) {
+        sharing.add(Boolean.valueOf(v));
+      }
+    }
+    List<Frontends> out = new ArrayList<>();
+    for (int n : counts == null ? List.of(1) : counts) {
+      if (n < 1 || n > Frontends.MAX) {
+        throw new IllegalArgumentException("--frontends must be in [1, " + Frontends.MAX + "], got " + n);
+      }
+      for (boolean share : n == 1 ? List.of(true) : sharing) {
+        Frontends f = n == 1 ? Frontends.ONE : new Frontends(n, share, Duration.ofMillis(delayMs));
+        if (!out.contains(f)) {
+          out.add(f);
+        }
+      }
+    }
+    return out;
   }
 }

@@ -13,7 +13,10 @@ import dev.affinity.routing.Fleet;
 import dev.affinity.server.fleet.EmbeddedWorkers;
 import dev.affinity.server.fleet.Orchestration;
 import dev.affinity.worker.TokenCodec;
+import dev.affinity.routing.LoadShare;
+import dev.affinity.routing.Router;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +26,8 @@ import java.util.function.BiConsumer;
  * A whole disaggregated fleet in virtual time, in this process and on one thread: every context and
  * generation instance of the configuration's {@code affinity.workers} pools is a CPU executor (through
  * JNI) on a virtual clock behind a {@link NativeWorker}, and the routers and {@link DisaggService} are
- * built by {@link Orchestration#build}, exactly as {@code serve} builds them. KV transfer between
+ * built by {@link Orchestration#build}, exactly as {@code serve} builds them (one set per frontend,
+ * {@link Frontends}). KV transfer between
  * instances is the generation executors' transfer-time model; the fleet's executors and workers share
  * one {@link HandoffDomain}, so that a generation pull frees its context's KV at once and two fleets in
  * one JVM stay apart.
@@ -40,29 +44,119 @@ public final class SimFleet implements AutoCloseable {
   private final List<VirtualExecutor> executors = new ArrayList<>();
   private final List<NativeWorker> workers = new ArrayList<>();
   private final HandoffDomain handoff = new HandoffDomain();
-  private final Orchestration orchestration;
-  private final RequestAdmission admission;
+  private final Frontends frontends;
+  private final List<Frontend> replicas = new ArrayList<>();
   private final BiConsumer<VirtualExecutor, ExecutorResponse> observer;
+  /** The last load report delivered, by fleet and frontend. */
+  private final Map<String, List<LoadShare>> lastReports = new HashMap<>();
 
   /**
+   * One frontend's routing state: its routers and {@link DisaggService} ({@link Orchestration}) and its admission step.
+   */
+  public record Frontend(int index, Orchestration orchestration, RequestAdmission admission) {
+    /** The name it shares its loads under. */
+    public String peerId() {
+      return "frontend-" + index;
+    }
+  }
+
+  /**
+   * One frontend ({@link Frontends#ONE}).
+   *
    * @param observer sees every executor response (with the instance it came from) before its worker
    *     does; the run's executor-level metrics come from here
    */
   public SimFleet(DisaggConfig config, BiConsumer<VirtualExecutor, ExecutorResponse> observer) {
+    this(config, Frontends.ONE, observer);
+  }
+
+  /**
+   * A fleet routed by {@code frontends}: each has its own routers and service over the same workers; their KV events
+   * reach every frontend (shared) or one each in turn (unshared). Loads are exchanged by {@link #shareLoads}, which the
+   * caller schedules.
+   */
+  public SimFleet(DisaggConfig config, Frontends frontends, BiConsumer<VirtualExecutor, ExecutorResponse> observer) {
     this.config = config;
+    this.frontends = frontends;
     this.observer = observer;
     TokenCodec codec = new IdTokenCodec();
-    orchestration = Orchestration.build(config, clock, clock::nowNanos, new RequestIds(config.nodeId(), 0, clock::nowMillis));
-    admission = RequestAdmission.of(config, RequestAdmission.ANY_MODEL, body -> workers.get(0).promptTokens(body));
+    for (int i = 0; i < frontends.count(); i++) {
+      // Each frontend its own process id: request ids stay unique across the frontends on one executor.
+      Orchestration o = Orchestration.build(config, clock, clock::nowNanos, new RequestIds(config.nodeId(), i, clock::nowMillis));
+      RequestAdmission a = RequestAdmission.of(config, RequestAdmission.ANY_MODEL, body -> workers.get(0).promptTokens(body));
+      replicas.add(new Frontend(i, o, a));
+    }
     try {
       for (Fleet fleet : Fleet.values()) {
-        for (NativeWorker w : createWorkers(fleet, codec, orchestration.router(fleet).usesKvEvents())) {
-          orchestration.attach(w, fleet);
+        for (NativeWorker w : createWorkers(fleet, codec, replicas.get(0).orchestration().router(fleet).usesKvEvents())) {
+          attach(w, fleet);
         }
       }
     } catch (RuntimeException e) {
       close();
       throw e;
+    }
+  }
+
+  /**
+   * Adds a worker to every frontend's router of its fleet. One frontend takes the worker's KV events as {@code serve}
+   * does; several take each drained batch all (shared) or one each in turn (unshared).
+   */
+  private void attach(NativeWorker worker, Fleet fleet) {
+    if (replicas.size() == 1) {
+      replicas.get(0).orchestration().attach(worker, fleet);
+      return;
+    }
+    List<Router> routers = new ArrayList<>();
+    for (Frontend f : replicas) {
+      Router r = f.orchestration().router(fleet);
+      r.addWorker(worker);
+      routers.add(r);
+    }
+    String id = worker.id();
+    if (frontends.sharing()) {
+      worker.onKvEvents(events -> {
+        for (Router r : routers) {
+          r.onKvEvents(id, events);
+        }
+      });
+    } else {
+      int[] next = {0};
+      worker.onKvEvents(events -> {
+        routers.get(next[0]).onKvEvents(id, events);
+        next[0] = (next[0] + 1) % routers.size();
+      });
+    }
+  }
+
+  /**
+   * One exchange of loads between sharing frontends: every frontend's routers take every other frontend's own
+   * in-flight work ({@link Router#ownLoads}, all read before any is delivered). A report equal to the one a peer
+   * delivered last is not delivered again. Nothing happens unless the frontends share.
+   */
+  public void shareLoads() {
+    if (!frontends.sharing()) {
+      return;
+    }
+    for (Fleet fleet : Fleet.values()) {
+      List<List<LoadShare>> reports = new ArrayList<>();
+      for (Frontend f : replicas) {
+        reports.add(f.orchestration().router(fleet).ownLoads());
+      }
+      for (int from = 0; from < replicas.size(); from++) {
+        List<LoadShare> report = reports.get(from);
+        String key = fleet.name() + '/' + from;
+        if (report.equals(lastReports.get(key))) {
+          continue;
+        }
+        lastReports.put(key, report);
+        String peer = replicas.get(from).peerId();
+        for (int to = 0; to < replicas.size(); to++) {
+          if (to != from) {
+            replicas.get(to).orchestration().router(fleet).peerLoads(peer, report);
+          }
+        }
+      }
     }
   }
 
@@ -117,17 +211,28 @@ public final class SimFleet implements AutoCloseable {
     return clock;
   }
 
+  /** The first frontend's service (the only one's, with one frontend). */
   public DisaggService service() {
-    return orchestration.service();
+    return orchestration().service();
   }
 
-  /** The admission step every simulated request passes, as the HTTP frontend's does (any model name). */
+  /** The first frontend's admission step, which simulated requests pass as the HTTP frontend's (any model name). */
   public RequestAdmission admission() {
-    return admission;
+    return replicas.get(0).admission();
   }
 
+  /** The first frontend's routers and service. */
   public Orchestration orchestration() {
-    return orchestration;
+    return replicas.get(0).orchestration();
+  }
+
+  public Frontends frontendSettings() {
+    return frontends;
+  }
+
+  /** The frontends, by index. */
+  public List<Frontend> frontends() {
+    return List.copyOf(replicas);
   }
 
   /** The instances in order: context then generation, each by index. */

@@ -1,6 +1,5 @@
 package dev.affinity.bench.sim;
 
-import dev.affinity.admission.RequestAdmission;
 import dev.affinity.bench.drive.OutgoingRequest;
 import dev.affinity.bench.drive.RequestTransport;
 import dev.affinity.bench.metrics.RequestRecord;
@@ -19,12 +18,13 @@ import dev.affinity.protocol.Prompt;
 import dev.affinity.protocol.StreamOptions;
 import dev.affinity.protocol.TokenIds;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
 /**
  * Sends a driver's requests straight into a simulated fleet's admission and {@link DisaggService}, as the
- * HTTP frontend would: a completion with the prompt as token ids (from {@link BlockTokens}) and the
+ * HTTP frontend would (with several frontends, to each in turn, as a load balancer would): a completion with the prompt as token ids (from {@link BlockTokens}) and the
  * headers a real agent sends (its own session id; its parent's on a sub-agent). The client side of
  * each request is recorded in virtual time.
  *
@@ -34,8 +34,9 @@ import java.util.function.Consumer;
  * virtual clock), which is when the first chunk would have left it.
  */
 public final class SimTransport implements RequestTransport {
-  private final RequestAdmission admission;
-  private final DisaggService service;
+  private final List<SimFleet.Frontend> frontends;
+  /** The frontend the next request goes to (round robin by arrival, as a load balancer hands them out). */
+  private int nextFrontend;
   private final VirtualScheduler clock;
   private final BlockTokens blockTokens;
   private final String model;
@@ -51,8 +52,7 @@ public final class SimTransport implements RequestTransport {
    */
   public SimTransport(SimFleet fleet, BlockTokens blockTokens, String model, String sessionHeader, String parentHeader,
       boolean stream) {
-    this.admission = fleet.admission();
-    this.service = fleet.service();
+    this.frontends = fleet.frontends();
     this.clock = fleet.clock();
     this.blockTokens = blockTokens;
     this.model = model;
@@ -83,7 +83,11 @@ public final class SimTransport implements RequestTransport {
     if (r.parentSessionId() != null) {
       headers.put(parentHeader, r.parentSessionId());
     }
-    admission.admitAndHandle(body, HeaderSource.of(headers), service, new Sink(out, clock.nowMicros(), done));
+    SimFleet.Frontend frontend = frontends.get(nextFrontend);
+    nextFrontend = (nextFrontend + 1) % frontends.size();
+    DisaggService service = frontend.orchestration().service();
+    frontend.admission().admitAndHandle(body, HeaderSource.of(headers), service,
+        new Sink(out, clock.nowMicros(), done, service));
   }
 
   /** The client end of one request. */
@@ -95,11 +99,14 @@ public final class SimTransport implements RequestTransport {
     private int completionTokens;
     private boolean finished;
     private boolean streaming;
+    /** The service of the frontend that took the request. */
+    private final DisaggService service;
 
-    Sink(OutgoingRequest out, long sendUs, Consumer<RequestRecord> done) {
+    Sink(OutgoingRequest out, long sendUs, Consumer<RequestRecord> done, DisaggService service) {
       this.out = out;
       this.sendUs = sendUs;
       this.done = done;
+      this.service = service;
     }
 
     @Override

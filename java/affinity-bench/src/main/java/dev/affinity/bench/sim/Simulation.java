@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import org.HdrHistogram.Histogram;
 
@@ -33,13 +34,20 @@ public final class Simulation {
   private final Slo slo;
   private final Duration sampleEvery;
   private final boolean stream;
+  private final Frontends frontends;
+
+  /** One frontend ({@link Frontends#ONE}). */
+  public Simulation(DisaggConfig config, Slo slo, Duration sampleEvery, boolean stream) {
+    this(config, slo, sampleEvery, stream, Frontends.ONE);
+  }
 
   /**
    * @param sampleEvery how often (virtual time) the load of every rank is sampled
    * @param stream      whether requests stream (one response per token: slower to simulate, same
    *                    times; see {@link SimTransport})
+   * @param frontends   how many frontends route, and whether they share KV events and loads
    */
-  public Simulation(DisaggConfig config, Slo slo, Duration sampleEvery, boolean stream) {
+  public Simulation(DisaggConfig config, Slo slo, Duration sampleEvery, boolean stream, Frontends frontends) {
     this.config = Objects.requireNonNull(config, "config");
     this.slo = Objects.requireNonNull(slo, "slo");
     if (sampleEvery.isNegative() || sampleEvery.isZero()) {
@@ -47,6 +55,7 @@ public final class Simulation {
     }
     this.sampleEvery = sampleEvery;
     this.stream = stream;
+    this.frontends = Objects.requireNonNull(frontends, "frontends");
   }
 
   /**
@@ -54,11 +63,16 @@ public final class Simulation {
    * every hash), {@code progress} sees the number of completed requests as they complete.
    */
   public RunResult run(String policy, Workload workload, long seed, IntConsumer progress) {
+    return run(policy, workload, seed, progress, fleet -> { });
+  }
+
+  /** As {@link #run(String, Workload, long, IntConsumer)}; {@code atEnd} sees the fleet after the run, before it closes. */
+  RunResult run(String policy, Workload workload, long seed, IntConsumer progress, Consumer<SimFleet> atEnd) {
     long wallStart = System.nanoTime();
     Histogram ctxQueue = RunMetrics.histogram();
     Histogram genQueue = RunMetrics.histogram();
     SimTransport[] transportRef = new SimTransport[1];
-    try (SimFleet fleet = new SimFleet(config, (ex, r) -> {
+    try (SimFleet fleet = new SimFleet(config, frontends, (ex, r) -> {
       observe(ex, r, ctxQueue, genQueue);
       transportRef[0].onExecutorResponse(r);
     })) {
@@ -73,9 +87,14 @@ public final class Simulation {
       WorkloadDriver driver = new WorkloadDriver(transport, clock, new IdealCache(kvBlock),
           new PooledCache(contextCapacityTokens(fleet), kvBlock), rec -> progress.accept(holder[0].completed()));
       holder[0] = driver;
-      Sampler sampler = new Sampler(fleet, driver);
+      // The load exchange between sharing frontends is the one other periodic task: each sees the other pending.
+      int periodic = frontends.sharing() ? 1 : 0;
+      Sampler sampler = new Sampler(fleet, driver, periodic);
       workload.start(driver);
       sampler.sample();
+      if (frontends.sharing()) {
+        new LoadExchange(fleet, driver, periodic).exchange();
+      }
       fleet.run();
       if (!driver.finished()) {
         throw new IllegalStateException("simulation ended with " + (driver.planned() - driver.completed())
@@ -85,6 +104,7 @@ public final class Simulation {
       LoadSeries load = sampler.series();
       ZeroQueueBound bound = zeroQueueBound(fleet);
       RunMetrics metrics = RunMetrics.of(records, load, ctxQueue, genQueue, slo, bound);
+      atEnd.accept(fleet);
       long lastAnswerUs = records.stream().mapToLong(r -> r.sendUs() + r.e2eUs()).max().orElse(0);
       return new RunResult(policy, workload.name(), seed, metrics, records, load, (System.nanoTime() - wallStart) / 1e9,
           lastAnswerUs / 1e6, bound);
@@ -135,16 +155,41 @@ public final class Simulation {
     h.recordValue(Math.max(0, Math.min(wait, h.getHighestTrackableValue())));
   }
 
+  /**
+   * Hands every sharing frontend the others' loads every {@link Frontends#shareEvery} of virtual time while the
+   * workload runs (as long as anything but itself and the sampler is left to happen).
+   */
+  private final class LoadExchange {
+    private final SimFleet fleet;
+    private final WorkloadDriver driver;
+    private final int otherPeriodic;
+
+    LoadExchange(SimFleet fleet, WorkloadDriver driver, int otherPeriodic) {
+      this.fleet = fleet;
+      this.driver = driver;
+      this.otherPeriodic = otherPeriodic;
+    }
+
+    void exchange() {
+      fleet.shareLoads();
+      if (!driver.finished() && (fleet.clock().pending() > otherPeriodic || fleet.busy())) {
+        fleet.clock().schedule(this::exchange, frontends.shareEvery());
+      }
+    }
+  }
+
   /** Samples the load of every rank while the workload runs. */
   private final class Sampler {
     private final SimFleet fleet;
     private final WorkloadDriver driver;
     private final List<Long> times = new ArrayList<>();
     private final List<int[][]> loads = new ArrayList<>();
+    private final int otherPeriodic;
 
-    Sampler(SimFleet fleet, WorkloadDriver driver) {
+    Sampler(SimFleet fleet, WorkloadDriver driver, int otherPeriodic) {
       this.fleet = fleet;
       this.driver = driver;
+      this.otherPeriodic = otherPeriodic;
     }
 
     void sample() {
@@ -161,7 +206,7 @@ public final class Simulation {
       loads.add(now);
       // Only while anything else is left to happen: a lost request must end the run (and fail it
       // below), not keep the sampler ticking forever.
-      if (!driver.finished() && (fleet.clock().pending() > 0 || fleet.busy())) {
+      if (!driver.finished() && (fleet.clock().pending() > otherPeriodic || fleet.busy())) {
         fleet.clock().schedule(this::sample, sampleEvery);
       }
     }

@@ -155,6 +155,36 @@ class BenchCliTest {
   }
 
   @Test
+  void compareRunsSeveralFrontendsSharedAndUnshared(@TempDir Path dir) throws Exception {
+    Path trace = smallTrace(dir);
+    Path out = dir.resolve("report");
+    Run r = run("compare", "--config", SimFixtures.smallFleetFile().toString(), "--policies", "affinity",
+        "--workloads", "trace:" + trace, "--frontends", "1,2", "--shared-state", "true,false", "--share-delay-ms", "50",
+        "--out", out.toString(), "--quiet");
+    assertEquals(0, r.code(), r.err());
+    String md = Files.readString(out.resolve("report.md"));
+    assertTrue(md.contains("affinity x2 shared every 50ms") && md.contains("affinity x2 unshared"), md);
+    List<String> csv = Files.readAllLines(out.resolve("results.csv"));
+    assertEquals(1 + 3, csv.size(), "one frontend once, two frontends shared and unshared: " + csv);
+  }
+
+  @Test
+  void badFrontendSettingsNameTheirFlag(@TempDir Path dir) {
+    for (String[] bad : List.of(new String[] {"--frontends", "0"}, new String[] {"--frontends", "65"},
+        new String[] {"--shared-state", "maybe"}, new String[] {"--share-delay-ms", "0"},
+        new String[] {"--frontends", "two"})) {
+      List<String> args = new java.util.ArrayList<>(List.of("compare", "--policies", "affinity", "--out", dir.toString(),
+          "--quiet"));
+      args.addAll(List.of(bad));
+      Run r = run(args.toArray(String[]::new));
+      assertEquals(2, r.code(), String.join(" ", bad) + ": " + r.err());
+      assertTrue(r.err().contains(bad[0]), String.join(" ", bad) + ": " + r.err());
+    }
+    assertEquals(List.of(dev.affinity.bench.sim.Frontends.ONE), CompareCommand.frontendSettings(null, null, 20));
+    assertEquals(3, CompareCommand.frontendSettings(List.of(1, 4), List.of("true", "false"), 20).size());
+  }
+
+  @Test
   void badInputIsAClearError(@TempDir Path dir) throws Exception {
     Run policy = run("compare", "--policies", "fastest", "--out", dir.toString(), "--quiet");
     assertEquals(2, policy.code());
