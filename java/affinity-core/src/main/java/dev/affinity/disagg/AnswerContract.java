@@ -86,7 +86,8 @@ final class AnswerContract {
    */
   static boolean carriesChoice(EncodedChunk chunk) {
     byte[] json = chunk.json();
-    for (int at = indexOf(json, CHOICES, 0); at >= 0; at = indexOf(json, CHOICES, at + CHOICES.length)) {
+    for (int at = ByteSearch.indexOf(json, CHOICES, 0); at >= 0;
+        at = ByteSearch.indexOf(json, CHOICES, at + CHOICES.length)) {
       int i = skipSpace(json, at + CHOICES.length);
       if (i < json.length && json[i] == ':') {
         i = skipSpace(json, i + 1);
@@ -110,18 +111,5 @@ final class AnswerContract {
       i++;
     }
     return i;
-  }
-
-  private static int indexOf(byte[] hay, byte[] needle, int from) {
-    outer:
-    for (int i = from; i + needle.length <= hay.length; i++) {
-      for (int k = 0; k < needle.length; k++) {
-        if (hay[i + k] != needle[k]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
   }
 }

@@ -39,15 +39,6 @@ final class ToolCalls {
   }
 
   static boolean contains(byte[] hay, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= hay.length; i++) {
-      for (int k = 0; k < needle.length; k++) {
-        if (hay[i + k] != needle[k]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
+    return ByteSearch.indexOf(hay, needle, 0) >= 0;
   }
 }

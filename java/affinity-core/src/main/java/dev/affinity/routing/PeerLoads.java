@@ -1,6 +1,5 @@
 package dev.affinity.routing;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -70,11 +69,6 @@ final class PeerLoads {
   double[] contribution(String workerId, int rank) {
     double[] t = totals.get(key(workerId, rank));
     return t == null ? new double[4] : t;
-  }
-
-  /** Peers whose reports are kept. */
-  List<String> peers() {
-    return new ArrayList<>(byPeer.keySet());
   }
 
   private void change(LoadShare s, int sign, Target target) {

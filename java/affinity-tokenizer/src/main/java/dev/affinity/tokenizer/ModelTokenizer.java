@@ -159,11 +159,16 @@ public final class ModelTokenizer implements AutoCloseable {
    * ({@link java.text.Normalizer#isNormalized}, a fast scan). 0 when the normalizer may delete input: no bound.
    */
   public int maxCharsPerToken(List<String> texts) {
+    return file.maxCharsPerToken(inComposedForm(texts));
+  }
+
+  /** Whether the normalizer composes (NFC, NFKC) and every text is already in its form. */
+  private boolean inComposedForm(List<String> texts) {
     boolean composed = file.composes() != null;
     for (int i = 0; composed && i < texts.size(); i++) {
       composed = java.text.Normalizer.isNormalized(texts.get(i), file.composes());
     }
-    return file.maxCharsPerToken(composed);
+    return composed;
   }
 
   /**
@@ -173,13 +178,8 @@ public final class ModelTokenizer implements AutoCloseable {
    * text alone is longer than its limit by this bound without tokenizing it.
    */
   public long minTokens(List<String> texts) {
-    if (!file.preTokens().bounds()) {
+    if (!file.preTokens().bounds() || (file.composes() != null && !inComposedForm(texts))) {
       return 0;
-    }
-    for (int i = 0; file.composes() != null && i < texts.size(); i++) {
-      if (!java.text.Normalizer.isNormalized(texts.get(i), file.composes())) {
-        return 0;
-      }
     }
     return file.preTokens().minTokens(texts);
   }

@@ -266,7 +266,6 @@ public final class AffinityServer implements AutoCloseable {
         RemoteWorkers.connect(section(fleet), config, codec, orchestration.router(fleet), io, background, sharedKv,
             w -> {
           models.fetch(w.id(), ((HttpWorker) w).settings().baseUrl());
-          RemoteWorkers.warnIfUnsalted((HttpWorker) w, config);
           synchronized (workers) {
             workers.add(w);
           }

@@ -57,9 +57,8 @@ final class ClusterFleets implements ClusterMembership.Fleets {
   public Object join(ClusterWorker w) throws Exception {
     HttpWorkerSettings settings = RemoteWorkers.settings(w.address(), config);
     clock.align(settings.baseUrl().toString());
-    RemoteWorkers.Joined j = RemoteWorkers.join(settings, codec, routerOf(w.role()), io, background, shared);
+    RemoteWorkers.Joined j = RemoteWorkers.join(settings, config, codec, routerOf(w.role()), io, background, shared);
     HttpWorker hw = j.worker();
-    RemoteWorkers.warnIfUnsalted(hw, config);
     if (w.role() == ServerRole.CONTEXT) {
       models.fetch(hw.id(), settings.baseUrl());
     }

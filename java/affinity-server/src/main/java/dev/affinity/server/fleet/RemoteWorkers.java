@@ -49,19 +49,19 @@ final class RemoteWorkers {
   static void connect(ServerSection section, DisaggConfig config, ProtocolCodec codec, Router router,
       EventLoopGroup loops, ScheduledExecutorService background, SharedKvEvents shared, Consumer<Worker> joined) {
     for (String url : section.urls()) {
-      tryConnect(settings(url, config), codec, router, loops, background, shared, joined);
+      tryConnect(settings(url, config), config, codec, router, loops, background, shared, joined);
     }
   }
 
-  private static void tryConnect(HttpWorkerSettings settings, ProtocolCodec codec, Router router,
+  private static void tryConnect(HttpWorkerSettings settings, DisaggConfig config, ProtocolCodec codec, Router router,
       EventLoopGroup loops, ScheduledExecutorService background, SharedKvEvents shared, Consumer<Worker> joined) {
     try {
-      joined.accept(join(settings, codec, router, loops, background, shared).worker());
+      joined.accept(join(settings, config, codec, router, loops, background, shared).worker());
     } catch (WorkerSetupException e) {
       log.warn("worker {} is not ready ({}); retrying in {} s", settings.workerId(), e.getMessage(), RETRY.toSeconds());
       if (!background.isShutdown()) {
-        background.schedule(() -> tryConnect(settings, codec, router, loops, background, shared, joined), RETRY.toMillis(),
-            TimeUnit.MILLISECONDS);
+        background.schedule(() -> tryConnect(settings, config, codec, router, loops, background, shared, joined),
+            RETRY.toMillis(), TimeUnit.MILLISECONDS);
       }
     }
   }
@@ -70,9 +70,10 @@ final class RemoteWorkers {
    * Connects one worker ({@code /server_info}) and puts it in the router, with its KV events (polled here, or with
    * {@code shared} from the shared stream) and health checks.
    */
-  static Joined join(HttpWorkerSettings settings, ProtocolCodec codec, Router router, EventLoopGroup loops,
-      ScheduledExecutorService background, SharedKvEvents shared) throws WorkerSetupException {
+  static Joined join(HttpWorkerSettings settings, DisaggConfig config, ProtocolCodec codec, Router router,
+      EventLoopGroup loops, ScheduledExecutorService background, SharedKvEvents shared) throws WorkerSetupException {
     HttpWorker w = HttpWorker.connect(settings, codec, loops);
+    warnIfUnsalted(w, config);
     router.addWorker(w);
     if (shared != null) {
       shared.register(w, router);
@@ -91,7 +92,7 @@ final class RemoteWorkers {
    * trtllm-serve worker: its {@code /server_info} does not offer it), so tenants' completions share its cache (their
    * usage reports 0 cached tokens). The configuration cannot tell a stock worker from an Affinity one; its join can.
    */
-  static void warnIfUnsalted(HttpWorker w, DisaggConfig config) {
+  private static void warnIfUnsalted(HttpWorker w, DisaggConfig config) {
     if (config.affinity().tenantIsolation() && !w.features().completionCacheSalt()) {
       log.warn("worker {} takes no KV cache salt on completions (a stock trtllm-serve worker): under tenant_isolation "
           + "tenants' /v1/completions prompts share its cache, and their usage reports 0 cached tokens; chats are "

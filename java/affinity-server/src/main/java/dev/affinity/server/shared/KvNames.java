@@ -61,6 +61,11 @@ final class KvNames {
     return "affinity-kv-events\n" + workerId + "\n" + HexFormat.of().formatHex(sha256(body));
   }
 
+  /** What a load report's HMAC covers ({@link SharedLoads}): a purpose and the body. */
+  static String canonicalLoad(byte[] body) {
+    return "affinity-load\n" + new String(body, StandardCharsets.UTF_8);
+  }
+
   private static byte[] sha256(byte[] data) {
     try {
       return MessageDigest.getInstance("SHA-256").digest(data);

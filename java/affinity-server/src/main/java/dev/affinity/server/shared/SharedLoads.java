@@ -42,14 +42,14 @@ import org.slf4j.LoggerFactory;
 public final class SharedLoads implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SharedLoads.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  static final String AUTH_HEADER = "Affinity-Auth";
   /** How often a frontend reports its load: the staleness of every other frontend's view of it. */
   public static final Duration PERIOD = Duration.ofMillis(20);
   /** How long a frontend that stopped reporting still counts (50 reports missed: it died or lost NATS). */
   public static final Duration EXPIRY = Duration.ofSeconds(1);
 
   private final Connection connection;
-  private final String prefix;
+  /** The subject of this frontend's own reports (they come back to it: not applied, not even parsed). */
+  private final String ownSubject;
   private final String frontendId;
   private final Optional<InternalAuth> auth;
   private final Map<Fleet, Router> routers;
@@ -79,7 +79,7 @@ public final class SharedLoads implements AutoCloseable {
   public SharedLoads(Connection connection, String prefix, String frontendId, Optional<InternalAuth> auth,
       Map<Fleet, Router> routers, Duration period, Duration expiry) {
     this.connection = connection;
-    this.prefix = prefix;
+    this.ownSubject = prefix + KvNames.token(frontendId);
     this.frontendId = frontendId;
     this.auth = auth;
     this.routers = Map.copyOf(routers);
@@ -113,22 +113,19 @@ public final class SharedLoads implements AutoCloseable {
     });
     byte[] bytes = body.toString().getBytes(StandardCharsets.UTF_8);
     Headers headers = new Headers();
-    auth.ifPresent(a -> headers.put(AUTH_HEADER, a.sign(canonical(bytes))));
-    connection.publish(NatsMessage.builder().subject(prefix + KvNames.token(frontendId)).headers(headers)
-        .data(bytes).build());
+    auth.ifPresent(a -> headers.put(SharedKvEvents.AUTH_HEADER, a.sign(KvNames.canonicalLoad(bytes))));
+    connection.publish(NatsMessage.builder().subject(ownSubject).headers(headers).data(bytes).build());
     published.incrementAndGet();
   }
 
-  /** What the HMAC covers: a purpose and the body. */
-  static String canonical(byte[] body) {
-    return "affinity-load\n" + new String(body, StandardCharsets.UTF_8);
-  }
-
   private void onReport(Message m) {
+    if (ownSubject.equals(m.getSubject())) {
+      return;  // this frontend's own report
+    }
     byte[] data = m.getData() == null ? new byte[0] : m.getData();
-    if (auth.isPresent() && !auth.get().verify(canonical(data), m.getHeaders() == null ? null
-        : m.getHeaders().getFirst(AUTH_HEADER))) {
-      reject("its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
+    if (auth.isPresent() && !auth.get().verify(KvNames.canonicalLoad(data), m.getHeaders() == null ? null
+        : m.getHeaders().getFirst(SharedKvEvents.AUTH_HEADER))) {
+      reject("its " + SharedKvEvents.AUTH_HEADER + " HMAC does not match internal_request_auth_key");
       return;
     }
     JsonNode body;
@@ -139,11 +136,12 @@ public final class SharedLoads implements AutoCloseable {
       return;
     }
     String peer = body.path("frontend").asText("");
-    if (peer.isEmpty() || peer.equals(frontendId)) {
-      if (peer.isEmpty()) {
-        reject("no frontend");
-      }
+    if (peer.isEmpty()) {
+      reject("no frontend");
       return;
+    }
+    if (peer.equals(frontendId)) {
+      return;  // this frontend's id on another subject: never its peer
     }
     try {
       for (Map.Entry<Fleet, Router> e : routers.entrySet()) {
