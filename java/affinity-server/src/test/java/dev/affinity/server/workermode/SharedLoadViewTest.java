@@ -2,8 +2,6 @@ package dev.affinity.server.workermode;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.affinity.config.ConfigLoader;
-import dev.affinity.config.DisaggConfig;
 import dev.affinity.routing.CandidateLoad;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Outcome;
@@ -11,10 +9,7 @@ import dev.affinity.routing.Router;
 import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
 import dev.affinity.server.fleet.AffinityServer;
-import dev.affinity.server.http.AccessLog;
-import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.shared.NatsProcess;
-import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,47 +20,16 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One load view (issue 44 item 2) through the assembled frontend: two {@code affinity serve} frontends with
- * {@code affinity.shared_state} in front of the same {@code affinity worker} processes; what one has in flight counts
- * in the other's routers (context and generation) within a few report periods, and a frontend that closes stops
- * counting in the other's. Waits are for states, with generous bounds.
+ * {@code affinity.shared_state} in front of the same {@code affinity worker} processes ({@link SharedKvCluster});
+ * what one has in flight counts in the other's routers (context and generation) within a few report periods, and a
+ * frontend that closes stops counting in the other's. Waits are for states, with generous bounds.
  */
 class SharedLoadViewTest {
-  static final String KEY = "shared-load-key";
-  static final String EXECUTOR = "{\"num_ranks\": 2, \"tokens_per_block\": 16}";
-
-  final List<WorkerProcess> processes = new ArrayList<>();
-  final List<AffinityServer> frontends = new ArrayList<>();
-  final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-  NatsProcess nats;
+  final SharedKvCluster cluster = new SharedKvCluster();
 
   @AfterEach
   void stop() throws Exception {
-    try {
-      for (AffinityServer f : frontends) {
-        f.close();
-      }
-    } finally {
-      WorkerProcess.closeAll(null, processes);
-      if (nats != null) {
-        nats.close();
-      }
-    }
-  }
-
-  AffinityServer frontend() throws Exception {
-    String yaml = """
-        hostname: 127.0.0.1
-        port: 8000
-        internal_request_auth_key: "%s"
-        context_servers: {num_instances: 1, urls: ["%s"], router: {type: load_balancing}}
-        generation_servers: {num_instances: 1, urls: ["%s"], router: {type: load_balancing}}
-        affinity: {model: m, warm_up_requests: 0, shared_state: {nats: "%s"}}
-        """.formatted(KEY, processes.get(0).id(), processes.get(1).id(), nats.url());
-    DisaggConfig cfg = ConfigLoader.parse(yaml, "shared-load.yaml").config();
-    AffinityServer f = AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0)
-        .withAccessLog(AccessLog.none()));
-    frontends.add(f);
-    return f;
+    cluster.close();
   }
 
   static int inFlight(Router r) {
@@ -78,14 +42,11 @@ class SharedLoadViewTest {
 
   @Test
   void whatOneFrontendHasInFlightCountsInTheOthersRouters() throws Exception {
-    nats = NatsProcess.start();
-    for (String name : List.of("ctx-1", "gen-1")) {
-      WorkerProcess p = WorkerProcess.start(name, "--executor-json", EXECUTOR, "--model", "m", "--auth-key", KEY);
-      processes.add(p);
-      p.awaitReady(http, Duration.ofSeconds(60));
-    }
-    AffinityServer one = frontend();
-    AffinityServer two = frontend();
+    cluster.nats = NatsProcess.start();
+    cluster.startWorkers();
+    cluster.startFrontends(2);
+    AffinityServer one = cluster.frontends.get(0);
+    AffinityServer two = cluster.frontends.get(1);
     await(() -> !one.router(Fleet.CONTEXT).workers().isEmpty() && !two.router(Fleet.CONTEXT).workers().isEmpty()
         && !one.router(Fleet.GENERATION).workers().isEmpty() && !two.router(Fleet.GENERATION).workers().isEmpty(),
         "both frontends to join the workers");
@@ -106,7 +67,7 @@ class SharedLoadViewTest {
         Set.of()));
     await(() -> inFlight(two.router(Fleet.CONTEXT)) == 1, "the releases and the new request in two's view");
     one.close();
-    frontends.remove(one);
+    cluster.frontends.remove(one);
     await(() -> inFlight(two.router(Fleet.CONTEXT)) == 0, "a closed frontend to stop counting");
   }
 }
