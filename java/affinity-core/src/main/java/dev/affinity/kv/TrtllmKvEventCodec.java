@@ -98,6 +98,13 @@ public final class TrtllmKvEventCodec {
         throw new IllegalArgumentException(at + ": expected a block hash, found \"" + s + "\"");
       }
     }
+    if (n.isInt() || n.isLong()) {
+      long v = n.longValue();
+      if (v < 0) {
+        throw new IllegalArgumentException(at + ": " + v + " is not an unsigned 64-bit hash");
+      }
+      return v;
+    }
     if (n.isIntegralNumber()) {
       BigInteger v = n.bigIntegerValue();
       if (v.signum() < 0 || v.bitLength() > 64) {
@@ -106,6 +113,11 @@ public final class TrtllmKvEventCodec {
       return v.longValue();
     }
     throw new IllegalArgumentException(at + ": expected a block hash, found " + n);
+  }
+
+  /** An unsigned 64-bit hash as a JSON number: a long node below 2^63, a big integer only above. */
+  private static JsonNode unsigned(long hash) {
+    return hash >= 0 ? F.numberNode(hash) : F.numberNode(new BigInteger(Long.toUnsignedString(hash)));
   }
 
   /** Serializes events in TensorRT-LLM's shape (hashes as unsigned integers). */
@@ -120,7 +132,7 @@ public final class TrtllmKvEventCodec {
         case CREATED -> data.putArray("num_blocks_per_cache_level").add(e.value());
         case STORED -> {
           if (e.hasParent()) {
-            data.put("parent_hash", new BigInteger(Long.toUnsignedString(e.parentHash())));
+            data.set("parent_hash", unsigned(e.parentHash()));
           } else {
             data.putNull("parent_hash");
           }
@@ -130,7 +142,7 @@ public final class TrtllmKvEventCodec {
           for (int b = 0; b < hashes.length; b++) {
             ObjectNode blk = blocks.addObject();
             blk.put("type", "stored_block");
-            blk.put("block_hash", new BigInteger(Long.toUnsignedString(hashes[b])));
+            blk.set("block_hash", unsigned(hashes[b]));
             ArrayNode toks = blk.putArray("tokens");
             for (int t = b * tokensPerBlock; t < (b + 1) * tokensPerBlock && t < tokens.length; t++) {
               ObjectNode tok = toks.addObject();
@@ -146,11 +158,11 @@ public final class TrtllmKvEventCodec {
         case REMOVED -> {
           ArrayNode hs = data.putArray("block_hashes");
           for (long h : e.blockHashes()) {
-            hs.add(new BigInteger(Long.toUnsignedString(h)));
+            hs.add(unsigned(h));
           }
         }
         case UPDATED -> {
-          data.put("block_hash", new BigInteger(Long.toUnsignedString(e.blockHashes()[0])));
+          data.set("block_hash", unsigned(e.blockHashes()[0]));
           data.putNull("cache_level");
           data.putObject("priority").put("old_value", 35).put("new_value", e.value());
         }

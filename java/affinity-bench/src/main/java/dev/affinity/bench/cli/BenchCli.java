@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
     versionProvider = BenchCli.Version.class,
     description = "Compare routing policies on agentic workloads and traces (simulated or live).",
     subcommands = {CompareCommand.class, LiveCommand.class, WorkloadCommand.class,
-        dev.affinity.bench.live.ChatHitRatio.class, CommandLine.HelpCommand.class})
+        dev.affinity.bench.live.ChatHitRatio.class, dev.affinity.bench.live.SharedKvLag.class, CommandLine.HelpCommand.class})
 public final class BenchCli {
 
   public static void main(String[] args) {

@@ -1,5 +1,6 @@
 package dev.affinity.server.cli;
 
+import dev.affinity.config.SharedStateSettings;
 import dev.affinity.executor.ExecutorException;
 import dev.affinity.nativebridge.NativeUnavailableException;
 import dev.affinity.server.fleet.AffinityServer;
@@ -16,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
@@ -114,6 +116,19 @@ final class WorkerCommand implements Callable<Integer> {
       description = "On SIGTERM: how long the worker, its key deleted, answers new requests 503 while those in flight finish (default: ${DEFAULT-VALUE}).")
   int drainSec;
 
+  @Option(names = "--nats", paramLabel = "nats://HOST:PORT[,...]", split = ",",
+      description = "Publish this worker's KV events to NATS JetStream, on the stream of --disagg-cluster-name, instead of buffering them for a frontend's /kv_cache_events drain (the frontends' affinity.shared_state; docs/workers.md, \"Several frontends\").")
+  List<String> nats;
+
+  @Option(names = "--nats-token-file", paramLabel = "FILE", description = "With --nats: the NATS token, read from FILE (its text, whitespace stripped).")
+  Path natsTokenFile;
+
+  @Option(names = "--nats-creds-file", paramLabel = "FILE", description = "With --nats: a NATS credentials file (JWT and NKey seed).")
+  Path natsCredsFile;
+
+  @Option(names = "--nats-tls-ca-file", paramLabel = "FILE", description = "With --nats: the CA certificate (PEM) of the NATS servers' certificates (implies TLS).")
+  Path natsTlsCaFile;
+
   @Option(names = "--io-threads", defaultValue = "0", paramLabel = "N",
       description = "Event-loop threads for connections (default: ${DEFAULT-VALUE}, one per available processor).")
   int ioThreads;
@@ -126,6 +141,7 @@ final class WorkerCommand implements Callable<Integer> {
     WorkerSettings settings;
     FrontendOptions options;
     WorkerCluster cluster = null;
+    SharedStateSettings natsSettings;
     try {
       config = executorConfig();
       settings = WorkerSettings.defaults().withName(name).withModel(model).withAuthKey(authKey()).withTokenizer(tokenizer)
@@ -146,6 +162,7 @@ final class WorkerCommand implements Callable<Integer> {
       if (drainSec < 0) {
         throw new IllegalArgumentException("--drain-timeout-sec must not be negative: " + drainSec);
       }
+      natsSettings = natsSettings();
       options = FrontendOptions.defaults().withHost(host).withPort(port).withIoThreads(ioThreads)
           .withAccessLog(accessLog == null ? AccessLog.slf4j() : AccessLog.forSetting(Optional.of(accessLog)));
     } catch (IOException | IllegalArgumentException e) {
@@ -166,6 +183,16 @@ final class WorkerCommand implements Callable<Integer> {
     out.println("Affinity worker " + settings.name() + " listening on http://" + shownHost + ":" + server.port() + " ("
         + server.executor().numRanks() + " ranks, " + server.executor().tokensPerBlock() + " tokens per block, "
         + (settings.authKey() == null ? "no auth key" : "auth key set") + ")");
+    if (natsSettings != null) {
+      try {
+        server.publishKvEvents(natsSettings, clusterName);
+      } catch (IOException e) {
+        server.close();
+        err.println("affinity worker: " + e.getMessage());
+        return 1;
+      }
+      out.println("Publishing KV events on " + server.kvPublisher().subject() + " as " + server.kvPublisher().publisherKey());
+    }
     if (cluster != null) {
       server.joinCluster(cluster);
       out.println("Registering as " + server.registration().key() + " with " + cluster.uri());
@@ -188,6 +215,48 @@ final class WorkerCommand implements Callable<Integer> {
           + "both set: give the key one way");
     }
     return SecretFileOptions.authKey(authKeyFile);
+  }
+
+  /** The NATS settings of {@code --nats} and its options, or null without it; the options alone are an error. */
+  SharedStateSettings natsSettings() {
+    if (nats == null || nats.isEmpty()) {
+      if (natsTokenFile != null || natsCredsFile != null || natsTlsCaFile != null) {
+        throw new IllegalArgumentException("--nats-token-file, --nats-creds-file and --nats-tls-ca-file need --nats");
+      }
+      return null;
+    }
+    for (String url : nats) {
+      if (!url.startsWith("nats://") && !url.startsWith("tls://")) {
+        throw new IllegalArgumentException("--nats " + url + ": expected nats://HOST:PORT or tls://HOST:PORT");
+      }
+    }
+    if (natsTokenFile != null && natsCredsFile != null) {
+      throw new IllegalArgumentException("--nats-token-file and --nats-creds-file are both set: authenticate one way");
+    }
+    Optional<String> token = Optional.empty();
+    if (natsTokenFile != null) {
+      String t;
+      try {
+        t = Files.readString(natsTokenFile, StandardCharsets.UTF_8).strip();
+      } catch (IOException e) {
+        throw new IllegalArgumentException("--nats-token-file " + natsTokenFile + ": cannot read it: " + e.getMessage(), e);
+      }
+      if (t.isEmpty()) {
+        throw new IllegalArgumentException("--nats-token-file " + natsTokenFile + ": the file is empty");
+      }
+      token = Optional.of(t);
+    }
+    for (Path f : new Path[] {natsCredsFile, natsTlsCaFile}) {
+      if (f != null && !Files.isReadable(f)) {
+        throw new IllegalArgumentException((f == natsCredsFile ? "--nats-creds-file " : "--nats-tls-ca-file ") + f
+            + ": not a readable file");
+      }
+    }
+    return new SharedStateSettings(nats, token, Optional.ofNullable(natsTokenFile).map(f -> f.toAbsolutePath().toString()),
+        Optional.empty(), Optional.empty(), Optional.empty(),
+        Optional.ofNullable(natsCredsFile).map(f -> f.toAbsolutePath().toString()),
+        Optional.ofNullable(natsTlsCaFile).map(f -> f.toAbsolutePath().toString()),
+        SharedStateSettings.DEFAULT_EVENT_RETENTION_SECONDS, SharedStateSettings.DEFAULT_DRAIN_LEASE_SECONDS);
   }
 
   private String executorConfig() throws IOException {

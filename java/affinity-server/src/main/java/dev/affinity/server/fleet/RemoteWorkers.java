@@ -77,6 +77,9 @@ final class RemoteWorkers {
     router.addWorker(w);
     if (shared != null) {
       shared.register(w, router);
+    } else if (w.features().kvEventsSubject().isPresent()) {
+      log.warn("worker {} publishes its KV events to NATS ({}) and this frontend has no affinity.shared_state: its "
+          + "prefix index of the worker stays empty", w.id(), w.features().kvEventsSubject().get());
     } else {
       w.onKvEvents(events -> router.onKvEvents(w.id(), events));
       w.startKvEventPolling(KV_POLL);

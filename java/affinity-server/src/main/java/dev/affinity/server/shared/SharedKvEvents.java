@@ -19,8 +19,6 @@ import io.nats.client.Message;
 import io.nats.client.PushSubscribeOptions;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.api.StreamState;
-import io.nats.client.impl.Headers;
-import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -58,9 +56,9 @@ import org.slf4j.LoggerFactory;
 public final class SharedKvEvents implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SharedKvEvents.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  public static final String WORKER_HEADER = "Affinity-Worker";
-  public static final String FRONTEND_HEADER = "Affinity-Frontend";
-  public static final String AUTH_HEADER = "Affinity-Auth";
+  public static final String WORKER_HEADER = KvBatches.WORKER_HEADER;
+  public static final String FRONTEND_HEADER = KvBatches.FRONTEND_HEADER;
+  public static final String AUTH_HEADER = KvBatches.AUTH_HEADER;
   /** How often the owner polls its workers' {@code /kv_cache_events} (as each frontend does without sharing). */
   static final Duration KV_POLL = Duration.ofMillis(500);
   /**
@@ -110,9 +108,24 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  /** One worker: the router its batches go to, and the subject the owner publishes them on. */
-  private record Target(HttpWorker worker, Router router, String subject) {
+  /**
+   * One worker: its id in this frontend's router, the router its batches go to, and the key its batches carry on the
+   * stream ({@value #WORKER_HEADER}): its id when a frontend drains it, its own publisher key when it publishes them.
+   */
+  private record Target(String workerId, Router router, String publisherKey) {
   }
+
+  /** Hears every batch applied from the stream (metrics, benchmarks); on the consumer's thread, so it must be quick. */
+  public interface Observer {
+    /**
+     * @param workerId the worker's id in this frontend
+     * @param events the batch's events
+     * @param lagMicros from the publisher's stamp to applied, or -1 when the batch has no stamp
+     */
+    void applied(String workerId, int events, long lagMicros);
+  }
+
+  private volatile Observer observer = (w, n, lag) -> { };
 
   /** The stream's last sequence when this frontend started consuming (0: it was empty). */
   private long replayTarget;
@@ -196,50 +209,77 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  /** A worker this frontend routes to: it competes for its drain, and applies its batches to {@code router}. */
+  /**
+   * A worker this frontend routes to: its batches are applied to {@code router}. A worker that publishes its own
+   * events ({@link #publisherKey}) is not drained; for any other this frontend competes for its drain.
+   */
   public void register(HttpWorker worker, Router router) {
-    Target t = new Target(worker, router, names.subject(worker.id()));
-    worker.onKvEvents(events -> publish(t, events));
-    List<List<KvEvent>> kept;
+    Optional<String> own = publisherKey(worker);
+    if (own.isPresent()) {
+      add(new Target(worker.id(), router, own.get()));
+      log.info("worker {} publishes its own KV events (as {}): not drained", worker.id(), own.get());
+      return;
+    }
+    Target t = new Target(worker.id(), router, worker.id());
+    String subject = names.subject(worker.id());
+    worker.onKvEvents(events -> publish(worker, subject, events));
+    add(t);
+    ownership.add(worker);
+  }
+
+  /**
+   * The key a worker publishes its own events under, when its {@code /server_info} says it does on this cluster's
+   * stream; empty when it does not (a frontend drains it). One that publishes on another cluster's subjects is named
+   * at WARN: this frontend will see none of its events.
+   */
+  private Optional<String> publisherKey(HttpWorker worker) {
+    Optional<String> subject = worker.features().kvEventsSubject();
+    if (subject.isEmpty()) {
+      return Optional.empty();
+    }
+    if (!subject.get().startsWith(names.subjectPrefix())) {
+      log.warn("worker {} publishes its KV events on {}, outside this frontend's stream {} ({}>): is its "
+          + "--disagg-cluster-name this cluster's? Its prefix index here stays empty", worker.id(), subject.get(),
+          names.streamName, names.subjectPrefix());
+    }
+    return worker.features().kvEventsPublisher();
+  }
+
+  /**
+   * A worker known by {@code workerId} here whose batches carry {@code publisherKey} (a worker that publishes its own
+   * events, or a benchmark's publisher): they are applied to {@code router}; nothing is drained.
+   */
+  public void registerPublisher(String publisherKey, String workerId, Router router) {
+    add(new Target(workerId, router, publisherKey));
+  }
+
+  private void add(Target t) {
     synchronized (this) {
-      workers.put(worker.id(), t);
-      ArrayDeque<List<KvEvent>> q = pending.remove(worker.id());
-      kept = q == null ? List.of() : List.copyOf(q);
-      for (List<KvEvent> events : kept) {
-        apply(t, events);
+      workers.put(t.publisherKey, t);
+      ArrayDeque<List<KvEvent>> q = pending.remove(t.publisherKey);
+      for (List<KvEvent> events : q == null ? List.<List<KvEvent>>of() : q) {
+        apply(t, events, -1);
       }
     }
-    ownership.add(worker);
   }
 
   /** A worker that left: its batches are no longer applied, and its drain is released if this frontend held it. */
   public void unregister(HttpWorker worker) {
-    Target t;
     synchronized (this) {
-      t = workers.remove(worker.id());
+      workers.values().removeIf(t -> t.workerId.equals(worker.id()));
     }
-    if (t != null) {
-      ownership.remove(worker);
-    }
+    ownership.remove(worker);
   }
 
   /** The owner's sink: each drained batch goes to the stream (on the worker's scheduler thread). */
-  private void publish(Target t, List<KvEvent> events) {
-    byte[] body;
+  private void publish(HttpWorker worker, String subject, List<KvEvent> events) {
     try {
-      body = JSON.writeValueAsBytes(TrtllmKvEventCodec.toJson(events, t.worker.info().tokensPerBlock()));
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    Headers h = new Headers().put(WORKER_HEADER, t.worker.id()).put(FRONTEND_HEADER, frontendId);
-    auth.ifPresent(a -> h.put(AUTH_HEADER, a.sign(KvNames.canonical(t.worker.id(), body))));
-    try {
-      js.publish(NatsMessage.builder().subject(t.subject).headers(h).data(body).build());
+      js.publish(KvBatches.message(subject, worker.id(), frontendId, auth, worker.info().tokensPerBlock(), events));
       published.incrementAndGet();
     } catch (IOException | JetStreamApiException | RuntimeException e) {
       long n = publishFailures.incrementAndGet();
       if (n == 1 || Long.bitCount(n) == 1) {
-        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", t.worker.id(),
+        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", worker.id(),
             events.size(), e.toString(), n);
       }
     }
@@ -297,10 +337,11 @@ public final class SharedKvEvents implements AutoCloseable {
       reject(m, Rejection.UNPARSABLE, "its body is not a KV event batch: " + e.getMessage());
       return;
     }
+    long sentAt = KvBatches.sentAtMicros(m);
     synchronized (this) {
       Target t = workers.get(worker);
       if (t != null) {
-        apply(t, events);
+        apply(t, events, sentAt < 0 ? -1 : Math.max(0, KvBatches.nowMicros() - sentAt));
         return;
       }
       ArrayDeque<List<KvEvent>> q = pending.get(worker);
@@ -318,13 +359,19 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  private void apply(Target t, List<KvEvent> events) {
+  private void apply(Target t, List<KvEvent> events, long lagMicros) {
     try {
-      t.router.onKvEvents(t.worker.id(), events);
+      t.router.onKvEvents(t.workerId, events);
       applied.incrementAndGet();
+      observer.applied(t.workerId, events.size(), lagMicros);
     } catch (RuntimeException e) {
-      log.warn("worker {}: applying a shared KV event batch failed", t.worker.id(), e);
+      log.warn("worker {}: applying a shared KV event batch failed", t.workerId, e);
     }
+  }
+
+  /** From now on {@code o} hears every batch applied (one observer: the last set). */
+  public void observe(Observer o) {
+    observer = java.util.Objects.requireNonNull(o, "observer");
   }
 
   private void reject(Message m, Rejection reason, String why) {

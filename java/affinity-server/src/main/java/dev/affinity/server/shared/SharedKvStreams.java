@@ -26,23 +26,7 @@ final class SharedKvStreams {
    */
   static void ensure(Connection connection, KvNames names, SharedStateSettings settings)
       throws IOException, JetStreamApiException {
-    JetStreamManagement jsm = connection.jetStreamManagement();
-    StreamConfiguration sc = StreamConfiguration.builder().name(names.streamName).subjects(names.subjects())
-        .storageType(StorageType.File)
-        .maxAge(Duration.ofMillis((long) (settings.eventRetentionSeconds() * 1000))).build();
-    try {
-      jsm.getStreamInfo(names.streamName);
-      jsm.updateStream(sc);
-    } catch (JetStreamApiException e) {
-      if (e.getApiErrorCode() != NOT_FOUND) {
-        throw e;
-      }
-      try {
-        jsm.addStream(sc);
-      } catch (JetStreamApiException raced) {
-        jsm.updateStream(sc); // another frontend created it first
-      }
-    }
+    ensureStream(connection, names, settings, true);
     KeyValueManagement kvm = connection.keyValueManagement();
     KeyValueConfiguration kc = KeyValueConfiguration.builder().name(names.bucketName).maxHistoryPerKey(1)
         .storageType(StorageType.File).ttl(Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000))).build();
@@ -57,6 +41,36 @@ final class SharedKvStreams {
         kvm.create(kc);
       } catch (JetStreamApiException raced) {
         kvm.update(kc);
+      }
+    }
+  }
+
+  /**
+   * The stream alone: created when missing, and with {@code update} set to these settings when it exists (a frontend's
+   * {@code event_retention_seconds}); a worker that publishes its own events creates it with the defaults when it
+   * starts first and leaves an existing one as the frontends set it.
+   */
+  static void ensureStream(Connection connection, KvNames names, SharedStateSettings settings, boolean update)
+      throws IOException, JetStreamApiException {
+    JetStreamManagement jsm = connection.jetStreamManagement();
+    StreamConfiguration sc = StreamConfiguration.builder().name(names.streamName).subjects(names.subjects())
+        .storageType(StorageType.File)
+        .maxAge(Duration.ofMillis((long) (settings.eventRetentionSeconds() * 1000))).build();
+    try {
+      jsm.getStreamInfo(names.streamName);
+      if (update) {
+        jsm.updateStream(sc);
+      }
+    } catch (JetStreamApiException e) {
+      if (e.getApiErrorCode() != NOT_FOUND) {
+        throw e;
+      }
+      try {
+        jsm.addStream(sc);
+      } catch (JetStreamApiException raced) {
+        if (update) {
+          jsm.updateStream(sc); // another frontend created it first
+        }
       }
     }
   }

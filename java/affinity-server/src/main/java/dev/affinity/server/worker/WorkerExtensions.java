@@ -39,6 +39,14 @@ public final class WorkerExtensions {
   public static final String RELEASE_AUDIENCE = "kv-handoff";
   /** The {@code /server_info} key of Affinity's extension object. */
   public static final String SERVER_INFO_KEY = "affinity";
+  /**
+   * In the extension object: the worker publishes its own KV events to NATS JetStream ({@code affinity worker --nats}),
+   * an object with {@value #KV_EVENTS_SUBJECT} (the subject its batches go to) and {@value #KV_EVENTS_PUBLISHER} (the
+   * key they carry); its {@code /kv_cache_events} then answers an empty list.
+   */
+  public static final String KV_EVENTS_NATS = "kv_events_nats";
+  public static final String KV_EVENTS_SUBJECT = "subject";
+  public static final String KV_EVENTS_PUBLISHER = "publisher";
   /** In the extension object: the worker's attention-DP ranks (a positive integer). */
   public static final String NUM_RANKS = "num_ranks";
   /** In the extension object: whether the frontend may choose the rank (boolean). */

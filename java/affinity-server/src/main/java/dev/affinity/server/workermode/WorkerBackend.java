@@ -50,6 +50,9 @@ final class WorkerBackend implements FrontendBackend {
 
   /** With a key: checks the signature of {@code /release_context} (audience {@value ContextReleaser#AUDIENCE}). */
   private final LegAuth.Verifier releaseAuth;
+  /** Publishes this worker's KV events to NATS ({@code --nats}), or null: frontends drain {@code /kv_cache_events}. */
+  private volatile dev.affinity.server.shared.WorkerKvPublisher kvPublisher;
+
   /** Releases taken (a context pulled by a generation worker in another process). */
   private final java.util.concurrent.atomic.AtomicLong released = new java.util.concurrent.atomic.AtomicLong();
 
@@ -272,6 +275,11 @@ final class WorkerBackend implements FrontendBackend {
     ext.put(WorkerExtensions.RANKS_VISIBLE, true);
     ext.put(WorkerExtensions.COMPLETION_CACHE_SALT, true);
     ext.put(WorkerExtensions.RELEASE_CONTEXT, true);
+    dev.affinity.server.shared.WorkerKvPublisher publisher = kvPublisher;
+    if (publisher != null) {
+      ext.putObject(WorkerExtensions.KV_EVENTS_NATS).put(WorkerExtensions.KV_EVENTS_SUBJECT, publisher.subject())
+          .put(WorkerExtensions.KV_EVENTS_PUBLISHER, publisher.publisherKey());
+    }
     ext.put("name", worker.id());
     ext.put("backend", worker.executor().backend());
     ext.put("model", settings.model());
@@ -280,9 +288,20 @@ final class WorkerBackend implements FrontendBackend {
     return root;
   }
 
-  /** {@code POST /kv_cache_events}: the buffered events, oldest first, in TensorRT-LLM's shape; drains them. */
+  /** From now on the events go to NATS through {@code publisher}, and {@code /server_info} says so. */
+  void publishKvEvents(dev.affinity.server.shared.WorkerKvPublisher publisher) {
+    this.kvPublisher = publisher;
+  }
+
+  /**
+   * {@code POST /kv_cache_events}: the buffered events, oldest first, in TensorRT-LLM's shape; drains them. Empty while
+   * the worker publishes them to NATS itself: a drain would take them from the stream every frontend reads.
+   */
   ArrayNode drainKvEvents() {
     List<KvEvent> events = new ArrayList<>();
+    if (kvPublisher != null) {
+      return TrtllmKvEventCodec.toJson(events, worker.info().tokensPerBlock());
+    }
     while (events.size() < MAX_EVENTS_PER_POLL) {
       List<KvEvent> batch = worker.executor().drainKvEvents(Math.min(DRAIN_BATCH, MAX_EVENTS_PER_POLL - events.size()));
       if (batch.isEmpty()) {

@@ -23,6 +23,9 @@ import dev.affinity.server.cluster.ClusterWorker;
 import dev.affinity.server.cluster.EtcdClusterStorage;
 import dev.affinity.server.cluster.HttpClusterStorageClient;
 import dev.affinity.server.cluster.WorkerRegistration;
+import dev.affinity.config.SharedStateSettings;
+import dev.affinity.server.shared.WorkerKvPublisher;
+import java.util.Optional;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
@@ -61,6 +64,7 @@ public final class WorkerServer implements AutoCloseable {
   private final InternalAuth auth;
   private volatile WorkerRegistration registration;
   private volatile ClusterStorage clusterStorage;
+  private volatile WorkerKvPublisher kvPublisher;
 
   private WorkerServer(NativeWorker worker, PrometheusMeterRegistry registry, FrontendServer frontend,
       WorkerBackend backend, String host, Codecs codecs, InternalAuth auth, ContextReleaser releaser) {
@@ -270,6 +274,31 @@ public final class WorkerServer implements AutoCloseable {
     registration.start();
   }
 
+  /**
+   * Publishes this worker's KV events to the cluster's NATS JetStream stream ({@code --nats}) instead of buffering them
+   * for a frontend's {@code /kv_cache_events} drain, and says so in {@code /server_info}. The publisher key,
+   * {@code NAME@HOST:PORT} (the advertised host and the bound port), stays the same across restarts on one address, so a
+   * restarted worker's event ids starting over clear what the frontends held of it. Call once, after start.
+   *
+   * @param clusterName {@code --disagg-cluster-name}: the frontends' {@code disagg_cluster.cluster_name} ("" for static
+   *     urls)
+   * @throws IOException when NATS cannot be reached or the stream cannot be created
+   */
+  public synchronized void publishKvEvents(SharedStateSettings nats, String clusterName) throws IOException {
+    if (kvPublisher != null) {
+      throw new IllegalStateException("already publishing on " + kvPublisher.subject());
+    }
+    Executor e = worker.executor();
+    kvPublisher = WorkerKvPublisher.start(nats, clusterName, Optional.ofNullable(auth),
+        worker.id() + "@" + advertisedHost(host) + ":" + port(), e.tokensPerBlock(), e::drainKvEvents);
+    backend.publishKvEvents(kvPublisher);
+  }
+
+  /** The NATS publisher of this worker's KV events, or null when frontends drain them. */
+  public WorkerKvPublisher kvPublisher() {
+    return kvPublisher;
+  }
+
   /** Contexts released by generation workers in other processes so far ({@code /release_context}). */
   long releasedContexts() {
     return backend.released();
@@ -330,6 +359,10 @@ public final class WorkerServer implements AutoCloseable {
       r.deregister();
     }
     frontend.close();
+    WorkerKvPublisher p = kvPublisher;
+    if (p != null) {
+      p.close(); // before the executor it takes events from
+    }
     worker.close();
     releaser.close();
     codecs.close();

@@ -89,6 +89,21 @@ class AffinityCliTest {
     assertEquals(1, loops.code());
     assertTrue(loops.err().contains("--io-threads must not be negative: -1"), loops.err());
 
+    CliRun notNats = run("worker", "--port", "0", "--nats", "http://127.0.0.1:4222");
+    assertEquals(1, notNats.code());
+    assertTrue(notNats.err().contains("--nats http://127.0.0.1:4222: expected nats://HOST:PORT"), notNats.err());
+    CliRun tokenAlone = run("worker", "--port", "0", "--nats-token-file", "token");
+    assertEquals(1, tokenAlone.code());
+    assertTrue(tokenAlone.err().contains("need --nats"), tokenAlone.err());
+    CliRun noToken = run("worker", "--port", "0", "--nats", "nats://127.0.0.1:4222", "--nats-token-file",
+        "/nonexistent/token");
+    assertEquals(1, noToken.code());
+    assertTrue(noToken.err().contains("--nats-token-file /nonexistent/token: cannot read it"), noToken.err());
+
+    CliRun unreachable = run("worker", "--port", "0", "--nats", "nats://127.0.0.1:1");
+    assertEquals(1, unreachable.code());
+    assertTrue(unreachable.err().contains("--nats: cannot connect to nats://127.0.0.1:1 (none)"), unreachable.err());
+
     CliRun both = run("worker", "--port", "0", "--config", "x.json", "--executor-json", "{}");
     assertEquals(2, both.code(), "--config and --executor-json exclude each other");
     assertEquals(2, run("worker").code(), "--port is required");

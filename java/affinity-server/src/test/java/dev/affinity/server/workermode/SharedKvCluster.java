@@ -55,16 +55,24 @@ final class SharedKvCluster implements AutoCloseable {
     }
   }
 
-  void startWorkers() throws Exception {
+  void startWorkers(String... extra) throws Exception {
     for (String name : List.of("ctx-a", "ctx-b", "gen-a")) {
-      processes.add(WorkerProcess.start(name, "--executor-json", EXECUTOR, "--model", "m", "--auth-key", KEY));
+      processes.add(WorkerProcess.start(name, workerArgs(extra)));
     }
     for (WorkerProcess p : processes) {
       p.awaitReady(http, START);
     }
   }
 
-  private String yaml(String sharedState) {
+  /** The arguments of every worker of the fixture, then {@code extra}. */
+  static String[] workerArgs(String... extra) {
+    List<String> args = new ArrayList<>(List.of("--executor-json", EXECUTOR, "--model", "m", "--auth-key", KEY));
+    args.addAll(List.of(extra));
+    return args.toArray(String[]::new);
+  }
+
+  /** The frontends' configuration: the three workers by static url, with this {@code affinity.shared_state}. */
+  String yaml(String sharedState) {
     return """
         hostname: 127.0.0.1
         port: 8000
@@ -91,8 +99,13 @@ final class SharedKvCluster implements AutoCloseable {
 
   void startFrontends(int n) throws Exception {
     for (int i = 0; i < n; i++) {
-      frontend("{nats: \"" + nats.url() + "\", drain_lease_seconds: 2}");
+      frontend(sharedState());
     }
+  }
+
+  /** The fixture's {@code affinity.shared_state}: its nats-server, drain leases of 2 s. */
+  String sharedState() {
+    return "{nats: \"" + nats.url() + "\", drain_lease_seconds: 2}";
   }
 
   /** A prompt of token ids, four blocks of 16, distinct per {@code seed}. */
