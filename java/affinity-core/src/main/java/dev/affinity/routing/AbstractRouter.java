@@ -308,8 +308,9 @@ public abstract class AbstractRouter implements Router {
         for (Candidate c : candidatesOf(w)) {
           Load l = load(c);
           double[] p = peerLoads.contribution(w.id(), c.rank());
+          double[] rates = ownRates(c);
           LoadShare own = new LoadShare(w.id(), c.rank(), l.requests - (int) p[0], l.tokens - (long) p[1],
-              l.work - p[2], l.uncached - (long) p[3]);
+              l.work - p[2], l.uncached - (long) p[3], rates[0], rates[1]);
           if (!own.isZero()) {
             out.add(own);
           }
@@ -346,7 +347,8 @@ public abstract class AbstractRouter implements Router {
     if (w == null) {
       return;
     }
-    Load l = load(candidatesOf(w).get(Math.max(0, s.rank())));
+    Candidate c = candidatesOf(w).get(Math.max(0, s.rank()));
+    Load l = load(c);
     l.requests += sign * s.requests();
     l.tokens += sign * s.tokens();
     l.work += sign * s.work();
@@ -356,7 +358,25 @@ public abstract class AbstractRouter implements Router {
       whole.requests += sign * s.requests();
       whole.tokens += sign * s.tokens();
     }
+    onPeerShare(c, sign * s.requests(), sign * s.arrivals(), sign * s.doneWork());
   }
+
+  /**
+   * This frontend's own measured rates at a candidate, for its load report: the decaying count of its requests there
+   * and the work they completed there ({@link LoadShare#arrivals}, {@link LoadShare#doneWork}); zeros for a router
+   * that measures none. Called under the lock.
+   */
+  protected double[] ownRates(Candidate c) {
+    return NO_RATES;
+  }
+
+  private static final double[] NO_RATES = new double[2];
+
+  /**
+   * The peers' share at a candidate changed by these amounts (a report replaced, a peer expired): requests in flight,
+   * arrivals and done work as {@link #ownRates} measures them. Under the lock; the loads are already updated.
+   */
+  protected void onPeerShare(Candidate c, int requests, double arrivals, double doneWork) {}
 
   // ---- Helpers for subclasses (call under lock) ----
 

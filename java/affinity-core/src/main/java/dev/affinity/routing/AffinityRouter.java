@@ -369,6 +369,17 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
   }
 
+  @Override
+  protected double[] ownRates(Candidate c) {
+    return queues.own(locationOf(c), context.nanoClock().getAsLong());
+  }
+
+  /** The peers' requests, arrivals and completed work at a candidate enter its rates ({@link RankQueues#peers}). */
+  @Override
+  protected void onPeerShare(Candidate c, int requests, double arrivals, double doneWork) {
+    queues.peers(locationOf(c), requests, arrivals, doneWork, context.nanoClock().getAsLong());
+  }
+
   /** Removed blocks end their predictions at that location: KV events are the truth once they arrive. */
   @Override
   protected void onBlocksRemoved(int location, long[] keys) {

@@ -65,21 +65,24 @@ final class PeerLoads {
     byPeer.values().removeIf(Map::isEmpty);
   }
 
-  /** The peers' summed share at a candidate: requests, tokens, work, uncached (zeros when none). */
+  /** The peers' summed share at a candidate: requests, tokens, work, uncached, arrivals, done work (zeros when none). */
   double[] contribution(String workerId, int rank) {
     double[] t = totals.get(key(workerId, rank));
-    return t == null ? new double[4] : t;
+    return t == null ? new double[6] : t;
   }
 
   private void change(LoadShare s, int sign, Target target) {
     target.add(s, sign);
     String k = key(s.workerId(), s.rank());
-    double[] t = totals.computeIfAbsent(k, x -> new double[4]);
+    double[] t = totals.computeIfAbsent(k, x -> new double[6]);
     t[0] += sign * s.requests();
     t[1] += sign * (double) s.tokens();
     t[2] += sign * s.work();
     t[3] += sign * (double) s.uncached();
-    if (t[0] == 0 && t[1] == 0 && Math.abs(t[2]) < 1e-9 && t[3] == 0) {
+    t[4] += sign * s.arrivals();
+    t[5] += sign * s.doneWork();
+    if (t[0] == 0 && t[1] == 0 && Math.abs(t[2]) < 1e-9 && t[3] == 0 && Math.abs(t[4]) < 1e-9
+        && Math.abs(t[5]) < 1e-9) {
       totals.remove(k);
     }
   }

@@ -13,7 +13,15 @@ import java.util.Map;
  * the rate of requests without a key, and the fleet's time per unit of prefill work (how long a rank is busy per
  * token-equivalent it completes). Rates are exponentially decaying averages over {@code window} (a count decayed by
  * {@code e^(-age / window)}, so a steady stream of rate {@code r} reads {@code r}); a rank is busy from the moment it
- * has outstanding work until its last completion. Not thread-safe: the router calls it under its lock.
+ * has outstanding work until its last completion.
+ *
+ * <p>Behind several frontends ({@code affinity.shared_state}) each sees only its own share of the traffic; the others'
+ * arrivals, completed work and requests in flight at each location come with their load reports ({@link #peers}). A
+ * location is then busy while any frontend has work there, the time per unit of work divides that busy time by the
+ * work every frontend completed, a location's request rate is the fleet's, and a session's rate is what this frontend
+ * sees of it scaled by the fleet's arrivals at its location over this frontend's own (a load balancer spreads each
+ * session's calls over the frontends alike). With no peer every figure is this frontend's own, as before. Not thread-safe: the router calls it
+ * under its lock.
  */
 final class RankQueues {
   private final double windowNanos;
@@ -23,6 +31,13 @@ final class RankQueues {
   private int[] outstanding = new int[0];
   private long[] busyMark = new long[0];
   private boolean[] seen = new boolean[0];
+  /** This frontend's completed work per location, decayed with {@link #arrivals} (what it reports to peers). */
+  private double[] done = new double[0];
+  /** The peers' latest reports per location: their arrivals, completed work and requests in flight. */
+  private double[] peerArrivals = new double[0];
+  private double[] peerDone = new double[0];
+  private int[] peerOutstanding = new int[0];
+  private double peerDoneTotal;
   private final List<List<KeyRate>> keysAt = new ArrayList<>();
   private final LinkedHashMap<String, KeyRate> keys = new LinkedHashMap<>(16, 0.75f, true);
   /** Busy time and completed work of every location, decayed together (nanoseconds, work units). */
@@ -61,7 +76,7 @@ final class RankQueues {
     grow(loc, now);
     decay(loc, now);
     arrivals[loc] += 1;
-    if (outstanding[loc]++ == 0) {
+    if (outstanding[loc]++ == 0 && peerOutstanding[loc] <= 0) {
       busyMark[loc] = now;
     }
     if (key != null) {
@@ -76,14 +91,55 @@ final class RankQueues {
     if (outstanding[loc] > 0) {
       busyNanos += Math.max(0, now - busyMark[loc]);
       doneWork += w;
+      decay(loc, now);
+      done[loc] += w;
       busyMark[loc] = now;
       outstanding[loc]--;
     }
   }
 
+  /**
+   * The peers' share at {@code loc} changed by these amounts (a report replaced or expired): their requests in flight
+   * there, their decaying arrival count and completed work there.
+   */
+  void peers(int loc, int requests, double arrivalsDelta, double doneDelta, long now) {
+    grow(loc, now);
+    decayFleet(now);
+    boolean busyBefore = outstanding[loc] + peerOutstanding[loc] > 0;
+    peerOutstanding[loc] += requests;
+    peerArrivals[loc] += arrivalsDelta;
+    peerDone[loc] += doneDelta;
+    peerDoneTotal += doneDelta;
+    boolean busyAfter = outstanding[loc] + peerOutstanding[loc] > 0;
+    if (!busyBefore && busyAfter) {
+      busyMark[loc] = now;
+    } else if (busyBefore && !busyAfter) {
+      busyNanos += Math.max(0, now - busyMark[loc]);
+      busyMark[loc] = now;
+    }
+  }
+
+  /** This frontend's own decaying arrival count and completed work at {@code loc} (its load report). */
+  double[] own(int loc, long now) {
+    if (loc >= seen.length || !seen[loc]) {
+      return new double[2];
+    }
+    decay(loc, now);
+    return new double[] {arrivals[loc], done[loc]};
+  }
+
   /** Seconds a rank spends per unit of work it completes; 0 until a completion was measured. */
   double secondsPerWork() {
-    return doneWork > 0 ? busyNanos / 1e9 / doneWork : 0;
+    double fleetDone = doneWork + Math.max(0, peerDoneTotal);
+    return fleetDone > 0 ? busyNanos / 1e9 / fleetDone : 0;
+  }
+
+  /**
+   * How many times this frontend's own arrivals at {@code loc} the fleet's are (1 alone, or with none of its own there):
+   * what a session's count here is scaled by to read its fleet-wide rate.
+   */
+  private double scale(int loc) {
+    return arrivals[loc] > LoadShare.NEGLIGIBLE ? (arrivals[loc] + Math.max(0, peerArrivals[loc])) / arrivals[loc] : 1;
   }
 
   /**
@@ -104,16 +160,18 @@ final class RankQueues {
       return 0;
     }
     decay(loc, now);
+    // the sessions this frontend sees here, scaled to the fleet's rate at this location
+    double scale = scale(loc);
     double waits = 0;
     double keyed = 0;
     for (KeyRate k : keysAt(loc)) {
-      double count = decayed(k, now);
+      double count = decayed(k, now) * scale;
       keyed += count;
       if (!k.key.equals(self)) {
         waits += Math.min(1, count * perWork * window) * Math.min(delay, k.moveWork);
       }
     }
-    double keyless = Math.max(0, arrivals[loc] - keyed);
+    double keyless = Math.max(0, arrivals[loc] + Math.max(0, peerArrivals[loc]) - keyed);
     return waits + keyless * perWork * window * delay;
   }
 
@@ -126,7 +184,10 @@ final class RankQueues {
     if (k == null) {
       return 0;
     }
-    return decayed(k, now) * ratePerWorkOfOneCount();
+    if (k.location >= 0) {
+      decay(k.location, now);
+    }
+    return decayed(k, now) * (k.location >= 0 ? scale(k.location) : 1) * ratePerWorkOfOneCount();
   }
 
   /** A decayed request count over the window as a rate per unit of work: per second, times seconds per unit of work. */
@@ -138,6 +199,7 @@ final class RankQueues {
   void forget(int loc) {
     if (loc < arrivals.length) {
       arrivals[loc] = 0;
+      done[loc] = 0;
     }
   }
 
@@ -198,6 +260,7 @@ final class RankQueues {
     if (age > 0) {
       double f = Math.exp(-age / windowNanos);
       arrivals[loc] *= f;
+      done[loc] *= f;
       stamp[loc] = now;
     }
   }
@@ -225,6 +288,10 @@ final class RankQueues {
       outstanding = Arrays.copyOf(outstanding, n);
       busyMark = Arrays.copyOf(busyMark, n);
       seen = Arrays.copyOf(seen, n);
+      done = Arrays.copyOf(done, n);
+      peerArrivals = Arrays.copyOf(peerArrivals, n);
+      peerDone = Arrays.copyOf(peerDone, n);
+      peerOutstanding = Arrays.copyOf(peerOutstanding, n);
     }
     if (!seen[loc]) {
       seen[loc] = true;

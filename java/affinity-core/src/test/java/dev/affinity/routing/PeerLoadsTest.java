@@ -94,4 +94,30 @@ class PeerLoadsTest {
     LoadShare reported = one.ownLoads().stream().filter(s -> s.requests() > 0).findFirst().orElseThrow();
     assertEquals(true, reported.work() > 0 && reported.uncached() > 0, reported.toString());
   }
+
+  @Test
+  void affinityReportsItsMeasuredRatesAndTakesItsPeers() {
+    Router one = frontend("affinity");
+    Selection s = one.select(req(1, "k1", tokens(1000, 0)), Set.of());
+    LoadShare share = one.ownLoads().stream().filter(x -> x.workerId().equals(s.worker().id()) && x.rank() == s.rank())
+        .findFirst().orElseThrow();
+    assertEquals(1.0, share.arrivals(), 1e-3, "its own request there, counted over the rate window");
+    assertEquals(0.0, share.doneWork(), 1e-9);
+    clock.advance(java.time.Duration.ofSeconds(1));
+    s.release(Outcome.SUCCESS);
+    LoadShare after = one.ownLoads().stream().filter(x -> x.workerId().equals(s.worker().id()) && x.rank() == s.rank())
+        .findFirst().orElseThrow();
+    assertEquals(0, after.requests());
+    assertEquals(true, after.doneWork() > 0 && after.arrivals() > 0.9, "still reported for its rates: " + after);
+
+    // A peer's rates are taken and given back like its load; the other routers report none.
+    Router two = frontend("affinity");
+    two.peerLoads("one", one.ownLoads());
+    assertEquals(true, two.ownLoads().stream().allMatch(x -> x.arrivals() == 0 && x.doneWork() == 0),
+        "two reports only its own (none)");
+    two.forgetPeer("one");
+    Router lb = frontend("load_balancing");
+    lb.select(req(3, null), Set.of());
+    assertEquals(true, lb.ownLoads().stream().allMatch(x -> x.arrivals() == 0 && x.doneWork() == 0));
+  }
 }

@@ -123,4 +123,67 @@ class RankQueuesTest {
   void aWindowMustBePositive() {
     assertThrows(IllegalArgumentException.class, () -> new RankQueues(0, 10));
   }
+
+  // ---- several frontends: the peers' reports make the figures the fleet's ----
+
+  @Test
+  void aLocationIsBusyWhileAnyFrontendHasWorkThere() {
+    RankQueues q = new RankQueues(1e9, 1000);  // no decay to speak of
+    q.peers(0, 1, 0, 0, 0);                    // a peer's request there from 0 s
+    q.arrived(0, null, BIG, S);
+    q.completed(0, 1000, 3 * S);               // busy 0..3 s so far, the peer's still in flight
+    q.peers(0, -1, 0, 1000, 4 * S);            // the peer's done at 4 s: it completed 1,000 units
+    // busy 0..4 s for the 2,000 units both frontends completed
+    assertEquals(4.0 / 2000, q.secondsPerWork(), 1e-9);
+  }
+
+  @Test
+  void withoutPeersTheFiguresAreOnesOwn() {
+    RankQueues q = new RankQueues(1e9, 1000);
+    q.arrived(0, null, BIG, 0);
+    q.completed(0, 1000, 2 * S);
+    q.peers(0, 1, 0, 0, 3 * S);
+    q.peers(0, -1, 0, 0, 5 * S);               // a peer came and went, reporting no work done: 2 s more busy
+    assertEquals(4.0 / 1000, q.secondsPerWork(), 1e-9);
+  }
+
+  @Test
+  void aSessionsRateIsScaledToTheFleetsArrivals() {
+    RankQueues alone = measured(1e9);
+    RankQueues half = measured(1e9);
+    // the fleet: sessions a and b send 4 requests each to location 0; this frontend sees half of them
+    for (int i = 0; i < 4; i++) {
+      alone.arrived(0, "a", BIG, 3 * S);
+      alone.arrived(0, "b", BIG, 3 * S);
+    }
+    for (int i = 0; i < 2; i++) {
+      half.arrived(0, "a", BIG, 3 * S);
+      half.arrived(0, "b", BIG, 3 * S);
+    }
+    // the peer's report: its 4 arrivals at location 0 and its 1,000 units completed at 9 over the same 2 s busy
+    half.peers(0, 0, 4, 0, 3 * S);
+    assertEquals(1.0, half.delayedWork(0, "me", 1e9, 1, 3 * S) / alone.delayedWork(0, "me", 1e9, 1, 3 * S), 1e-9);
+    assertEquals(1.0, half.ownRatePerWork("a", 3 * S) / alone.ownRatePerWork("a", 3 * S), 1e-9);
+  }
+
+  @Test
+  void keylessArrivalsOfPeersAreCharged() {
+    RankQueues q = measured(1e9);
+    q.peers(0, 0, 5, 0, 3 * S);                // 5 requests through another frontend; none here
+    assertEquals(1.0, q.delayedWork(0, "me", 1e12, 1, 3 * S) / (5e-9 * 0.002 * 1e12), 1e-9);
+    q.peers(0, 0, -5, 0, 3 * S);               // that frontend expired
+    assertEquals(0, q.delayedWork(0, "me", 1e12, 1, 3 * S), 1e-12);
+  }
+
+  @Test
+  void ownRatesAreWhatThisFrontendReports() {
+    RankQueues q = new RankQueues(1e9, 1000);
+    q.arrived(0, "a", BIG, 0);
+    q.arrived(0, null, BIG, 0);
+    q.completed(0, 700, S);
+    double[] own = q.own(0, S);
+    assertEquals(2, own[0], 1e-6);
+    assertEquals(700, own[1], 1e-6);
+    assertEquals(0, q.own(3, S)[0], "a location never seen");
+  }
 }

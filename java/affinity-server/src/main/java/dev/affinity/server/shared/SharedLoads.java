@@ -108,7 +108,8 @@ public final class SharedLoads implements AutoCloseable {
     routers.forEach((fleet, router) -> {
       ArrayNode list = fleets.putArray(fleet.name().toLowerCase());
       for (LoadShare s : router.ownLoads()) {
-        list.addArray().add(s.workerId()).add(s.rank()).add(s.requests()).add(s.tokens()).add(s.work()).add(s.uncached());
+        list.addArray().add(s.workerId()).add(s.rank()).add(s.requests()).add(s.tokens()).add(s.work()).add(s.uncached())
+            .add(s.arrivals()).add(s.doneWork());
       }
     });
     byte[] bytes = body.toString().getBytes(StandardCharsets.UTF_8);
@@ -158,13 +159,16 @@ public final class SharedLoads implements AutoCloseable {
   private static List<LoadShare> shares(JsonNode list) {
     List<LoadShare> out = new ArrayList<>(list.size());
     for (JsonNode s : list) {
-      if (!s.isArray() || s.size() != 6 || !s.get(0).isTextual() || !s.get(1).canConvertToInt()
+      // 6 fields from a frontend of the version before rates were shared: no rates
+      if (!s.isArray() || (s.size() != 6 && s.size() != 8) || !s.get(0).isTextual() || !s.get(1).canConvertToInt()
           || !s.get(2).canConvertToInt() || !s.get(3).canConvertToLong() || !s.get(4).isNumber()
-          || !s.get(5).canConvertToLong()) {
-        throw new IllegalArgumentException("a share is not [worker, rank, requests, tokens, work, uncached]: " + s);
+          || !s.get(5).canConvertToLong() || s.size() == 8 && (!s.get(6).isNumber() || !s.get(7).isNumber())) {
+        throw new IllegalArgumentException("a share is not [worker, rank, requests, tokens, work, uncached, arrivals, "
+            + "done work]: " + s);
       }
       out.add(new LoadShare(s.get(0).asText(), s.get(1).asInt(), s.get(2).asInt(), s.get(3).asLong(),
-          s.get(4).asDouble(), s.get(5).asLong()));
+          s.get(4).asDouble(), s.get(5).asLong(), s.size() == 8 ? s.get(6).asDouble() : 0,
+          s.size() == 8 ? s.get(7).asDouble() : 0));
     }
     return out;
   }
