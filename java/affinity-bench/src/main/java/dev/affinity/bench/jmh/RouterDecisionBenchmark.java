@@ -55,7 +55,8 @@ public class RouterDecisionBenchmark {
   private int[][] prompts;
   private long next;
 
-  record BenchWorker(String id, WorkerInfo info) implements Worker {
+  /** A worker that is only routed to (routing and index benchmarks): sending to it is an error. */
+  public record BenchWorker(String id, WorkerInfo info) implements Worker {
     @Override
     public boolean isAlive() {
       return true;

@@ -14,7 +14,6 @@ import dev.affinity.routing.RouterContext;
 import dev.affinity.routing.RouterFactory;
 import dev.affinity.server.shared.SharedKvEvents;
 import dev.affinity.server.shared.WorkerKvPublisher;
-import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerInfo;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
@@ -73,19 +72,6 @@ public final class SharedKvLag implements Callable<Integer> {
 
   @Option(names = "--cluster", defaultValue = "lagbench", description = "Cluster name: the stream AFFINITY_KV_<cluster>, deleted at start so the run reads only its own events (default: ${DEFAULT-VALUE}).")
   String cluster;
-
-  private record BenchWorker(String id, WorkerInfo info) implements Worker {
-    @Override
-    public boolean isAlive() {
-      return true;
-    }
-
-    @Override
-    public dev.affinity.worker.WorkerCall send(dev.affinity.worker.WorkerRequest request,
-        dev.affinity.worker.WorkerListener listener) {
-      throw new UnsupportedOperationException("an index-only benchmark worker");
-    }
-  }
 
   /** One worker's events at its share of the rate: per rank, a chain stored, then removed, and so on. */
   private static final class Generator {
@@ -155,7 +141,7 @@ public final class SharedKvLag implements Callable<Integer> {
       try {
         for (int w = 0; w < workers; w++) {
           String id = "bench-" + w;
-          router.addWorker(new BenchWorker(id, info));
+          router.addWorker(new dev.affinity.bench.jmh.RouterDecisionBenchmark.BenchWorker(id, info));
           String key = id + "@lagbench";
           consumer.registerPublisher(key, id, router);
           Generator g = new Generator(ranks, blocksPerEvent, (double) eventsPerSecond / workers, w);

@@ -442,6 +442,17 @@ class KubernetesManifestTest {
         cmd.authKeyFile = copy(w.file(cmd.authKeyFile.toString()));
       }
       assertEquals(frontendKey, cmd.authKey(), where + ": the worker's internal_request_auth_key differs from the frontend's");
+      // a worker that publishes its own KV events does so to the frontends' NATS, with their token
+      if (cmd.nats != null) {
+        SharedStateSettings shared = config.affinity().sharedState().orElseThrow(
+            () -> new AssertionError(where + ": --nats without affinity.shared_state in the frontends' config"));
+        assertEquals(shared.servers(), cmd.nats, where + ": --nats");
+        assertEquals(cluster.clusterName(), cmd.clusterName, where + ": the stream is the cluster's");
+        if (cmd.natsTokenFile != null) {
+          cmd.natsTokenFile = copy(w.file(cmd.natsTokenFile.toString()));
+        }
+        assertEquals(shared.token(), cmd.natsSettings().token(), where + ": the worker's NATS token is not the frontends'");
+      }
     }
     assertTrue(replicasByRole.getOrDefault("CONTEXT", 0) >= cluster.minimalContextInstances(),
         "fewer context workers " + replicasByRole + " than minimal_instances.context_servers: the frontends never get ready");
