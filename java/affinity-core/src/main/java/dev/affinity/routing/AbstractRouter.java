@@ -42,6 +42,8 @@ public abstract class AbstractRouter implements Router {
   private final AtomicLong expired = new AtomicLong();
   private final AtomicLong doubleReleases = new AtomicLong();
   private final Map<DecisionReason, LongAdder> decisions = new EnumMap<>(DecisionReason.class);
+  private final Map<NoWorkerAvailableException.Reason, LongAdder> unavailable =
+      new EnumMap<>(NoWorkerAvailableException.Reason.class);
   private final KvEventApplier applier;
   /** Counts of the KV events ingested (guarded by itself: events arrive on the workers' threads). */
   private final KvIngestCounts kvIngest = new KvIngestCounts();
@@ -81,6 +83,9 @@ public abstract class AbstractRouter implements Router {
         onCacheCreated(location);
       }
     });
+    for (NoWorkerAvailableException.Reason r : NoWorkerAvailableException.Reason.values()) {
+      unavailable.put(r, new LongAdder());
+    }
     for (DecisionReason r : DecisionReason.values()) {
       decisions.put(r, new LongAdder());
     }
@@ -116,21 +121,24 @@ public abstract class AbstractRouter implements Router {
     Set<String> excluded = excludedWorkerIds == null ? Set.of() : excludedWorkerIds;
     sweepExpired();
     List<Worker> candidates = new ArrayList<>();
-    for (Worker w : workerSnapshot) {
-      if (w.isAlive() && !excluded.contains(w.id())) {
+    List<Worker> known = workerSnapshot;
+    int dead = 0;
+    for (Worker w : known) {
+      if (!w.isAlive()) {
+        dead++;
+      } else if (!excluded.contains(w.id())) {
         candidates.add(w);
       }
     }
     if (candidates.isEmpty()) {
-      throw new NoWorkerAvailableException("no " + context.fleet().name().toLowerCase() + " worker available: "
-          + workerSnapshot.size() + " known, " + excluded.size() + " excluded");
+      throw unavailable(NoWorkerAvailableException.of(context.fleet(), known.size(), dead, known.size() - dead));
     }
     Object prepared = prepare(request, candidates);
     Selection s;
     synchronized (lock) {
       candidates.removeIf(w -> !workers.containsKey(w.id()));  // removed meanwhile
       if (candidates.isEmpty()) {
-        throw new NoWorkerAvailableException("no " + context.fleet().name().toLowerCase() + " worker available");
+        throw unavailable(NoWorkerAvailableException.of(context.fleet(), known.size(), 0, 0));
       }
       Choice c = choose(request, candidates, prepared);
       long deadline = context.nanoClock().getAsLong() + context.selectionTtl().toNanos();
@@ -142,6 +150,11 @@ public abstract class AbstractRouter implements Router {
     }
     decisions.get(s.reason()).increment();
     return s;
+  }
+
+  private NoWorkerAvailableException unavailable(NoWorkerAvailableException e) {
+    unavailable.get(e.reason()).increment();
+    return e;
   }
 
   final void release(Selection s, Outcome outcome) {
@@ -270,7 +283,10 @@ public abstract class AbstractRouter implements Router {
     synchronized (kvIngest) {
       kv = kvIngest.snapshot();
     }
-    return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d, kv);
+    Map<NoWorkerAvailableException.Reason, Long> u = new EnumMap<>(NoWorkerAvailableException.Reason.class);
+    unavailable.forEach((k, v) -> u.put(k, v.sum()));
+    return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d, kv,
+        u);
   }
 
   @Override

@@ -6,6 +6,7 @@ import java.util.Map;
  * Counters of one router.
  *
  * @param kvEvents what its KV-event ingest applied, saw missing and spent
+ * @param unavailable requests it found no worker for, by reason ({@link NoWorkerAvailableException})
  */
 public record RouterStats(
     String type,
@@ -14,15 +15,17 @@ public record RouterStats(
     long expiredSelections,
     long doubleReleases,
     Map<DecisionReason, Long> decisions,
-    KvIngest kvEvents) {
+    KvIngest kvEvents,
+    Map<NoWorkerAvailableException.Reason, Long> unavailable) {
   public RouterStats {
     decisions = Map.copyOf(decisions);
+    unavailable = Map.copyOf(unavailable);
   }
 
-  /** Counters as before, no KV events seen. */
+  /** Counters as before, no KV events seen, no request refused. */
   public RouterStats(String type, int workers, long outstandingSelections, long expiredSelections, long doubleReleases,
       Map<DecisionReason, Long> decisions) {
-    this(type, workers, outstandingSelections, expiredSelections, doubleReleases, decisions, KvIngest.NONE);
+    this(type, workers, outstandingSelections, expiredSelections, doubleReleases, decisions, KvIngest.NONE, Map.of());
   }
 
   /**

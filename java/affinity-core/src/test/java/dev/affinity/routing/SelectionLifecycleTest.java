@@ -12,6 +12,7 @@ import static org.mockito.Mockito.when;
 import dev.affinity.routing.RouterTestSupport.FakeClock;
 import dev.affinity.worker.Worker;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -54,6 +55,38 @@ class SelectionLifecycleTest {
     NoWorkerAvailableException e = assertThrows(NoWorkerAvailableException.class, () -> router.select(req(1, null), Set.of("a")));
     assertTrue(e.getMessage().contains("no context worker available"), e.getMessage());
     assertEquals("a", router.select(req(2, null), Set.of()).worker().id());
+  }
+
+  @Test
+  void eachWayOfHavingNoWorkerHasItsReasonWordingAndCount() {
+    NoWorkerAvailableException none = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(req(1, null), Set.of()));
+    assertEquals(NoWorkerAvailableException.Reason.NONE_KNOWN, none.reason());
+    assertTrue(none.getMessage().contains("the context fleet has no worker"), none.getMessage());
+
+    Worker a = worker("a");
+    Worker b = worker("b");
+    router.addWorker(a);
+    router.addWorker(b);
+    when(a.isAlive()).thenReturn(false);
+    when(b.isAlive()).thenReturn(false);
+    NoWorkerAvailableException dead = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(req(2, null), Set.of()));
+    assertEquals(NoWorkerAvailableException.Reason.ALL_DEAD, dead.reason());
+    assertTrue(dead.getMessage().contains("all 2 context workers are down"), dead.getMessage());
+
+    when(b.isAlive()).thenReturn(true);
+    NoWorkerAvailableException excluded = assertThrows(NoWorkerAvailableException.class,
+        () -> router.select(req(3, null), Set.of("b")));
+    assertEquals(NoWorkerAvailableException.Reason.ALL_EXCLUDED, excluded.reason());
+    assertTrue(excluded.getMessage().contains("every live context worker (1 of 2) already failed this request"),
+        excluded.getMessage());
+
+    Map<NoWorkerAvailableException.Reason, Long> counted = router.stats().unavailable();
+    assertEquals(1L, counted.get(NoWorkerAvailableException.Reason.NONE_KNOWN));
+    assertEquals(1L, counted.get(NoWorkerAvailableException.Reason.ALL_DEAD));
+    assertEquals(1L, counted.get(NoWorkerAvailableException.Reason.ALL_EXCLUDED));
+    assertEquals(0L, counted.get(NoWorkerAvailableException.Reason.LEFT_WHILE_ROUTING));
   }
 
   @Test

@@ -35,6 +35,13 @@ public final class RouterMeters {
           .description("Routing decisions, by the reason the router gave")
           .tag("fleet", fleet).tag("reason", reason.label()).register(registry);
     }
+    for (dev.affinity.routing.NoWorkerAvailableException.Reason reason
+        : dev.affinity.routing.NoWorkerAvailableException.Reason.values()) {
+      FunctionCounter.builder("affinity_router_unavailable", router,
+              r -> r.stats().unavailable().getOrDefault(reason, 0L))
+          .description("Requests the router found no worker for (HTTP 503), by reason")
+          .tag("fleet", fleet).tag("reason", reason.label()).register(registry);
+    }
     FunctionCounter.builder("affinity_router_expired_selections", router, r -> r.stats().expiredSelections())
         .description("Selections released by their TTL because their request never reported back")
         .tag("fleet", fleet).register(registry);
