@@ -1,5 +1,6 @@
 package dev.affinity.tracing;
 
+import dev.affinity.worker.TraceContext;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Selection;

@@ -1,5 +1,6 @@
 package dev.affinity.tracing;
 
+import dev.affinity.worker.TraceContext;
 import dev.affinity.frontend.AdmittedRequest;
 
 /**

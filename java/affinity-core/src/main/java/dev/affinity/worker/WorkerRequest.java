@@ -3,7 +3,7 @@ package dev.affinity.worker;
 import dev.affinity.executor.KvRetention;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.tracing.TraceContext;
+import dev.affinity.worker.TraceContext;
 import java.time.Duration;
 import java.util.Objects;
 

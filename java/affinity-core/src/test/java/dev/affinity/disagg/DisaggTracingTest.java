@@ -29,7 +29,7 @@ import dev.affinity.routing.RouterFactory;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.tracing.RequestTracer;
-import dev.affinity.tracing.TraceContext;
+import dev.affinity.worker.TraceContext;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerReport;

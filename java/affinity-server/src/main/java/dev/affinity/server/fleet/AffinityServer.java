@@ -20,6 +20,7 @@ import dev.affinity.nativebridge.NativeUnavailableException;
 import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
+import dev.affinity.server.codec.Codecs;
 import dev.affinity.server.cluster.ClusterMembership;
 import dev.affinity.server.cluster.ClusterStorage;
 import dev.affinity.server.cluster.EtcdClusterStorage;

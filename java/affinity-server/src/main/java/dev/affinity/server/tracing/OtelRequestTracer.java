@@ -8,7 +8,7 @@ import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.tracing.RequestTracer;
-import dev.affinity.tracing.TraceContext;
+import dev.affinity.worker.TraceContext;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerReport;
 import io.opentelemetry.api.common.AttributeKey;

@@ -5,7 +5,7 @@ import dev.affinity.executor.KvRetentionJson;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolCodec;
-import dev.affinity.tracing.TraceContext;
+import dev.affinity.worker.TraceContext;
 import dev.affinity.worker.WorkerInfo;
 import dev.affinity.worker.WorkerRequest;
 import io.netty.handler.codec.http.HttpMethod;

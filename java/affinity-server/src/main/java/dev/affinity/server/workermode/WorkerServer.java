@@ -12,7 +12,7 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
-import dev.affinity.server.fleet.Codecs;
+import dev.affinity.server.codec.Codecs;
 import dev.affinity.worker.TokenCodec;
 import dev.affinity.server.worker.LegAuth;
 import io.micrometer.core.instrument.Gauge;

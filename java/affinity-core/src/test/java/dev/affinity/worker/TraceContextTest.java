@@ -1,5 +1,6 @@
-package dev.affinity.tracing;
+package dev.affinity.worker;
 
+import dev.affinity.tracing.RequestTrace;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

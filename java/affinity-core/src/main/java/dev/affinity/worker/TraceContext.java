@@ -1,4 +1,4 @@
-package dev.affinity.tracing;
+package dev.affinity.worker;
 
 import dev.affinity.conversation.HeaderSource;
 import java.util.Objects;

@@ -1,4 +1,4 @@
-package dev.affinity.server.fleet;
+package dev.affinity.server.codec;
 
 import dev.affinity.config.AffinitySettings;
 import dev.affinity.nativebridge.worker.BpeTokenCodec;
