@@ -1,7 +1,5 @@
 package dev.affinity.server.shared;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.config.SharedStateSettings;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
@@ -21,15 +19,10 @@ import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.api.StreamState;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.EnumMap;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,7 +48,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class SharedKvEvents implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SharedKvEvents.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
   public static final String WORKER_HEADER = KvBatches.WORKER_HEADER;
   public static final String FRONTEND_HEADER = KvBatches.FRONTEND_HEADER;
   public static final String AUTH_HEADER = KvBatches.AUTH_HEADER;
@@ -66,9 +58,6 @@ public final class SharedKvEvents implements AutoCloseable {
    * so this bounds how long a restart delays the stream (jnats's default, 5 s, made it about 30 s).
    */
   static final Duration CONSUMER_HEARTBEAT = Duration.ofSeconds(1);
-  /** Batches kept per worker this frontend does not know yet, and workers kept. */
-  static final int PENDING_BATCHES = 4096;
-  static final int PENDING_WORKERS = 256;
 
   private final SharedStateSettings settings;
   private final String frontendId;
@@ -79,16 +68,10 @@ public final class SharedKvEvents implements AutoCloseable {
   private final Dispatcher dispatcher;
   /** Null only while the constructor runs (the connection's listener may be called before). */
   private volatile DrainOwnership ownership;
-  /** The workers this frontend knows, by id: where their batches go. */
-  private final Map<String, Target> workers = new ConcurrentHashMap<>();
-  /** Batches of workers not (yet) known here, in stream order; guarded by {@code this}. */
-  private final Map<String, ArrayDeque<List<KvEvent>>> pending = new LinkedHashMap<>();
+  /** Where the stream's batches go: the routers of the workers this frontend knows. */
+  private final KvBatchIntake intake;
   private final AtomicLong published = new AtomicLong();
   private final AtomicLong publishFailures = new AtomicLong();
-  private final AtomicLong applied = new AtomicLong();
-  private final AtomicLong rejected = new AtomicLong();
-  private final Map<Rejection, AtomicLong> rejectedBy = new EnumMap<>(Rejection.class);
-  private final AtomicBoolean rejectionLogged = new AtomicBoolean();
   private volatile boolean closed;
 
   /** Why a batch from the stream was dropped ({@code reason} on {@code affinity_shared_kv_batches_rejected}). */
@@ -108,13 +91,6 @@ public final class SharedKvEvents implements AutoCloseable {
     }
   }
 
-  /**
-   * One worker: its id in this frontend's router, the router its batches go to, and the key its batches carry on the
-   * stream ({@value #WORKER_HEADER}): its id when a frontend drains it, its own publisher key when it publishes them.
-   */
-  private record Target(String workerId, Router router, String publisherKey) {
-  }
-
   /** Hears every batch applied from the stream (metrics, benchmarks); on the consumer's thread, so it must be quick. */
   public interface Observer {
     /**
@@ -125,7 +101,6 @@ public final class SharedKvEvents implements AutoCloseable {
     void applied(String workerId, int events, long lagMicros);
   }
 
-  private volatile Observer observer = (w, n, lag) -> { };
 
   /** The stream's last sequence when this frontend started consuming (0: it was empty). */
   private long replayTarget;
@@ -141,9 +116,7 @@ public final class SharedKvEvents implements AutoCloseable {
     this.auth = auth;
     this.frontendId = frontendId;
     this.names = new KvNames(clusterName);
-    for (Rejection r : Rejection.values()) {
-      rejectedBy.put(r, new AtomicLong());
-    }
+    this.intake = new KvBatchIntake(auth);
     this.connection = NatsConnections.connect(settings, frontendId, this::onConnectionEvent);
     try {
       SharedKvStreams.ensure(connection, names, settings);
@@ -216,14 +189,13 @@ public final class SharedKvEvents implements AutoCloseable {
   public void register(HttpWorker worker, Router router) {
     Optional<String> own = publisherKey(worker);
     if (own.isPresent()) {
-      add(new Target(worker.id(), router, own.get()));
+      intake.add(worker.id(), router, own.get());
       log.info("worker {} publishes its own KV events (as {}): not drained", worker.id(), own.get());
       return;
     }
-    Target t = new Target(worker.id(), router, worker.id());
     String subject = names.subject(worker.id());
     worker.onKvEvents(events -> publish(worker, subject, events));
-    add(t);
+    intake.add(worker.id(), router, worker.id());
     ownership.add(worker);
   }
 
@@ -250,24 +222,12 @@ public final class SharedKvEvents implements AutoCloseable {
    * events, or a benchmark's publisher): they are applied to {@code router}; nothing is drained.
    */
   public void registerPublisher(String publisherKey, String workerId, Router router) {
-    add(new Target(workerId, router, publisherKey));
-  }
-
-  private void add(Target t) {
-    synchronized (this) {
-      workers.put(t.publisherKey, t);
-      ArrayDeque<List<KvEvent>> q = pending.remove(t.publisherKey);
-      for (List<KvEvent> events : q == null ? List.<List<KvEvent>>of() : q) {
-        apply(t, events, -1);
-      }
-    }
+    intake.add(workerId, router, publisherKey);
   }
 
   /** A worker that left: its batches are no longer applied, and its drain is released if this frontend held it. */
   public void unregister(HttpWorker worker) {
-    synchronized (this) {
-      workers.values().removeIf(t -> t.workerId.equals(worker.id()));
-    }
+    intake.remove(worker.id());
     ownership.remove(worker);
   }
 
@@ -293,7 +253,7 @@ public final class SharedKvEvents implements AutoCloseable {
         replayed(replayedBatches.get());
       }
     }
-    applyBatch(m);
+    intake.accept(m);
   }
 
   /** The consumer reached the stream's end as it was at start: the index holds the retained window. */
@@ -317,76 +277,6 @@ public final class SharedKvEvents implements AutoCloseable {
     return replayMillis;
   }
 
-  private void applyBatch(Message m) {
-    String worker = m.getHeaders() == null ? null : m.getHeaders().getFirst(WORKER_HEADER);
-    byte[] body = m.getData() == null ? new byte[0] : m.getData();
-    if (worker == null) {
-      reject(m, Rejection.NO_WORKER_HEADER, "no " + WORKER_HEADER + " header");
-      return;
-    }
-    if (auth.isPresent()
-        && !auth.get().verify(KvNames.canonical(worker, body), m.getHeaders().getFirst(AUTH_HEADER))) {
-      reject(m, Rejection.BAD_HMAC, "its " + AUTH_HEADER + " HMAC does not match internal_request_auth_key");
-      return;
-    }
-    List<KvEvent> events;
-    try {
-      JsonNode root = JSON.readTree(body);
-      events = TrtllmKvEventCodec.parse(root);
-    } catch (IOException | IllegalArgumentException e) {
-      reject(m, Rejection.UNPARSABLE, "its body is not a KV event batch: " + e.getMessage());
-      return;
-    }
-    long sentAt = KvBatches.sentAtMicros(m);
-    synchronized (this) {
-      Target t = workers.get(worker);
-      if (t != null) {
-        apply(t, events, sentAt < 0 ? -1 : Math.max(0, KvBatches.nowMicros() - sentAt));
-        return;
-      }
-      ArrayDeque<List<KvEvent>> q = pending.get(worker);
-      if (q == null) {
-        if (pending.size() >= PENDING_WORKERS) {
-          pending.remove(pending.keySet().iterator().next());
-        }
-        q = new ArrayDeque<>();
-        pending.put(worker, q);
-      }
-      if (q.size() >= PENDING_BATCHES) {
-        q.removeFirst();
-      }
-      q.addLast(events);
-    }
-  }
-
-  private void apply(Target t, List<KvEvent> events, long lagMicros) {
-    try {
-      t.router.onKvEvents(t.workerId, events);
-      applied.incrementAndGet();
-      observer.applied(t.workerId, events.size(), lagMicros);
-    } catch (RuntimeException e) {
-      log.warn("worker {}: applying a shared KV event batch failed", t.workerId, e);
-    }
-  }
-
-  /** From now on {@code o} hears every batch applied (one observer: the last set). */
-  public void observe(Observer o) {
-    observer = java.util.Objects.requireNonNull(o, "observer");
-  }
-
-  private void reject(Message m, Rejection reason, String why) {
-    long n = rejected.incrementAndGet();
-    rejectedBy.get(reason).incrementAndGet();
-    String from = m.getHeaders() == null || m.getHeaders().getFirst(FRONTEND_HEADER) == null ? "an unnamed publisher"
-        : m.getHeaders().getFirst(FRONTEND_HEADER);
-    if (rejectionLogged.compareAndSet(false, true)) {
-      log.warn("dropped a KV event batch on {} from {}: {} (further drops are logged at debug and counted)",
-          m.getSubject(), from, why);
-    } else {
-      log.debug("dropped KV event batch #{} on {} from {}: {}", n, m.getSubject(), from, why);
-    }
-  }
-
   /** Whether this frontend drains {@code workerId} now. */
   public boolean drains(String workerId) {
     return ownership.drains(workerId);
@@ -399,17 +289,22 @@ public final class SharedKvEvents implements AutoCloseable {
 
   /** Batches from the stream applied to a router. */
   public long applied() {
-    return applied.get();
+    return intake.applied();
   }
 
   /** Batches from the stream dropped: no worker header, a failed HMAC, or a body that is not a batch. */
   public long rejected() {
-    return rejected.get();
+    return intake.rejected();
   }
 
   /** Batches dropped for {@code reason}. */
   public long rejected(Rejection reason) {
-    return rejectedBy.get(reason).get();
+    return intake.rejected(reason);
+  }
+
+  /** From now on {@code o} hears every batch applied (one observer: the last set). */
+  public void observe(Observer o) {
+    intake.observe(o);
   }
 
   /** Drained batches that could not be published (NATS unavailable or refusing). */
