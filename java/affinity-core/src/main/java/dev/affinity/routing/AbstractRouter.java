@@ -7,7 +7,6 @@ import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerInfo;
 import java.util.ArrayList;
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,8 +34,6 @@ public abstract class AbstractRouter implements Router {
   protected final Object lock = new Object();
   private final Map<String, Worker> workers = new LinkedHashMap<>();
   private volatile List<Worker> workerSnapshot = List.of();
-  private final Map<String, Load> workerLoads = new HashMap<>();
-  private Load[] locationLoads = new Load[64];
   private final ConcurrentHashMap<Long, Selection> outstanding = new ConcurrentHashMap<>();
   private final AtomicLong nextSelectionId = new AtomicLong(1);
   private final AtomicLong expired = new AtomicLong();
@@ -44,17 +41,13 @@ public abstract class AbstractRouter implements Router {
   private final Map<DecisionReason, LongAdder> decisions = new EnumMap<>(DecisionReason.class);
   private final Map<NoWorkerAvailableException.Reason, LongAdder> unavailable =
       new EnumMap<>(NoWorkerAvailableException.Reason.class);
-  private final KvEventApplier applier;
-  /** Counts of the KV events ingested (guarded by itself: events arrive on the workers' threads). */
-  private final KvIngestCounts kvIngest = new KvIngestCounts();
-  /** Other frontends' in-flight work, added to the loads routed on (guarded by {@code lock}). */
-  private final PeerLoads peerLoads = new PeerLoads();
+  private final KvEventIngest kvIngest;
+  private final CandidateSets candidateSets;
+  private final RouterLoads loads;
+  /** Where other frontends' reported work goes (the loads routed on, and the subclass's rates). */
   private final PeerLoads.Target peerTarget = this::addPeerLoad;
-  /** Workers whose event-id gaps or restarts were logged at WARN (once each). */
-  private final Set<String> sequenceWarned = ConcurrentHashMap.newKeySet();
   private volatile long lastSweepNanos;
   private long rrCounter;
-  private long rankRrCounter;
 
   /** In-flight work at one candidate (or, keyed by worker id alone, at a whole worker). */
   protected static final class Load {
@@ -72,7 +65,9 @@ public abstract class AbstractRouter implements Router {
   protected AbstractRouter(RouterContext context) {
     this.context = Objects.requireNonNull(context, "context");
     this.index = context.prefixIndex();
-    this.applier = new KvEventApplier(index, new KvEventApplier.Listener() {
+    this.candidateSets = new CandidateSets(index);
+    this.loads = new RouterLoads(candidateSets);
+    this.kvIngest = new KvEventIngest(index, new KvEventApplier.Listener() {
       @Override
       public void removed(int location, long[] keys) {
         onBlocksRemoved(location, keys);
@@ -144,7 +139,7 @@ public abstract class AbstractRouter implements Router {
       long deadline = context.nanoClock().getAsLong() + context.selectionTtl().toNanos();
       s = new Selection(nextSelectionId.getAndIncrement(), request, c.candidate(), c.matchedBlocks(),
           c.matchedTokens(), c.reason(), deadline, this);
-      addLoad(c.candidate(), request, +1);
+      loads.add(c.candidate(), request, +1);
       onSelected(s);
       outstanding.put(s.id(), s);
     }
@@ -166,7 +161,7 @@ public abstract class AbstractRouter implements Router {
       log.warn("selection {} ({}) was never released; expired after {}", s.id(), s.candidate(), context.selectionTtl());
     }
     synchronized (lock) {
-      addLoad(s.candidate(), s.request(), -1);
+      loads.add(s.candidate(), s.request(), -1);
       onReleased(s, outcome);
     }
   }
@@ -207,19 +202,18 @@ public abstract class AbstractRouter implements Router {
   @Override
   public final void removeWorker(String workerId) {
     synchronized (lock) {
-      peerLoads.forgetWorker(workerId, peerTarget);
+      loads.forgetPeersAt(workerId, peerTarget);
       Worker removed = workers.remove(workerId);
       if (removed != null) {
         workerSnapshot = List.copyOf(workers.values());
         releaseSelectionsOf(workerId);
         candidateSets.remove(removed);
         onWorkerRemoved(workerId);
-        workerLoads.remove(workerId);
+        loads.dropWorker(workerId);
       }
     }
     index.clearWorker(workerId);
-    applier.forget(workerId);
-    sequenceWarned.remove(workerId);
+    kvIngest.forget(workerId);
   }
 
   /** Releases (as cancelled) every outstanding selection of a worker; returns how many. */
@@ -251,21 +245,7 @@ public abstract class AbstractRouter implements Router {
       w = workers.get(workerId);
     }
     if (w != null) {
-      long start = System.nanoTime();
-      KvEventApplier.Ingest ingest = applier.apply(workerId, w.info().ranksVisible(), events);
-      long spent = System.nanoTime() - start;
-      if (ingest != KvEventApplier.Ingest.CLEAN && log.isWarnEnabled()) {
-        String message = "worker {}: KV event ids show {} gap(s) ({} events lost) and {} restart(s); the index forgot"
-            + " what it held there (counted in affinity_kv_event_gaps_cleared / _restarts; logged once per worker)";
-        if (sequenceWarned.add(workerId)) {
-          log.warn(message, workerId, ingest.gaps(), ingest.skipped(), ingest.restarts());
-        } else {
-          log.debug(message, workerId, ingest.gaps(), ingest.skipped(), ingest.restarts());
-        }
-      }
-      synchronized (kvIngest) {
-        kvIngest.record(events.size(), ingest, spent);
-      }
+      kvIngest.apply(workerId, w.info().ranksVisible(), events);
     }
   }
 
@@ -279,10 +259,7 @@ public abstract class AbstractRouter implements Router {
   public final RouterStats stats() {
     Map<DecisionReason, Long> d = new EnumMap<>(DecisionReason.class);
     decisions.forEach((k, v) -> d.put(k, v.sum()));
-    RouterStats.KvIngest kv;
-    synchronized (kvIngest) {
-      kv = kvIngest.snapshot();
-    }
+    RouterStats.KvIngest kv = kvIngest.snapshot();
     Map<NoWorkerAvailableException.Reason, Long> u = new EnumMap<>(NoWorkerAvailableException.Reason.class);
     unavailable.forEach((k, v) -> u.put(k, v.sum()));
     return new RouterStats(type(), workerSnapshot.size(), outstanding.size(), expired.get(), doubleReleases.get(), d, kv,
@@ -304,36 +281,16 @@ public abstract class AbstractRouter implements Router {
 
   @Override
   public final List<CandidateLoad> loads() {
-    List<CandidateLoad> out = new ArrayList<>();
-    for (Worker w : workerSnapshot) {
-      synchronized (lock) {
-        for (Candidate c : candidateSet(w).candidates()) {
-          Load l = load(c);
-          out.add(new CandidateLoad(c.workerId(), c.rank(), l.requests, l.tokens));
-        }
-      }
+    synchronized (lock) {
+      return loads.perCandidate(workerSnapshot);
     }
-    return out;
   }
 
   @Override
   public final List<LoadShare> ownLoads() {
-    List<LoadShare> out = new ArrayList<>();
     synchronized (lock) {
-      for (Worker w : workerSnapshot) {
-        for (Candidate c : candidatesOf(w)) {
-          Load l = load(c);
-          double[] p = peerLoads.contribution(w.id(), c.rank());
-          double[] rates = ownRates(c);
-          LoadShare own = new LoadShare(w.id(), c.rank(), l.requests - (int) p[0], l.tokens - (long) p[1],
-              l.work - p[2], l.uncached - (long) p[3], rates[0], rates[1]);
-          if (!own.isZero()) {
-            out.add(own);
-          }
-        }
-      }
+      return loads.own(workerSnapshot, this::ownRates);
     }
-    return out;
   }
 
   @Override
@@ -346,35 +303,24 @@ public abstract class AbstractRouter implements Router {
           known.add(s);
         }
       }
-      peerLoads.replace(peerId, known, peerTarget);
+      loads.replacePeer(peerId, known, peerTarget);
     }
   }
 
   @Override
   public final void forgetPeer(String peerId) {
     synchronized (lock) {
-      peerLoads.forget(peerId, peerTarget);
+      loads.forgetPeer(peerId, peerTarget);
     }
   }
 
   /** A peer's share changes the load of its candidate, and of its worker as a whole, as a selection does. */
   private void addPeerLoad(LoadShare s, int sign) {
     Worker w = workers.get(s.workerId());
-    if (w == null) {
-      return;
+    if (w != null) {
+      Candidate c = loads.addPeer(w, s, sign);
+      onPeerShare(c, sign * s.requests(), sign * s.arrivals(), sign * s.doneWork());
     }
-    Candidate c = candidatesOf(w).get(Math.max(0, s.rank()));
-    Load l = load(c);
-    l.requests += sign * s.requests();
-    l.tokens += sign * s.tokens();
-    l.work += sign * s.work();
-    l.uncached += sign * s.uncached();
-    if (s.rank() >= 0) {
-      Load whole = load(w.id());
-      whole.requests += sign * s.requests();
-      whole.tokens += sign * s.tokens();
-    }
-    onPeerShare(c, sign * s.requests(), sign * s.arrivals(), sign * s.doneWork());
   }
 
   /**
@@ -396,98 +342,34 @@ public abstract class AbstractRouter implements Router {
 
   // ---- Helpers for subclasses (call under lock) ----
 
-  private void addLoad(Candidate c, RoutingRequest r, int sign) {
-    Load w = load(c.workerId());
-    w.requests += sign;
-    w.tokens += sign * (long) r.numTokens();
-    if (c.rank() >= 0) {
-      Load l = load(c);
-      l.requests += sign;
-      l.tokens += sign * (long) r.numTokens();
-    }
-  }
-
   /** Load of a whole worker. */
   protected final Load load(String workerId) {
-    return workerLoads.computeIfAbsent(workerId, x -> new Load());
+    return loads.worker(workerId);
   }
 
   /** Load of one candidate: a rank of a worker, or the whole worker when ranks are not visible. */
   protected final Load load(Candidate c) {
-    if (c.rank() < 0) {
-      return load(c.workerId());
-    }
-    int loc = locationOf(c);
-    if (loc >= locationLoads.length) {
-      locationLoads = java.util.Arrays.copyOf(locationLoads, Math.max(loc + 1, locationLoads.length * 2));
-    }
-    Load l = locationLoads[loc];
-    if (l == null) {
-      l = new Load();
-      locationLoads[loc] = l;
-    }
-    return l;
-  }
-
-  /** A worker's candidates and their prefix-index locations, cached per worker and its info. */
-  private record CandidateSet(WorkerInfo info, List<Candidate> candidates, int[] locations) {}
-
-  private final ConcurrentHashMap<Worker, CandidateSet> candidateSets = new ConcurrentHashMap<>();
-
-  private CandidateSet candidateSet(Worker w) {
-    WorkerInfo info = w.info();
-    CandidateSet set = candidateSets.get(w);
-    if (set == null || !set.info().equals(info)) {
-      List<Candidate> cands = new ArrayList<>();
-      if (!info.ranksVisible()) {
-        cands.add(new Candidate(w, -1));
-      } else {
-        for (int r = 0; r < info.numRanks(); r++) {
-          cands.add(new Candidate(w, r));
-        }
-      }
-      int[] locs = new int[cands.size()];
-      for (int i = 0; i < locs.length; i++) {
-        locs[i] = index.location(w.id(), cands.get(i).rank());
-      }
-      set = new CandidateSet(info, List.copyOf(cands), locs);
-      candidateSets.put(w, set);
-    }
-    return set;
+    return loads.at(c);
   }
 
   /** The candidates of a worker: one per visible rank, or the worker itself (rank -1). */
   protected final List<Candidate> candidatesOf(Worker w) {
-    return candidateSet(w).candidates();
+    return candidateSets.candidates(w);
   }
 
   /** Prefix-index locations of a worker's candidates, in the order of {@link #candidatesOf}. */
   final int[] locationsOf(Worker w) {
-    return candidateSet(w).locations();
+    return candidateSets.locations(w);
   }
 
   /** The prefix-index location of a candidate. */
   protected final int locationOf(Candidate c) {
-    CandidateSet set = candidateSet(c.worker());
-    return set.locations()[Math.max(0, c.rank())];
+    return candidateSets.location(c);
   }
 
   /** The least loaded rank of a worker (requests, then tokens; ties round-robin); rank -1 if not visible. */
   protected final Candidate leastLoadedRank(Worker w) {
-    List<Candidate> tied = new ArrayList<>();
-    Load best = null;
-    for (Candidate c : candidatesOf(w)) {
-      Load l = load(c);
-      if (best == null || l.requests < best.requests || (l.requests == best.requests && l.tokens < best.tokens)) {
-        best = l;
-        tied.clear();
-        tied.add(c);
-      } else if (l.requests == best.requests && l.tokens == best.tokens) {
-        tied.add(c);
-      }
-    }
-    // A counter of its own, so that rank ties do not disturb the worker round-robin.
-    return tied.size() == 1 ? tied.get(0) : tied.get((int) Math.floorMod(rankRrCounter++, (long) tied.size()));
+    return loads.leastLoaded(w);
   }
 
   /** Round-robin tie break among equally good options. */
