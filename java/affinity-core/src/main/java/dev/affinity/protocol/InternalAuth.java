@@ -84,7 +84,7 @@ public final class InternalAuth {
     Map<String, Object> payload = new LinkedHashMap<>(4);
     payload.put("ctx_info_endpoint", ctxInfoEndpoint);
     payload.put("encoded_opaque_state", encodedOpaqueState);
-    return PythonJson.dumps(payload);
+    return PythonJsonDumps.canonical(payload);
   }
 
   /** The canonical payload of {@value #DISAGG_AUTH_HEADER} for these params (list endpoints: the first element). */
@@ -124,7 +124,7 @@ public final class InternalAuth {
    * @throws IllegalArgumentException for other values (floats included)
    */
   public static String canonicalJson(Object value) {
-    return PythonJson.dumps(value);
+    return PythonJsonDumps.canonical(value);
   }
 
   /** {@code "sha256=" + hex(HMAC-SHA256(key, UTF-8 of canonical))}. */

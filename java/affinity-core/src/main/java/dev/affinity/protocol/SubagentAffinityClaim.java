@@ -50,6 +50,6 @@ public record SubagentAffinityClaim(String role, String model, String conversati
 
   /** The canonical (sorted, compact, ASCII) JSON that is signed. */
   public String canonicalJson() {
-    return PythonJson.dumps(fields());
+    return PythonJsonDumps.canonical(fields());
   }
 }

@@ -263,7 +263,7 @@ public final class ChatTemplate {
       }
       boolean sort = Boolean.TRUE.equals(kwargs.get("sort_keys"));
       int spaces = indent == null ? -1 : indent instanceof Number n ? n.intValue() : Integer.parseInt(indent.toString());
-      return new TemplateJson(spaces, item, key, sort).write(var);
+      return new dev.affinity.protocol.PythonJsonDumps(spaces, item, key, sort, false, false).write(var);
     }
   }
 }

@@ -27,7 +27,7 @@ class OpenAiChatTest {
   }
 
   private static String messagesJson(String messages) {
-    return TemplateJson.dumps(input("{'model': 'm', 'messages': " + messages + "}").messages());
+    return dev.affinity.protocol.PythonJsonDumps.tojson(input("{'model': 'm', 'messages': " + messages + "}").messages());
   }
 
   @Test
@@ -125,7 +125,7 @@ class OpenAiChatTest {
     assertEquals("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": null, \"parameters\": "
         + "{\"type\": \"object\", \"properties\": {}}, \"strict\": null}}, {\"type\": \"function\", \"function\": "
         + "{\"name\": \"g\", \"description\": \"d\", \"parameters\": null, \"strict\": true}}]",
-        TemplateJson.dumps(in.tools()));
+        dev.affinity.protocol.PythonJsonDumps.tojson(in.tools()));
   }
 
   @Test

@@ -53,7 +53,7 @@ final class TinyTokenizer {
   /** A JSON string literal. */
   static String quote(String s) {
     StringBuilder out = new StringBuilder();
-    TemplateJson.writeString(out, s);
+    dev.affinity.protocol.PythonJsonDumps.writeString(out, s, false);
     return out.toString();
   }
 }

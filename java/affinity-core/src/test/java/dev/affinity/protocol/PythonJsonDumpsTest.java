@@ -1,4 +1,4 @@
-package dev.affinity.tokenizer;
+package dev.affinity.protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -18,10 +18,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * {@link TemplateJson} against CPython's {@code json.dumps(..., ensure_ascii=False)}: every expected text below was
+ * {@link PythonJsonDumps} against CPython's {@code json.dumps(..., ensure_ascii=False)}: every expected text below was
  * printed by Python 3.11 ({@code python3 -c 'import json; print(repr(json.dumps(v, ensure_ascii=False, ...)))'}).
  */
-class TemplateJsonTest {
+class PythonJsonDumpsTest {
 
   /** {"b": [1, 2.5, None, True, False], "a": {"y": "é", "x": {}}, "c": []}, in that insertion order. */
   private static Map<String, Object> sample() {
@@ -36,14 +36,14 @@ class TemplateJsonTest {
   }
 
   private static String dumps(Object v, int indent, boolean sort) {
-    return new TemplateJson(indent, null, null, sort).write(v);
+    return new PythonJsonDumps(indent, null, null, sort, false, false).write(v);
   }
 
   @Test
   void defaultSeparatorsAreCommaSpaceAndColonSpace() {
     assertEquals("{\"b\": [1, 2.5, null, true, false], \"a\": {\"y\": \"é\", \"x\": {}}, \"c\": []}",
-        TemplateJson.dumps(sample()));
-    assertEquals(TemplateJson.dumps(sample()), dumps(sample(), -1, false));
+        PythonJsonDumps.tojson(sample()));
+    assertEquals(PythonJsonDumps.tojson(sample()), dumps(sample(), -1, false));
   }
 
   @Test
@@ -97,7 +97,7 @@ class TemplateJsonTest {
     for (String k : List.of("zeta", "alpha", "mu", "beta")) {
       v.put(k, k.length());
     }
-    assertEquals("{\"zeta\": 4, \"alpha\": 5, \"mu\": 2, \"beta\": 4}", TemplateJson.dumps(v));
+    assertEquals("{\"zeta\": 4, \"alpha\": 5, \"mu\": 2, \"beta\": 4}", PythonJsonDumps.tojson(v));
   }
 
   @Test
@@ -105,13 +105,13 @@ class TemplateJsonTest {
     // json.dumps('q"b\\n\n r\r t\t b\b f\f \x00\x01\x1f\x7f é ☃ 😀 \u2028', ensure_ascii=False)
     String in = "q\"b\\n\n r\r t\t b\b f\f \u0000\u0001\u001f\u007f é ☃ 😀 \u2028";
     assertEquals("\"q\\\"b\\\\n\\n r\\r t\\t b\\b f\\f \\u0000\\u0001\\u001f\u007f é ☃ 😀 \u2028\"",
-        TemplateJson.dumps(in));
+        PythonJsonDumps.tojson(in));
   }
 
   @Test
   void otherControlCharactersAreLowercaseHexEscapes() {
     for (int c = 0; c < 0x20; c++) {
-      String out = TemplateJson.dumps(String.valueOf((char) c));
+      String out = PythonJsonDumps.tojson(String.valueOf((char) c));
       String expected = switch (c) {
         case '\n' -> "\"\\n\"";
         case '\r' -> "\"\\r\"";
@@ -122,12 +122,12 @@ class TemplateJsonTest {
       };
       assertEquals(expected, out, "U+" + Integer.toHexString(c));
     }
-    assertEquals("\"\\u001b[31m\"", TemplateJson.dumps("\u001b[31m"));
+    assertEquals("\"\\u001b[31m\"", PythonJsonDumps.tojson("\u001b[31m"));
   }
 
   @Test
   void nonAsciiIsKeptAsIs() {
-    assertEquals("\"日本語 😀 \u00a0 \u0085 \ud800\"", TemplateJson.dumps("日本語 😀 \u00a0 \u0085 \ud800"));
+    assertEquals("\"日本語 😀 \u00a0 \u0085 \ud800\"", PythonJsonDumps.tojson("日本語 😀 \u00a0 \u0085 \ud800"));
   }
 
   @ParameterizedTest(name = "{0} -> {1}")
@@ -156,20 +156,20 @@ class TemplateJsonTest {
       "-Infinity, -Infinity",
   })
   void floatsAsPythonRepr(double value, String python) {
-    assertEquals(python, TemplateJson.floatRepr(value));
-    assertEquals(python, TemplateJson.dumps(value));
-    assertEquals("[" + python + "]", TemplateJson.dumps(List.of(value)));
+    assertEquals(python, PythonJsonDumps.floatRepr(value));
+    assertEquals(python, PythonJsonDumps.tojson(value));
+    assertEquals("[" + python + "]", PythonJsonDumps.tojson(List.of(value)));
   }
 
   @Test
   void floatsOfOtherTypes() {
-    assertEquals("0.5", TemplateJson.dumps(0.5f));
-    assertEquals("2.5", TemplateJson.dumps(new BigDecimal("2.50")));
-    assertEquals("1.0", TemplateJson.dumps(new BigDecimal("1")));
+    assertEquals("0.5", PythonJsonDumps.tojson(0.5f));
+    assertEquals("2.5", PythonJsonDumps.tojson(new BigDecimal("2.50")));
+    assertEquals("1.0", PythonJsonDumps.tojson(new BigDecimal("1")));
   }
 
   /**
-   * BUG (TemplateJson.floatRepr): it takes its digits from {@link Double#toString}, which on JDK 17 (the project's
+   * BUG (PythonJsonDumps.floatRepr): it takes its digits from {@link Double#toString}, which on JDK 17 (the project's
    * release and the JDK here) is not the shortest repr for many doubles; Python's {@code repr} is. Found by comparing
    * 40,000 random doubles with Python 3: 67 differ, e.g. {@code 1e+23} comes out as {@code 9.999999999999999e+22},
    * {@code 2**60} as {@code 1.15292150460684698e+18}, and {@code 5e-324} as {@code 4.9e-324} (that one on every JDK).
@@ -183,12 +183,12 @@ class TemplateJsonTest {
       "5e-324, 5e-324",
   })
   void floatsAsPythonReprWhereDoubleToStringIsNotShortest(double value, String python) {
-    assertEquals(python, TemplateJson.floatRepr(value));
+    assertEquals(python, PythonJsonDumps.floatRepr(value));
   }
 
   @Property(tries = 2000)
   void floatReprRoundTrips(@ForAll double d) {
-    String repr = TemplateJson.floatRepr(d);
+    String repr = PythonJsonDumps.floatRepr(d);
     double back = switch (repr) {
       case "NaN" -> Double.NaN;
       case "Infinity" -> Double.POSITIVE_INFINITY;
@@ -202,7 +202,7 @@ class TemplateJsonTest {
   void integralFloatsBelow1e16ArePositionalWithDotZero(@ForAll long n) {
     long m = n % 1_000_000_000_000_000L;
     double d = (double) m;
-    String repr = TemplateJson.floatRepr(d);
+    String repr = PythonJsonDumps.floatRepr(d);
     if (Math.abs(d) >= 1e16 || d == 0) {
       return;
     }
@@ -220,10 +220,10 @@ class TemplateJsonTest {
     v.add(true);
     v.add(false);
     v.add(null);
-    assertEquals("[1, -5, 7, 8, 100000000000000000000, true, false, null]", TemplateJson.dumps(v));
-    assertEquals("null", TemplateJson.dumps(null));
-    assertEquals("true", TemplateJson.dumps(true));
-    assertEquals("0", TemplateJson.dumps(0));
+    assertEquals("[1, -5, 7, 8, 100000000000000000000, true, false, null]", PythonJsonDumps.tojson(v));
+    assertEquals("null", PythonJsonDumps.tojson(null));
+    assertEquals("true", PythonJsonDumps.tojson(true));
+    assertEquals("0", PythonJsonDumps.tojson(0));
   }
 
   @Test
@@ -235,25 +235,40 @@ class TemplateJsonTest {
     v.put(1.5, "d");
     v.put(2.0, "e");
     assertEquals("{\"1\": \"a\", \"true\": \"b\", \"null\": \"c\", \"1.5\": \"d\", \"2.0\": \"e\"}",
-        TemplateJson.dumps(v));
+        PythonJsonDumps.tojson(v));
   }
 
   @Test
   void explicitSeparators() {
-    assertEquals("{\"a\":[1,2]}", new TemplateJson(-1, ",", ":", false).write(Map.of("a", List.of(1, 2))));
-    assertEquals("{\n  \"a\": [\n    1,\n    2\n  ]\n}", new TemplateJson(2, ",", ": ", false)
+    assertEquals("{\"a\":[1,2]}", new PythonJsonDumps(-1, ",", ":", false, false, false).write(Map.of("a", List.of(1, 2))));
+    assertEquals("{\n  \"a\": [\n    1,\n    2\n  ]\n}", new PythonJsonDumps(2, ",", ": ", false, false, false)
         .write(Map.of("a", List.of(1, 2))));
   }
 
   @Test
   void arraysAndCollections() {
-    assertEquals("[1, \"x\"]", TemplateJson.dumps(new Object[] {1, "x"}));
-    assertEquals("[\"a\"]", TemplateJson.dumps(new java.util.TreeSet<>(List.of("a"))));
+    assertEquals("[1, \"x\"]", PythonJsonDumps.tojson(new Object[] {1, "x"}));
+    assertEquals("[\"a\"]", PythonJsonDumps.tojson(new java.util.TreeSet<>(List.of("a"))));
   }
 
   @Test
   void unserializableObjectsAreRefused() {
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> TemplateJson.dumps(new Object()));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PythonJsonDumps.tojson(new Object()));
     assertEquals("Object of type Object is not JSON serializable", e.getMessage());
+  }
+
+  /** The internal-auth form: {@code json.dumps(v, sort_keys=True, separators=(",", ":"))}, ASCII, strict. */
+  @Test
+  void canonicalIsSortedCompactAsciiAndStrict() {
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("z", List.of(1, true));
+    v.put("a", "\u00e9\u007f\ud83d\ude00\n");
+    v.put("m", null);
+    // python3 -c 'import json; print(json.dumps({"z": [1, True], "a": "\u00e9\u007f\U0001F600\n", "m": None},
+    //   sort_keys=True, separators=(",", ":")))'
+    assertEquals("{\"a\":\"\\u00e9\\u007f\\ud83d\\ude00\\n\",\"m\":null,\"z\":[1,true]}", PythonJsonDumps.canonical(v));
+    assertThrows(IllegalArgumentException.class, () -> PythonJsonDumps.canonical(Map.of("f", 1.5)));
+    assertThrows(IllegalArgumentException.class, () -> PythonJsonDumps.canonical(Map.of(1, "x")));
+    assertThrows(IllegalArgumentException.class, () -> PythonJsonDumps.canonical(new Object[] {1}));
   }
 }

@@ -1,4 +1,4 @@
-package dev.affinity.tokenizer;
+package dev.affinity.protocol;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -8,44 +8,67 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The text of Python's {@code json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys,
- * separators=separators)}: what Hugging Face's {@code tojson} template filter writes
- * ({@code transformers/utils/chat_template_utils.py}), so that tool schemas and tool-call arguments render
- * byte for byte as the worker's template renders them.
+ * The exact text of CPython's {@code json.dumps}, for the two places Affinity must match it byte for byte: the
+ * internal-auth payloads ({@link #canonical}: {@code sort_keys=True, separators=(",", ":")}, ASCII, what upstream
+ * signs) and Hugging Face's {@code tojson} template filter ({@code transformers/utils/chat_template_utils.py}: {@code
+ * ensure_ascii=False} with the template's indent, separators and {@code sort_keys}), so that tool schemas and
+ * tool-call arguments render as the worker's template renders them.
  *
  * <p>Rules, as CPython's encoder applies them: separators {@code ", "} and {@code ": "} without indent, {@code ","}
  * and {@code ": "} with one; with an indent every item on its own line, empty containers as {@code []} / {@code {}};
- * keys in insertion order unless sorted (by code point); in strings {@code "} and {@code \} escaped, {@code \n \r \t
- * \b \f} short, other control characters (below U+0020) as {@code \}{@code u00XX}, everything else (non-ASCII
- * included) as is; floats as Python's {@code repr} ({@code 1.0}, {@code 1e-05}, {@code 1e+16}, {@code NaN},
- * {@code Infinity}).
+ * keys in insertion order unless sorted (by code point, which differs from UTF-16 order above U+D7FF); in strings
+ * {@code "} and {@code \} escaped, {@code \n \r \t \b \f} short, other control characters as {@code \}{@code
+ * u00XX}, and with {@code ensure_ascii} every character outside printable ASCII (DEL included) as {@code \}{@code
+ * uXXXX} with lowercase hex, astral ones as their surrogate pair, otherwise as is; floats as Python's {@code repr}
+ * ({@code 1.0}, {@code 1e-05}, {@code 1e+16}, {@code NaN}, {@code Infinity}).
  */
-final class TemplateJson {
+public final class PythonJsonDumps {
   private static final char[] HEX = "0123456789abcdef".toCharArray();
+
+  /** The internal-auth payloads' form: {@code sort_keys=True, separators=(",", ":")}, ASCII only, strict. */
+  private static final PythonJsonDumps CANONICAL = new PythonJsonDumps(-1, ",", ":", true, true, true);
+  /** Hugging Face's {@code tojson} without arguments. */
+  private static final PythonJsonDumps TOJSON = new PythonJsonDumps(-1, null, null, false, false, false);
 
   private final String indent;
   private final String itemSeparator;
   private final String keySeparator;
   private final boolean sortKeys;
+  private final boolean ensureAscii;
+  private final boolean strict;
 
   /**
    * @param indent spaces per level, or negative for none (Python's {@code indent=None})
    * @param itemSeparator null for the default ({@code ", "}, or {@code ","} with an indent)
    * @param keySeparator null for the default ({@code ": "})
+   * @param ensureAscii Python's {@code ensure_ascii}: every character outside printable ASCII as {@code \}{@code uXXXX}
+   * @param strict only {@code null}, booleans, integers, strings, string-keyed maps and lists (no float: its
+   *     {@code repr} is not part of a signed form); anything else is an {@link IllegalArgumentException}
    */
-  TemplateJson(int indent, String itemSeparator, String keySeparator, boolean sortKeys) {
+  public PythonJsonDumps(int indent, String itemSeparator, String keySeparator, boolean sortKeys, boolean ensureAscii,
+      boolean strict) {
     this.indent = indent < 0 ? null : " ".repeat(indent);
     this.itemSeparator = itemSeparator != null ? itemSeparator : indent < 0 ? ", " : ",";
     this.keySeparator = keySeparator != null ? keySeparator : ": ";
     this.sortKeys = sortKeys;
+    this.ensureAscii = ensureAscii;
+    this.strict = strict;
   }
 
-  /** {@code tojson} without arguments. */
-  static String dumps(Object value) {
-    return new TemplateJson(-1, null, null, false).write(value);
+  /**
+   * Python's {@code json.dumps(value, sort_keys=True, separators=(",", ":"))} with the default {@code ensure_ascii}, for
+   * the values internal-auth payloads hold (pure ASCII text).
+   */
+  public static String canonical(Object value) {
+    return CANONICAL.write(value);
   }
 
-  String write(Object value) {
+  /** {@code tojson} without arguments: {@code json.dumps(value, ensure_ascii=False)}. */
+  public static String tojson(Object value) {
+    return TOJSON.write(value);
+  }
+
+  public String write(Object value) {
     StringBuilder out = new StringBuilder(64);
     write(out, value, 0);
     return out.toString();
@@ -61,6 +84,9 @@ final class TemplateJson {
     } else if (value instanceof Long || value instanceof Integer || value instanceof Short || value instanceof Byte
         || value instanceof BigInteger) {
       out.append(value);
+    } else if (strict && !(value instanceof Map<?, ?> || value instanceof Collection<?>)) {
+      throw new IllegalArgumentException("canonical JSON supports null, booleans, integers, strings, maps and"
+          + " lists; got " + value.getClass().getName());
     } else if (value instanceof Double || value instanceof Float) {
       out.append(floatRepr(((Number) value).doubleValue()));
     } else if (value instanceof BigDecimal d) {
@@ -101,6 +127,9 @@ final class TemplateJson {
       return;
     }
     List<Map.Entry<?, ?>> entries = new ArrayList<>(map.entrySet());
+    if (strict) {
+      entries.forEach(e -> key(e.getKey()));
+    }
     if (sortKeys) {
       entries.sort((a, b) -> compareCodePoints(key(a.getKey()), key(b.getKey())));
     }
@@ -120,8 +149,11 @@ final class TemplateJson {
     out.append('}');
   }
 
-  /** Python's rules for non-string keys: booleans and None as JSON words, numbers as text. */
-  private static String key(Object k) {
+  /** Python's rules for non-string keys: booleans and None as JSON words, numbers as text; strict: strings only. */
+  private String key(Object k) {
+    if (strict && !(k instanceof String)) {
+      throw new IllegalArgumentException("canonical JSON object keys must be strings; got " + k);
+    }
     if (k == null) {
       return "null";
     }
@@ -158,7 +190,12 @@ final class TemplateJson {
     return Integer.compare(a.length() - i, b.length() - j);
   }
 
-  static void writeString(StringBuilder out, String s) {
+  private void writeString(StringBuilder out, String s) {
+    writeString(out, s, ensureAscii);
+  }
+
+  /** A JSON string as CPython writes it, with or without {@code ensure_ascii}. */
+  public static void writeString(StringBuilder out, String s, boolean ensureAscii) {
     out.append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
@@ -171,8 +208,10 @@ final class TemplateJson {
         case '\b' -> out.append("\\b");
         case '\f' -> out.append("\\f");
         default -> {
-          if (c < 0x20) {
-            out.append("\\u00").append(HEX[c >> 4]).append(HEX[c & 0xF]);
+          if (c < 0x20 || ensureAscii && c > 0x7e) {
+            // UTF-16 units: an astral character comes out as its surrogate pair, as in Python
+            out.append("\\u").append(HEX[(c >> 12) & 0xf]).append(HEX[(c >> 8) & 0xf]).append(HEX[(c >> 4) & 0xf])
+                .append(HEX[c & 0xf]);
           } else {
             out.append(c);
           }
@@ -183,7 +222,7 @@ final class TemplateJson {
   }
 
   /** Python's {@code float.__repr__} (what {@code json.dumps} writes for a float). */
-  static String floatRepr(double d) {
+  public static String floatRepr(double d) {
     if (Double.isNaN(d)) {
       return "NaN";
     }
