@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TextParts;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -48,7 +49,7 @@ final class AnthropicMessages {
       String role = m.get("role").asText();
       if (role.equals("system") && leading) {
         // system-role messages count as system only while they lead the list (upstream): later ones stay put
-        system.add(flattenText(m.get("content"), field + ".content"));
+        system.add(TextParts.ANTHROPIC_TEXT_BLOCKS.join(m.get("content"), field + ".content"));
         continue;
       }
       leading = false;
@@ -56,7 +57,7 @@ final class AnthropicMessages {
         case "user" -> userMessage(m.get("content"), field + ".content", out);
         case "assistant" -> assistantMessage(m.get("content"), field + ".content", out);
         case "system" -> out.addObject().put("role", "system")
-            .put("content", flattenText(m.get("content"), field + ".content"));
+            .put("content", TextParts.ANTHROPIC_TEXT_BLOCKS.join(m.get("content"), field + ".content"));
         default -> throw ProtocolException.invalidField(field + ".role", "must be user or assistant, got '" + role + "'");
       }
     }
@@ -90,33 +91,6 @@ final class AnthropicMessages {
       }
       parts.add(text);
     }
-  }
-
-  /** Text of a string or an array of text blocks. */
-  private static String flattenText(JsonNode content, String field) {
-    if (content == null || content.isNull()) {
-      return "";
-    }
-    if (content.isTextual()) {
-      return content.asText();
-    }
-    if (!content.isArray()) {
-      throw ProtocolException.invalidField(field, "must be a string or an array of content blocks");
-    }
-    StringBuilder sb = new StringBuilder();
-    for (int i = 0; i < content.size(); i++) {
-      JsonNode b = content.get(i);
-      String type = b.path("type").asText("");
-      if (!type.equals("text") || !b.path("text").isTextual()) {
-        throw ProtocolException.invalidField(field + "." + i + ".type",
-            "only text blocks are allowed here, got '" + type + "'");
-      }
-      if (sb.length() > 0) {
-        sb.append('\n');
-      }
-      sb.append(b.get("text").asText());
-    }
-    return sb.toString();
   }
 
   private static ArrayNode blocks(JsonNode content, String field) {
@@ -153,7 +127,7 @@ final class AnthropicMessages {
           if (!b.path("tool_use_id").isTextual()) {
             throw ProtocolException.invalidField(bf + ".tool_use_id", "required: a string");
           }
-          String text = toolResultText(b.get("content"), bf + ".content");
+          String text = TextParts.ANTHROPIC_TEXT_BLOCKS.join(b.get("content"), bf + ".content");
           if (b.path("is_error").asBoolean(false)) {
             text = AnthropicRequests.TOOL_ERROR_PREFIX + text;
           }
@@ -244,19 +218,6 @@ final class AnthropicMessages {
     ObjectNode part = F.objectNode().put("type", "image_url");
     part.putObject("image_url").put("url", url);
     return part;
-  }
-
-  private static String toolResultText(JsonNode content, String field) {
-    if (content == null || content.isNull()) {
-      return "";
-    }
-    if (content.isTextual()) {
-      return content.asText();
-    }
-    if (!content.isArray()) {
-      throw ProtocolException.invalidField(field, "must be a string or an array of text blocks");
-    }
-    return flattenText(content, field);
   }
 
   /** One text part becomes a plain string (what a chat client would send); anything else stays a part list. */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TextParts;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -151,30 +152,7 @@ final class ResponsesInput {
     if (content == null || content.isNull()) {
       throw ProtocolException.invalidField(field, "required: a string or an array of text parts");
     }
-    if (content.isTextual()) {
-      return content.asText();
-    }
-    if (!content.isArray()) {
-      throw ProtocolException.invalidField(field, "must be a string or an array of text parts");
-    }
-    StringBuilder sb = new StringBuilder();
-    for (int j = 0; j < content.size(); j++) {
-      JsonNode p = content.get(j);
-      String pf = field + "." + j;
-      String type = p.path("type").asText("");
-      switch (type) {
-        case "input_text", "output_text" -> sb.append(partText(p, pf));
-        case "refusal" -> {
-          if (!p.path("refusal").isTextual()) {
-            throw ProtocolException.invalidField(pf + ".refusal", "required: a string");
-          }
-          sb.append(p.get("refusal").asText());
-        }
-        default -> throw ProtocolException.invalidField(pf + ".type", "only text parts are allowed here, got '"
-            + type + "'");
-      }
-    }
-    return sb.toString();
+    return TextParts.RESPONSES_TEXT_PARTS.join(content, field);
   }
 
   private static String partText(JsonNode p, String field) {
