@@ -24,7 +24,7 @@ public final class SharedParentLinks implements ParentLinks, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SharedParentLinks.class);
 
   private final EtcdClusterStorage storage;
-  private final String prefix;
+  private final EtcdPrefix etcd;
   private final LocalParentLinks local;
   private final Executor writer;
   private final LongSupplier clock;
@@ -33,35 +33,32 @@ public final class SharedParentLinks implements ParentLinks, AutoCloseable {
   private final int maxLinks;
   /** When this frontend last wrote each child's link to etcd, least recently written first. */
   private final LinkedHashMap<String, Long> written = new LinkedHashMap<>();
-  private long lease;
-  private long leaseGrantedNanos;
   private boolean failing;
-  private AutoCloseable watch;
 
   public SharedParentLinks(EtcdClusterStorage storage, String clusterName, int maxLinks, long ttlSeconds,
       LongSupplier clock, Executor writer) {
     this.storage = Objects.requireNonNull(storage, "storage");
-    this.prefix = "/affinity/" + clusterName + "/parents/";
     this.local = new LocalParentLinks(maxLinks, ttlSeconds * 1_000_000_000L, clock);
     this.writer = Objects.requireNonNull(writer, "writer");
     this.clock = clock;
     this.ttlSeconds = ttlSeconds;
     this.refreshNanos = Math.max(1, ttlSeconds / 2) * 1_000_000_000L;
     this.maxLinks = maxLinks;
+    // links are written with a lease of twice the TTL, a new one every half TTL
+    this.etcd = new EtcdPrefix(storage, "/affinity/" + clusterName + "/parents/", 2 * ttlSeconds, refreshNanos, clock);
   }
 
   public String prefix() {
-    return prefix;
+    return etcd.prefix();
   }
 
   /** Loads the links and follows their changes. */
-  public synchronized SharedParentLinks start() {
-    watch = storage.watch(prefix, this::onEvent);
+  public SharedParentLinks start() {
+    etcd.watch(this::onEvent);
     return this;
   }
 
-  private void onEvent(StorageEvent e) {
-    String child = e.key().substring(prefix.length());
+  private void onEvent(String child, StorageEvent e) {
     if (e.type() == StorageEvent.Type.DELETE) {
       local.unlink(child);
     } else if (e.value() != null && !e.value().isEmpty()) {
@@ -96,23 +93,9 @@ public final class SharedParentLinks implements ParentLinks, AutoCloseable {
   }
 
   private void write(String child, String parent) {
-    long l = lease();
-    boolean ok = l != 0 && storage.putWithLease(prefix + child, parent, l, SharedPins.TIMEOUT_MILLIS);
+    long l = etcd.lease();
+    boolean ok = l != 0 && storage.putWithLease(etcd.key(child), parent, l, SharedPins.TIMEOUT_MILLIS);
     failed(!ok, "writing the parent link of " + child);
-  }
-
-  /** The lease links are written with: twice the TTL, a new one every half TTL; 0 when etcd did not grant one. */
-  private synchronized long lease() {
-    long now = clock.getAsLong();
-    if (lease != 0 && now - leaseGrantedNanos < refreshNanos) {
-      return lease;
-    }
-    long granted = storage.grantLease(2 * ttlSeconds, SharedPins.TIMEOUT_MILLIS);
-    if (granted != 0) {
-      lease = granted;
-      leaseGrantedNanos = now;
-    }
-    return granted;
   }
 
   private synchronized void failed(boolean failed, String what) {
@@ -130,7 +113,7 @@ public final class SharedParentLinks implements ParentLinks, AutoCloseable {
     synchronized (this) {
       written.remove(child);
     }
-    writer.execute(() -> storage.delete(prefix + child));
+    writer.execute(() -> storage.delete(etcd.key(child)));
     return had;
   }
 
@@ -140,14 +123,7 @@ public final class SharedParentLinks implements ParentLinks, AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        LOG.debug("closing the parent-link watch: {}", e.toString());
-      }
-      watch = null;
-    }
+  public void close() {
+    etcd.close();
   }
 }

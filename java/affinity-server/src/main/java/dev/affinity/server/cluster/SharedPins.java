@@ -42,34 +42,31 @@ public final class SharedPins implements AutoCloseable {
   }
 
   private final EtcdClusterStorage storage;
-  private final String prefix;
+  private final EtcdPrefix etcd;
   private final Map<String, Pin> pins = new ConcurrentHashMap<>();
-  private AutoCloseable watch;
   /** Told the key of every pin deleted in etcd (a session released, or a lease ended). */
   private volatile java.util.function.Consumer<String> onDelete = key -> { };
-  private long lease;
-  private long leaseGrantedNanos;
   /** Whether etcd is paused after a failure (see {@link #RETRY_NANOS}), and since when. */
   private long pausedSinceNanos;
   private boolean paused;
 
   public SharedPins(EtcdClusterStorage storage, String clusterName, Fleet fleet) {
     this.storage = storage;
-    this.prefix = "/affinity/" + clusterName + "/pins/" + fleet.name().toLowerCase(Locale.ROOT) + "/";
+    this.etcd = new EtcdPrefix(storage, "/affinity/" + clusterName + "/pins/" + fleet.name().toLowerCase(Locale.ROOT)
+        + "/", PIN_TTL_SECONDS, LEASE_RENEWAL_NANOS, System::nanoTime);
   }
 
   public String prefix() {
-    return prefix;
+    return etcd.prefix();
   }
 
   /** Loads the pins and follows their changes. */
-  public synchronized SharedPins start() {
-    watch = storage.watch(prefix, this::onEvent);
+  public SharedPins start() {
+    etcd.watch(this::onEvent);
     return this;
   }
 
-  private void onEvent(StorageEvent e) {
-    String key = e.key().substring(prefix.length());
+  private void onEvent(String key, StorageEvent e) {
     if (e.type() == StorageEvent.Type.DELETE) {
       // a pin this frontend wrote after the delete (a newer revision) stays
       boolean[] removed = {false};
@@ -125,20 +122,13 @@ public final class SharedPins implements AutoCloseable {
     pausedSinceNanos = System.nanoTime();
   }
 
-  /** The lease new pins are written with, or 0 when etcd did not grant one. */
-  private synchronized long lease() {
-    long now = System.nanoTime();
-    if (lease != 0 && now - leaseGrantedNanos <= LEASE_RENEWAL_NANOS) {
-      return lease;
-    }
-    long granted = storage.grantLease(PIN_TTL_SECONDS, TIMEOUT_MILLIS);
+  /** The lease new pins are written with, or 0 when etcd did not grant one (then etcd is paused). */
+  private long lease() {
+    long granted = etcd.lease();
     if (granted == 0) {
       pause("lease grant");
-      return 0;
     }
-    lease = granted;
-    leaseGrantedNanos = now;
-    return lease;
+    return granted;
   }
 
   /**
@@ -156,8 +146,8 @@ public final class SharedPins implements AutoCloseable {
       return Optional.empty(); // no pin without a lease: it would never expire
     }
     Optional<EtcdClusterStorage.Versioned> after = expected == null || expected.revision() == 0
-        ? storage.putIfAbsent(prefix + key, v, lease, TIMEOUT_MILLIS)
-        : storage.replace(prefix + key, expected.revision(), v, lease, TIMEOUT_MILLIS);
+        ? storage.putIfAbsent(etcd.key(key), v, lease, TIMEOUT_MILLIS)
+        : storage.replace(etcd.key(key), expected.revision(), v, lease, TIMEOUT_MILLIS);
     if (after.isEmpty()) {
       pause("pin of " + key);
       return Optional.empty();
@@ -187,7 +177,7 @@ public final class SharedPins implements AutoCloseable {
     if (paused()) {
       return false;
     }
-    return storage.delete(prefix + key);
+    return storage.delete(etcd.key(key));
   }
 
   /** Pins known (tests, metrics). */
@@ -196,14 +186,7 @@ public final class SharedPins implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        LOG.debug("closing the pin watch: {}", e.toString());
-      }
-      watch = null;
-    }
+  public void close() {
+    etcd.close();
   }
 }
