@@ -107,87 +107,175 @@ public record FrontendOptions(
         ConversationSettings.from(config), a.ioThreads());
   }
 
+  /** A builder holding these options, to change several at once. */
+  public Builder toBuilder() {
+    return new Builder(this);
+  }
+
   public FrontendOptions withHost(String h) {
-    return new FrontendOptions(h, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().host(h).build();
   }
 
   public FrontendOptions withPort(int p) {
-    return new FrontendOptions(host, p, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().port(p).build();
   }
 
   public FrontendOptions withMaxRequestBodyBytes(long n) {
-    return new FrontendOptions(host, port, n, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().maxRequestBodyBytes(n).build();
   }
 
   public FrontendOptions withApiKeys(List<String> keys) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, keys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().apiKeys(keys).build();
   }
 
   public FrontendOptions withDebugHeaders(boolean on) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, on, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().debugHeaders(on).build();
   }
 
   public FrontendOptions withRequestReadTimeout(Duration d) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, d,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().requestReadTimeout(d).build();
   }
 
   public FrontendOptions withKeepAliveTimeout(Duration d) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        d, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().keepAliveTimeout(d).build();
   }
 
   public FrontendOptions withModels(List<String> m) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, m, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().models(m).build();
   }
 
   public FrontendOptions withVersion(String v) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, v, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().version(v).build();
   }
 
   public FrontendOptions withAccessLog(AccessLog log) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, log, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().accessLog(log).build();
   }
 
   public FrontendOptions withAllowClientDisaggregatedParams(boolean allow) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allow, allowRequestChatTemplate,
-        routing, ioThreads);
+    return toBuilder().allowClientDisaggregatedParams(allow).build();
   }
 
   public FrontendOptions withAllowRequestChatTemplate(boolean allow) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allow,
-        routing, ioThreads);
+    return toBuilder().allowRequestChatTemplate(allow).build();
   }
 
   public FrontendOptions withRouting(ConversationSettings r) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        r, ioThreads);
+    return toBuilder().routing(r).build();
   }
 
   public FrontendOptions withIoThreads(int n) {
-    return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
-        keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
-        routing, n);
+    return toBuilder().ioThreads(n).build();
+  }
+
+  /** Options under construction: every field as {@link FrontendOptions} names it; {@link #build()} checks them. */
+  public static final class Builder {
+    private String host;
+    private int port;
+    private long maxRequestBodyBytes;
+    private List<String> apiKeys;
+    private boolean debugHeaders;
+    private Duration requestReadTimeout;
+    private Duration keepAliveTimeout;
+    private List<String> models;
+    private String version;
+    private AccessLog accessLog;
+    private boolean allowClientDisaggregatedParams;
+    private boolean allowRequestChatTemplate;
+    private ConversationSettings routing;
+    private int ioThreads;
+
+    private Builder(FrontendOptions o) {
+      host = o.host;
+      port = o.port;
+      maxRequestBodyBytes = o.maxRequestBodyBytes;
+      apiKeys = o.apiKeys;
+      debugHeaders = o.debugHeaders;
+      requestReadTimeout = o.requestReadTimeout;
+      keepAliveTimeout = o.keepAliveTimeout;
+      models = o.models;
+      version = o.version;
+      accessLog = o.accessLog;
+      allowClientDisaggregatedParams = o.allowClientDisaggregatedParams;
+      allowRequestChatTemplate = o.allowRequestChatTemplate;
+      routing = o.routing;
+      ioThreads = o.ioThreads;
+    }
+
+    public Builder host(String v) {
+      host = v;
+      return this;
+    }
+
+    public Builder port(int v) {
+      port = v;
+      return this;
+    }
+
+    public Builder maxRequestBodyBytes(long v) {
+      maxRequestBodyBytes = v;
+      return this;
+    }
+
+    public Builder apiKeys(List<String> v) {
+      apiKeys = v;
+      return this;
+    }
+
+    public Builder debugHeaders(boolean v) {
+      debugHeaders = v;
+      return this;
+    }
+
+    public Builder requestReadTimeout(Duration v) {
+      requestReadTimeout = v;
+      return this;
+    }
+
+    public Builder keepAliveTimeout(Duration v) {
+      keepAliveTimeout = v;
+      return this;
+    }
+
+    public Builder models(List<String> v) {
+      models = v;
+      return this;
+    }
+
+    public Builder version(String v) {
+      version = v;
+      return this;
+    }
+
+    public Builder accessLog(AccessLog v) {
+      accessLog = v;
+      return this;
+    }
+
+    public Builder allowClientDisaggregatedParams(boolean v) {
+      allowClientDisaggregatedParams = v;
+      return this;
+    }
+
+    public Builder allowRequestChatTemplate(boolean v) {
+      allowRequestChatTemplate = v;
+      return this;
+    }
+
+    public Builder routing(ConversationSettings v) {
+      routing = v;
+      return this;
+    }
+
+    public Builder ioThreads(int v) {
+      ioThreads = v;
+      return this;
+    }
+
+    public FrontendOptions build() {
+      return new FrontendOptions(host, port, maxRequestBodyBytes, apiKeys, debugHeaders, requestReadTimeout,
+          keepAliveTimeout, models, version, accessLog, allowClientDisaggregatedParams, allowRequestChatTemplate,
+          routing, ioThreads);
+    }
   }
 }
