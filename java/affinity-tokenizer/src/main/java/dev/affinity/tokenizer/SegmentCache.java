@@ -37,7 +37,7 @@ public final class SegmentCache {
   private final AtomicLong hits = new AtomicLong();
   private final AtomicLong misses = new AtomicLong();
 
-  SegmentCache(ModelTokenizer.TokenizerFile file, int entries) {
+  SegmentCache(TokenizerFile file, int entries) {
     TreeSet<Integer> distinct = new TreeSet<>((a, b) -> Integer.compare(b, a));
     for (Map.Entry<String, JsonNode> e : file.addedTokens().entrySet()) {
       JsonNode t = e.getValue();

@@ -60,7 +60,7 @@ class SegmentCacheTest {
     added.put("<m>", token(1004, true, true, false));      // normalized: not a split
     added.put("<l>", token(1005, true, false, true));      // lstrip: not a split
     return new SegmentCache(
-        new ModelTokenizer.TokenizerFile(added, firstSplitOnly, 1006, 0, 0, null, PreTokenBound.NONE), entries);
+        new TokenizerFile(added, firstSplitOnly, 1006, 0, 0, null, PreTokenBound.NONE), entries);
   }
 
   private static final class CountingEncoder implements Function<String, int[]> {
@@ -146,7 +146,7 @@ class SegmentCacheTest {
     String text = "x<a>y";
     assertArrayEquals(text.chars().toArray(), cache(true, 16).encode(text, enc));
     assertEquals(List.of(text), enc.seen);
-    SegmentCache none = new SegmentCache(new ModelTokenizer.TokenizerFile(Map.of(), false, 10, 0, 0, null, PreTokenBound.NONE), 16);
+    SegmentCache none = new SegmentCache(new TokenizerFile(Map.of(), false, 10, 0, 0, null, PreTokenBound.NONE), 16);
     assertArrayEquals(text.chars().toArray(), none.encode(text, enc));
   }
 

@@ -64,16 +64,16 @@ class TokenBoundTest {
   @org.junit.jupiter.api.Test
   void normalizersThatMayDeleteInputGiveNoBound() throws Exception {
     ObjectMapper json = new ObjectMapper();
-    assertEquals(1, ModelTokenizer.TokenizerFile.shrink(null));
-    assertEquals(4, ModelTokenizer.TokenizerFile.shrink(json.readTree("{\"type\": \"NFC\"}")));
-    assertEquals(1, ModelTokenizer.TokenizerFile.shrink(
+    assertEquals(1, TokenizerFile.shrink(null));
+    assertEquals(4, TokenizerFile.shrink(json.readTree("{\"type\": \"NFC\"}")));
+    assertEquals(1, TokenizerFile.shrink(
         json.readTree("{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}")));
-    assertEquals(1, ModelTokenizer.TokenizerFile.shrink(json.readTree("{\"type\": \"Sequence\", \"normalizers\": []}")));
-    assertEquals(0, ModelTokenizer.TokenizerFile.shrink(json.readTree("{\"type\": \"BertNormalizer\"}")));
-    assertEquals(0, ModelTokenizer.TokenizerFile.shrink(json.readTree("{\"type\": \"Strip\"}")));
-    assertEquals(0, ModelTokenizer.TokenizerFile.shrink(
+    assertEquals(1, TokenizerFile.shrink(json.readTree("{\"type\": \"Sequence\", \"normalizers\": []}")));
+    assertEquals(0, TokenizerFile.shrink(json.readTree("{\"type\": \"BertNormalizer\"}")));
+    assertEquals(0, TokenizerFile.shrink(json.readTree("{\"type\": \"Strip\"}")));
+    assertEquals(0, TokenizerFile.shrink(
         json.readTree("{\"type\": \"Replace\", \"pattern\": {\"String\": \"x\"}, \"content\": \"\"}")));
-    assertEquals(0, ModelTokenizer.TokenizerFile.shrink(
+    assertEquals(0, TokenizerFile.shrink(
         json.readTree("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"Precompiled\"}]}")));
   }
 }
