@@ -30,10 +30,14 @@ public final class RoutedPrefixes {
     return (i + 1) % stride == 0 || i == n - 1;
   }
 
-  /** Remembers that the request's first {@code fullBlocks} blocks were routed to the location. */
-  public void record(int location, long[] keys, int fullBlocks, long nowNanos) {
+  /**
+   * Remembers that the request's first {@code fullBlocks} blocks were routed to the location; returns the keys it
+   * keeps (every {@code stride}-th and the last), which another frontend with the same stride records as they are
+   * ({@link #recordSampled}).
+   */
+  public long[] record(int location, long[] keys, int fullBlocks, long nowNanos) {
     if (ttlNanos <= 0 || fullBlocks <= 0) {
-      return;
+      return new long[0];
     }
     int n = Math.min(fullBlocks, keys.length);
     long[] kept = new long[n / stride + 1];
@@ -41,10 +45,22 @@ public final class RoutedPrefixes {
     for (int i = 0; i < n; i++) {
       if (sampled(i, n)) {
         kept[k++] = keys[i];
-        holders.set(keys[i], location);
       }
     }
-    expiries.add(new Entry(nowNanos + ttlNanos, location, Arrays.copyOf(kept, k)));
+    kept = Arrays.copyOf(kept, k);
+    recordSampled(location, kept, nowNanos);
+    return kept;
+  }
+
+  /** Remembers keys another frontend kept of a prompt it routed to this location ({@link #record}'s answer). */
+  public void recordSampled(int location, long[] kept, long nowNanos) {
+    if (ttlNanos <= 0 || kept.length == 0) {
+      return;
+    }
+    for (long key : kept) {
+      holders.set(key, location);
+    }
+    expiries.add(new Entry(nowNanos + ttlNanos, location, kept.clone()));
   }
 
   /**

@@ -298,8 +298,7 @@ public abstract class AbstractRouter implements Router {
     synchronized (lock) {
       List<LoadShare> known = new ArrayList<>(shares.size());
       for (LoadShare s : shares) {
-        Worker w = workers.get(s.workerId());
-        if (w != null && (w.info().ranksVisible() ? s.rank() >= 0 && s.rank() < w.info().numRanks() : s.rank() == -1)) {
+        if (knownCandidate(s.workerId(), s.rank()) != null) {
           known.add(s);
         }
       }
@@ -312,6 +311,18 @@ public abstract class AbstractRouter implements Router {
     synchronized (lock) {
       loads.forgetPeer(peerId, peerTarget);
     }
+  }
+
+  /**
+   * The candidate a peer names by worker id and rank, or null when this router does not have that worker or the rank
+   * does not fit it (ranks visible: 0 to num_ranks - 1; else -1). Under the lock.
+   */
+  protected final Candidate knownCandidate(String workerId, int rank) {
+    Worker w = workers.get(workerId);
+    if (w == null || !(w.info().ranksVisible() ? rank >= 0 && rank < w.info().numRanks() : rank == -1)) {
+      return null;
+    }
+    return candidatesOf(w).get(Math.max(0, rank));
   }
 
   /** A peer's share changes the load of its candidate, and of its worker as a whole, as a selection does. */

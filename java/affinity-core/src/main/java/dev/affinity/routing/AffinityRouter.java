@@ -42,6 +42,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final LockstepSiblings siblings;
   private final LruMap<String, Candidate> pins;
   private final RoutedPrefixes routed;
+  /** The prefixes routed since the peers last heard ({@link #routedSince}), once a peer asks; guarded by the lock. */
+  private final java.util.ArrayDeque<RoutedShare> routedToShare = new java.util.ArrayDeque<>();
+  private boolean sharingRouted;
+  /** At most this many kept for the peers between two reports (a report every 20 ms takes them). */
+  static final int MAX_ROUTED_TO_SHARE = 4096;
   private final Map<Long, Routed> bySelection = new HashMap<>();
 
   /** A context selection's prefill work and uncached tokens, counted at its location until it is released. */
@@ -352,7 +357,36 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     queues.arrived(loc, r.routingKey(), work(0, n), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
-    routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
+    long[] kept = routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
+    if (sharingRouted && kept.length > 0) {
+      if (routedToShare.size() >= MAX_ROUTED_TO_SHARE) {
+        routedToShare.removeFirst();
+      }
+      routedToShare.add(new RoutedShare(s.worker().id(), s.candidate().rank(), kept));
+    }
+  }
+
+  @Override
+  public List<RoutedShare> routedSince() {
+    synchronized (lock) {
+      sharingRouted = true;
+      List<RoutedShare> out = List.copyOf(routedToShare);
+      routedToShare.clear();
+      return out;
+    }
+  }
+
+  @Override
+  public void peerRouted(List<RoutedShare> shares) {
+    long now = context.nanoClock().getAsLong();
+    synchronized (lock) {
+      for (RoutedShare share : shares) {
+        Candidate c = knownCandidate(share.workerId(), share.rank());
+        if (c != null) {
+          routed.recordSampled(locationOf(c), share.keys(), now);
+        }
+      }
+    }
   }
 
   @Override

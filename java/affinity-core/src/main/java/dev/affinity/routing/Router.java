@@ -73,6 +73,17 @@ public interface Router {
    */
   default void peerLoads(String peerId, List<LoadShare> shares) {}
 
+  /**
+   * The prefixes this frontend routed since the last call ({@link RoutedShare}), for its peers' predict-on-route; the
+   * first call starts the keeping (a router nobody asks keeps nothing). Empty for routers that predict nothing.
+   */
+  default List<RoutedShare> routedSince() {
+    return List.of();
+  }
+
+  /** Prefixes another frontend just routed: counted as cached at their candidates until KV events say otherwise. */
+  default void peerRouted(List<RoutedShare> shares) {}
+
   /** Takes back everything a peer reported (it stopped reporting: it left or died). */
   default void forgetPeer(String peerId) {}
 }

@@ -180,6 +180,16 @@ public final class PinSharingRouter implements Router, PinKeeping {
   }
 
   @Override
+  public List<dev.affinity.routing.RoutedShare> routedSince() {
+    return delegate.routedSince();
+  }
+
+  @Override
+  public void peerRouted(List<dev.affinity.routing.RoutedShare> shares) {
+    delegate.peerRouted(shares);
+  }
+
+  @Override
   public void onKvEvents(String workerId, List<KvEvent> events) {
     delegate.onKvEvents(workerId, events);
   }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.LoadShare;
+import dev.affinity.routing.RoutedShare;
 import dev.affinity.routing.Router;
 import io.nats.client.Connection;
 import io.nats.client.Dispatcher;
@@ -37,7 +38,11 @@ import org.slf4j.LoggerFactory;
  * frontend not heard from for {@code expiry} stops counting ({@link Router#forgetPeer}): a dead frontend's requests
  * leave the view within it. Core NATS, not a stream: a report is only worth its latest value, and a lost one is
  * replaced a period later. With {@code internal_request_auth_key} each report carries an HMAC over its body, and a
- * report without a valid one is dropped and counted. Reports and expiry run on one thread of their own.
+ * report without a valid one is dropped and counted. Reports and expiry run on one thread of their own. A report also
+ * carries the prefixes the frontend routed since its last one ({@link Router#routedSince}, the keys its router keeps
+ * for predict-on-route, at most {@value #MAX_ROUTED_KEYS} keys), which the others' routers record as theirs
+ * ({@link Router#peerRouted}); unlike loads these are not taken back when a peer expires: they end with their TTL or
+ * the worker's KV events, as a frontend's own do.
  */
 public final class SharedLoads implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SharedLoads.class);
@@ -46,6 +51,8 @@ public final class SharedLoads implements AutoCloseable {
   public static final Duration PERIOD = Duration.ofMillis(20);
   /** How long a frontend that stopped reporting still counts (50 reports missed: it died or lost NATS). */
   public static final Duration EXPIRY = Duration.ofSeconds(1);
+  /** The most routed-prefix keys one report carries (about 650 KB of JSON, under NATS's 1 MB payload). */
+  static final int MAX_ROUTED_KEYS = 32_768;
 
   private final Connection connection;
   /** The subject of this frontend's own reports (they come back to it: not applied, not even parsed). */
@@ -112,6 +119,27 @@ public final class SharedLoads implements AutoCloseable {
             .add(s.arrivals()).add(s.doneWork());
       }
     });
+    ObjectNode routed = null;
+    for (Map.Entry<Fleet, Router> e : routers.entrySet()) {
+      List<RoutedShare> shares = e.getValue().routedSince();
+      if (shares.isEmpty()) {
+        continue;
+      }
+      routed = routed == null ? body.putObject("routed") : routed;
+      ArrayNode list = routed.putArray(e.getKey().name().toLowerCase());
+      int keys = 0;
+      for (RoutedShare r : shares) {
+        long[] k = r.keys();
+        if (keys + k.length > MAX_ROUTED_KEYS) {
+          break;  // predictions are advisory: the rest are left out rather than make the report too big for NATS
+        }
+        keys += k.length;
+        ArrayNode row = list.addArray().add(r.workerId()).add(r.rank()).addArray();
+        for (long key : k) {
+          row.add(key);
+        }
+      }
+    }
     byte[] bytes = body.toString().getBytes(StandardCharsets.UTF_8);
     Headers headers = new Headers();
     auth.ifPresent(a -> headers.put(SharedKvEvents.AUTH_HEADER, a.sign(KvNames.canonicalLoad(bytes))));
@@ -146,7 +174,12 @@ public final class SharedLoads implements AutoCloseable {
     }
     try {
       for (Map.Entry<Fleet, Router> e : routers.entrySet()) {
-        e.getValue().peerLoads(peer, shares(body.path("fleets").path(e.getKey().name().toLowerCase())));
+        String fleet = e.getKey().name().toLowerCase();
+        e.getValue().peerLoads(peer, shares(body.path("fleets").path(fleet)));
+        List<RoutedShare> routed = routed(body.path("routed").path(fleet));
+        if (!routed.isEmpty()) {
+          e.getValue().peerRouted(routed);
+        }
       }
     } catch (IllegalArgumentException e) {
       reject(e.getMessage());
@@ -169,6 +202,28 @@ public final class SharedLoads implements AutoCloseable {
       out.add(new LoadShare(s.get(0).asText(), s.get(1).asInt(), s.get(2).asInt(), s.get(3).asLong(),
           s.get(4).asDouble(), s.get(5).asLong(), s.size() == 8 ? s.get(6).asDouble() : 0,
           s.size() == 8 ? s.get(7).asDouble() : 0));
+    }
+    return out;
+  }
+
+  private static List<RoutedShare> routed(JsonNode list) {
+    if (list.isMissingNode()) {
+      return List.of();
+    }
+    List<RoutedShare> out = new ArrayList<>(list.size());
+    for (JsonNode r : list) {
+      if (!r.isArray() || r.size() != 3 || !r.get(0).isTextual() || !r.get(1).canConvertToInt() || !r.get(2).isArray()) {
+        throw new IllegalArgumentException("a routed prefix is not [worker, rank, [keys]]: " + r);
+      }
+      long[] keys = new long[r.get(2).size()];
+      for (int i = 0; i < keys.length; i++) {
+        JsonNode k = r.get(2).get(i);
+        if (!k.isIntegralNumber() || !k.canConvertToLong()) {
+          throw new IllegalArgumentException("a routed prefix's key is not a 64-bit integer: " + k);
+        }
+        keys[i] = k.asLong();
+      }
+      out.add(new RoutedShare(r.get(0).asText(), r.get(1).asInt(), keys));
     }
     return out;
   }

@@ -69,7 +69,11 @@ class SharedLoadsTest {
   }
 
   static Router router() {
-    Router r = new RouterFactory().create(new RouterConfig("load_balancing", Location.unknown("t"), Map.of(), Map.of()),
+    return router("load_balancing");
+  }
+
+  static Router router(String type) {
+    Router r = new RouterFactory().create(new RouterConfig(type, Location.unknown("t"), Map.of(), Map.of()),
         "context_servers", RouterContext.of(Fleet.CONTEXT));
     for (String id : List.of("a", "b")) {
       r.addWorker(new Plain(id, new WorkerInfo(16, HashAlgorithm.V1_BLOCK_KEY, 2, true, 64)));
@@ -128,6 +132,27 @@ class SharedLoadsTest {
     await(() -> seen(two) == 2, "one's new request in two's view");
     sharedOne.close();  // one stops reporting (as if it died): two forgets it after the expiry
     await(() -> seen(two) == 1, "the silent frontend's load to expire");
+  }
+
+  @Test
+  void aPrefixOneFrontendRoutedIsPredictedCachedByTheOthers() throws Exception {
+    nats = NatsProcess.start();
+    Router one = router("affinity");
+    Router two = router("affinity");
+    SharedLoads sharedOne = frontend("one", one, Duration.ofSeconds(30));
+    frontend("two", two, Duration.ofSeconds(30));
+    await(() -> sharedOne.published() > 0, "one's first report (its router keeps routed prefixes from then on)");
+    int[] ids = java.util.stream.IntStream.range(0, 1024).map(i -> 500 + i).toArray();  // 64 blocks of 16
+    Selection routed = one.select(RoutingRequest.builder(1, Fleet.CONTEXT).tokens(ids).routingKey("k").build(), Set.of());
+    // the report that carries one's request in flight carries the prefix it routed: once two counts the one, it has both
+    await(() -> seen(two) == 1, "two to see one's request");
+    routed.release(dev.affinity.routing.Outcome.SUCCESS);
+    await(() -> seen(two) == 0, "one's request to leave two's view");
+    // two never routed anything and no KV event said anything: it predicts the prefix where one sent it
+    Selection probe = two.select(RoutingRequest.builder(2, Fleet.CONTEXT).tokens(ids).build(), Set.of());
+    assertEquals(routed.worker().id() + "/" + routed.rank(), probe.worker().id() + "/" + probe.rank());
+    assertEquals(true, probe.matchedBlocks() >= 56, "matched " + probe.matchedBlocks());
+    probe.release(dev.affinity.routing.Outcome.CANCELLED);
   }
 
   @Test
