@@ -131,8 +131,9 @@ public final class SimFleet implements AutoCloseable {
 
   /**
    * One exchange of loads between sharing frontends: every frontend's routers take every other frontend's own
-   * in-flight work ({@link Router#ownLoads}, all read before any is delivered). A report equal to the one a peer
-   * delivered last is not delivered again. Nothing happens unless the frontends share.
+   * in-flight work ({@link Router#ownLoads}, all read before any is delivered) and the prefixes it routed since the
+   * last exchange ({@link Router#routedSince}, for predict-on-route), as {@code SharedLoads} reports them. A load report
+   * equal to the one a peer delivered last is not delivered again. Nothing happens unless the frontends share.
    */
   public void shareLoads() {
     if (!frontends.sharing()) {
@@ -140,8 +141,17 @@ public final class SimFleet implements AutoCloseable {
     }
     for (Fleet fleet : Fleet.values()) {
       List<List<LoadShare>> reports = new ArrayList<>();
+      List<List<dev.affinity.routing.RoutedShare>> routed = new ArrayList<>();
       for (Frontend f : replicas) {
         reports.add(f.orchestration().router(fleet).ownLoads());
+        routed.add(f.orchestration().router(fleet).routedSince());
+      }
+      for (int from = 0; from < replicas.size(); from++) {
+        for (int to = 0; to < replicas.size(); to++) {
+          if (to != from && !routed.get(from).isEmpty()) {
+            replicas.get(to).orchestration().router(fleet).peerRouted(routed.get(from));
+          }
+        }
       }
       for (int from = 0; from < replicas.size(); from++) {
         List<LoadShare> report = reports.get(from);

@@ -23,6 +23,28 @@ public record Codecs(TokenCodec codec, ModelTokenizer model) implements AutoClos
    * @throws IllegalArgumentException naming the setting when it is neither a known encoding nor a tokenizer
    *     directory
    */
+  /**
+   * The model tokenizer a frontend routes with ({@code affinity.tokenizer}, or a router's {@code tokenizer_dir}), or
+   * null when the configuration names none.
+   *
+   * @throws IllegalArgumentException naming the setting it came from when the directory does not load
+   */
+  public static Codecs forRouting(dev.affinity.config.DisaggConfig config) {
+    java.util.Optional<dev.affinity.config.TokenizerSource> source = dev.affinity.config.TokenizerSource.of(config);
+    if (source.isEmpty()) {
+      return null;
+    }
+    Codecs codecs;
+    try {
+      codecs = of(ModelTokenizer.load(source.get().directory()));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(source.get().origin() + ": " + e.getMessage(), e);
+    }
+    org.slf4j.LoggerFactory.getLogger(Codecs.class).info("routing on the model's token ids: tokenizer {} (from {})",
+        source.get().directory(), source.get().origin());
+    return codecs;
+  }
+
   public static Codecs open(String setting) {
     if (AffinitySettings.isBpeEncoding(setting)) {
       return new Codecs(new BpeTokenCodec(setting), null);

@@ -8,7 +8,6 @@ import dev.affinity.config.DisaggConfig;
 import dev.affinity.config.ServerSection;
 import dev.affinity.config.StartupChecks;
 import dev.affinity.config.SubagentScope;
-import dev.affinity.config.TokenizerSource;
 import dev.affinity.conversation.LocalParentLinks;
 import dev.affinity.conversation.ParentLinks;
 import dev.affinity.disagg.DisaggService;
@@ -31,19 +30,16 @@ import dev.affinity.server.cluster.SharedPins;
 import dev.affinity.server.http.FrontendOptions;
 import dev.affinity.server.http.FrontendServer;
 import dev.affinity.server.shared.SharedKvEvents;
-import dev.affinity.server.shared.SharedLoads;
 import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.session.SessionRegistry;
 import dev.affinity.timer.RealScheduler;
 import dev.affinity.tokenizer.ModelPromptTokenizer;
-import dev.affinity.tokenizer.ModelTokenizer;
 import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.Worker;
 import dev.affinity.server.metrics.LegMetrics;
 import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
-import dev.affinity.server.metrics.SharedKvMeters;
 import dev.affinity.server.metrics.TimedPromptTokenizer;
 import dev.affinity.tracing.RequestTracer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -69,12 +65,7 @@ public final class AffinityServer implements AutoCloseable {
   private final DisaggConfig config;
   private final List<Worker> workers = new ArrayList<>();
   private final RealScheduler scheduler = new RealScheduler();
-  private final java.util.concurrent.ScheduledExecutorService background =
-      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "affinity-workers");
-        t.setDaemon(true);
-        return t;
-      });
+  private final java.util.concurrent.ScheduledExecutorService background = daemonScheduler("affinity-workers");
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   /** The in-process context hand-off of the embedded workers (nothing native until one is created). */
   private final HandoffDomain handoff = new HandoffDomain();
@@ -101,19 +92,13 @@ public final class AffinityServer implements AutoCloseable {
   private ClusterMembership membership;
   private final List<SharedPins> sharedPins = new ArrayList<>();
   /** Etcd writes of parent links and pin releases, and idle-session expiry: off the event loops. */
-  private final java.util.concurrent.ScheduledExecutorService sessionWork =
-      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "affinity-sessions");
-        t.setDaemon(true);
-        return t;
-      });
+  private final java.util.concurrent.ScheduledExecutorService sessionWork = daemonScheduler("affinity-sessions");
   private ParentLinks parentLinks;
   private SharedParentLinks sharedLinks;
   private FrontendSessions sessions;
-  /** affinity.shared_state with remote workers: their KV events through NATS, one drain per worker. */
+  /** affinity.shared_state with remote workers: KV events and loads shared through NATS; null without. */
+  private SharedState shared;
   private SharedKvEvents sharedKv;
-  /** The frontends' one load view ({@code affinity.shared_state}), on sharedKv's connection. */
-  private SharedLoads sharedLoads;
 
   /** OpenTelemetry tracing (otlp_config): closed last, after the requests it traced. */
   private final Tracing tracing;
@@ -129,7 +114,7 @@ public final class AffinityServer implements AutoCloseable {
    * {@code otlp_config} and the {@code OTEL_EXPORTER_OTLP_*} variables say (docs/tracing.md).
    */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options) throws IOException {
-    return start(config, options, tracingOf(config));
+    return start(config, options, Tracing.fromConfigOrOff(config));
   }
 
   /**
@@ -140,7 +125,7 @@ public final class AffinityServer implements AutoCloseable {
    */
   public static AffinityServer start(DisaggConfig config, FrontendOptions options, EventLoopGroup io)
       throws IOException {
-    return start(config, options, tracingOf(config), java.util.Objects.requireNonNull(io, "io"));
+    return start(config, options, Tracing.fromConfigOrOff(config), java.util.Objects.requireNonNull(io, "io"));
   }
 
   /** As {@link #start(DisaggConfig, FrontendOptions)} with this tracing, which the server now owns and closes. */
@@ -184,30 +169,12 @@ public final class AffinityServer implements AutoCloseable {
     }
   }
 
-  /** As upstream, a tracing set-up that fails is logged and the server runs without exporting. */
-  private static Tracing tracingOf(DisaggConfig config) {
-    try {
-      return Tracing.fromConfig(config, System.getenv());
-    } catch (IllegalArgumentException e) {
-      log.error("tracing is off: {}", e.getMessage());
-      return Tracing.off();
-    }
-  }
-
   private void build(FrontendOptions options) throws IOException {
     if (io == null) {
       io = FrontendServer.ioGroup(options.ioThreads());
     }
-    java.util.Optional<TokenizerSource> source = TokenizerSource.of(config);
-    if (source.isPresent()) {
-      try {
-        modelCodecs = Codecs.of(ModelTokenizer.load(source.get().directory()));
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(source.get().origin() + ": " + e.getMessage(), e);
-      }
-      renderer = modelCodecs.renderer();
-      log.info("routing on the model's token ids: tokenizer {} (from {})", source.get().directory(), source.get().origin());
-    }  // else ConfigWarnings says so at start-up when a KV-event router stands before remote workers
+    modelCodecs = Codecs.forRouting(config);  // null: ConfigWarnings says so when a KV-event router needs one
+    renderer = modelCodecs == null ? null : modelCodecs.renderer();
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
@@ -249,14 +216,8 @@ public final class AffinityServer implements AutoCloseable {
     ctxRouter = orchestration.contextRouter();
     genRouter = orchestration.generationRouter();
     service = orchestration.service();
-    if (config.affinity().sharedState().isPresent() && (!section(Fleet.CONTEXT).isEmbedded()
-        || !section(Fleet.GENERATION).isEmbedded())) {
-      sharedKv = SharedKvEvents.start(config.affinity().sharedState().get(),
-          config.disaggCluster().map(DisaggConfig.DisaggClusterConfig::clusterName).orElse(""),
-          config.internalRequestAuthKey());
-      SharedKvMeters.register(registry, sharedKv);
-      sharedLoads = sharedKv.shareLoads(Map.of(Fleet.CONTEXT, ctxRouter, Fleet.GENERATION, genRouter));
-    }
+    shared = SharedState.startIfConfigured(config, registry, ctxRouter, genRouter);
+    sharedKv = shared == null ? null : shared.kv();
     for (Fleet fleet : Fleet.values()) {
       if (embedded.containsKey(fleet)) {
         for (Worker w : embedded.get(fleet)) {
@@ -291,7 +252,7 @@ public final class AffinityServer implements AutoCloseable {
     for (Router r : List.of(ctxRouter, genRouter)) {
       routerMeters.add(new RouterMeters(registry, r, r == ctxRouter ? "context" : "generation"));
     }
-    sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::endOnWorkers,
+    sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::workers,
         sessionWork, registry);
     FleetBackend.Parts parts = new FleetBackend.Parts(config, sessions.handler(), parentLinks, perfLog, routerMeters, ctxRouter,
         genRouter, models, storage, membership, sharedKv);
@@ -318,25 +279,6 @@ public final class AffinityServer implements AutoCloseable {
   }
 
   /**
-   * An ended or expired session's KV on the workers that keep some per conversation (embedded CPU executors with
-   * {@code block_reuse.policy: per_conversation}: {@link Worker#endSession}); remote workers keep theirs until
-   * their own eviction.
-   */
-  private void endOnWorkers(String sessionId) {
-    List<Worker> snapshot;
-    synchronized (workers) {
-      snapshot = List.copyOf(workers);
-    }
-    for (Worker w : snapshot) {
-      try {
-        w.endSession(sessionId);
-      } catch (RuntimeException e) {
-        log.debug("worker {}: ending session {} failed: {}", w.id(), sessionId, e.toString());
-      }
-    }
-  }
-
-  /**
    * With an etcd cluster, the pins of the context router (and of the generation router with scope both) are
    * shared with the other frontends of the cluster, when the router keeps pins (conversation, affinity).
    */
@@ -350,6 +292,14 @@ public final class AffinityServer implements AutoCloseable {
     log.info("{} pins are shared through etcd under {}", fleet.name().toLowerCase(), pins.prefix());
     return new PinSharingRouter(router, pins, address -> membership != null && membership.isRegistered(address),
         sessionWork);
+  }
+
+  private static java.util.concurrent.ScheduledExecutorService daemonScheduler(String name) {
+    return java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   private ServerSection section(Fleet fleet) {
@@ -410,11 +360,8 @@ public final class AffinityServer implements AutoCloseable {
       membership.close();
     }
     sharedPins.forEach(SharedPins::close);
-    if (sharedLoads != null) {
-      sharedLoads.close();  // the other frontends forget this one's load within SharedLoads.EXPIRY
-    }
-    if (sharedKv != null) {
-      sharedKv.close(); // releases this frontend's drains: another frontend takes them over at once
+    if (shared != null) {
+      shared.close();
     }
     if (sharedLinks != null) {
       sharedLinks.close();

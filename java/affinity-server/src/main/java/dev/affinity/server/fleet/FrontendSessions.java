@@ -16,7 +16,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.function.Supplier;
+import dev.affinity.worker.Worker;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,10 +34,10 @@ record FrontendSessions(SessionRegistry registry, CompletionHandler handler) {
 
   /**
    * Starts the lifecycle: idle expiry runs on {@code work} every quarter of {@code affinity.session_idle_ttl_seconds}
-   * (1 s to 60 s); {@code endOnWorkers} is told each session that ends.
+   * (1 s to 60 s); each session that ends is ended on the {@code workers} of the moment ({@link #endOnWorkers}).
    */
   static FrontendSessions start(DisaggConfig config, DisaggService service, List<Router> routers, ParentLinks parentLinks,
-      Consumer<String> endOnWorkers, ScheduledExecutorService work, MeterRegistry meters) {
+      Supplier<List<Worker>> workers, ScheduledExecutorService work, MeterRegistry meters) {
     List<PinKeeping> keeping = new ArrayList<>();
     for (Router r : routers) {
       if (r instanceof PinKeeping p) {
@@ -45,7 +46,7 @@ record FrontendSessions(SessionRegistry registry, CompletionHandler handler) {
     }
     long ttlNanos = (long) (config.affinity().sessionIdleTtlSeconds() * 1e9);
     SessionRegistry sessions = new SessionRegistry(ttlNanos, SessionRegistry.DEFAULT_MAX_SESSIONS, System::nanoTime,
-        new PinAndLinkRelease(keeping, parentLinks).andThen(endOnWorkers::accept));
+        new PinAndLinkRelease(keeping, parentLinks).andThen(id -> endOnWorkers(workers.get(), id)));
     CompletionHandler handler = new SessionLifecycleHandler(service, sessions, config.affinity().sessionFinalHeader());
     long periodMillis = Math.max(1000, Math.min(60_000, ttlNanos / 4_000_000));
     work.scheduleWithFixedDelay(() -> {
@@ -69,5 +70,20 @@ record FrontendSessions(SessionRegistry registry, CompletionHandler handler) {
     Gauge.builder("affinity_parent_links", parentLinks, ParentLinks::size)
         .description("sub-agent parent links known").register(meters);
     return new FrontendSessions(sessions, handler);
+  }
+
+  /**
+   * An ended or expired session's KV on the workers that keep some per conversation (embedded CPU executors with
+   * {@code block_reuse.policy: per_conversation}: {@link Worker#endSession}); remote workers keep theirs until
+   * their own eviction.
+   */
+  private static void endOnWorkers(List<Worker> workers, String sessionId) {
+    for (Worker w : workers) {
+      try {
+        w.endSession(sessionId);
+      } catch (RuntimeException e) {
+        log.debug("worker {}: ending session {} failed: {}", w.id(), sessionId, e.toString());
+      }
+    }
   }
 }

@@ -52,6 +52,16 @@ public final class Tracing implements AutoCloseable {
    *
    * @throws IllegalArgumentException for a value that cannot be used
    */
+  /** {@link #fromConfig} with the process's environment; as upstream, a set-up that fails is logged and is off. */
+  public static Tracing fromConfigOrOff(DisaggConfig config) {
+    try {
+      return fromConfig(config, System.getenv());
+    } catch (IllegalArgumentException e) {
+      org.slf4j.LoggerFactory.getLogger(Tracing.class).error("tracing is off: {}", e.getMessage());
+      return off();
+    }
+  }
+
   public static Tracing fromConfig(DisaggConfig config, Map<String, String> env) {
     Optional<OtlpSettings> settings = OtlpSettings.resolve(config.otlpTracesEndpoint(), env);
     if (settings.isEmpty()) {
