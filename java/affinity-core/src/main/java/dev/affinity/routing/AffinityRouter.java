@@ -1,7 +1,6 @@
 package dev.affinity.routing;
 
 import dev.affinity.config.SubagentScope;
-import dev.affinity.kv.RoutedPrefixes;
 import dev.affinity.worker.Worker;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -41,35 +40,13 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final RankQueues queues;
   private final LockstepSiblings siblings;
   private final LruMap<String, Candidate> pins;
-  private final RoutedPrefixes routed;
-  /** The prefixes routed since the peers last heard ({@link #routedSince}), once a peer asks; guarded by the lock. */
-  private final java.util.ArrayDeque<RoutedShare> routedToShare = new java.util.ArrayDeque<>();
-  private boolean sharingRouted;
-  /** At most this many kept for the peers between two reports (a report every 20 ms takes them). */
-  static final int MAX_ROUTED_TO_SHARE = 4096;
+  private final PredictOnRoute routed;
   private final Map<Long, Routed> bySelection = new HashMap<>();
 
   /** A context selection's prefill work and uncached tokens, counted at its location until it is released. */
   private record Routed(double work, long uncached, int location) {}
 
   private record Prepared(PrefixMatches events, int[] routed) {}
-
-  /**
-   * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
-   * with predict-on-route prefixes) already keeps a key where its prefix is, so the pin only places new keys and
-   * breaks ties (docs/benchmarks.md: a 4,096-token margin lost on every agentic workload).
-   */
-  public static final long DEFAULT_PIN_BREAK_MARGIN_TOKENS = 0;
-
-  /**
-   * No request-count bound by default ({@code load_epsilon: inf}): the cost counts the queued prefill work, and a
-   * bound on request counts relative to the mean sent sessions away from their cached prefixes at low concurrency
-   * (docs/benchmarks.md). A finite value bounds every candidate to (1 + epsilon) x the mean in-flight requests.
-   */
-  public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
-
-  /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
-  public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
 
   public AffinityRouter(RouterContext context, AffinityRouterSettings settings) {
     super(context);
@@ -78,7 +55,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     this.siblings = new LockstepSiblings(this, settings.maxNumTokens(), queues);
     this.pins = new LruMap<>(settings.maxKeys());
     this.predictTtlNanos = (long) (settings.predictTtlSeconds() * 1e9);
-    this.routed = new RoutedPrefixes(8, predictTtlNanos);
+    this.routed = new PredictOnRoute(8, predictTtlNanos);
   }
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
@@ -357,22 +334,13 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     queues.arrived(loc, r.routingKey(), work(0, n), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
-    long[] kept = routed.record(locationOf(s.candidate()), keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
-    if (sharingRouted && kept.length > 0) {
-      if (routedToShare.size() >= MAX_ROUTED_TO_SHARE) {
-        routedToShare.removeFirst();
-      }
-      routedToShare.add(new RoutedShare(s.worker().id(), s.candidate().rank(), kept));
-    }
+    routed.routed(s.candidate(), loc, keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
   }
 
   @Override
   public List<RoutedShare> routedSince() {
     synchronized (lock) {
-      sharingRouted = true;
-      List<RoutedShare> out = List.copyOf(routedToShare);
-      routedToShare.clear();
-      return out;
+      return routed.drain();
     }
   }
 
@@ -383,7 +351,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       for (RoutedShare share : shares) {
         Candidate c = knownCandidate(share.workerId(), share.rank());
         if (c != null) {
-          routed.recordSampled(locationOf(c), share.keys(), now);
+          routed.peer(locationOf(c), share.keys(), now);
         }
       }
     }
@@ -417,12 +385,12 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   /** Removed blocks end their predictions at that location: KV events are the truth once they arrive. */
   @Override
   protected void onBlocksRemoved(int location, long[] keys) {
-    routed.forget(location, keys);
+    routed.removed(location, keys);
   }
 
   @Override
   protected void onCacheCreated(int location) {
-    routed.forgetAll(location);
+    routed.cleared(location);
   }
 
   @Override

@@ -30,20 +30,37 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
     double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
     double externalityWeight, double rateWindowSeconds) {
 
+  /**
+   * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
+   * with predict-on-route prefixes) already keeps a key where its prefix is, so the pin only places new keys and
+   * breaks ties (docs/benchmarks.md: a 4,096-token margin lost on every agentic workload).
+   */
+  public static final long DEFAULT_PIN_BREAK_MARGIN_TOKENS = 0;
+
+  /**
+   * No request-count bound by default ({@code load_epsilon: inf}): the cost counts the queued prefill work, and a
+   * bound on request counts relative to the mean sent sessions away from their cached prefixes at low concurrency
+   * (docs/benchmarks.md). A finite value bounds every candidate to (1 + epsilon) x the mean in-flight requests.
+   */
+  public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
+
+  /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
+  public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
+
   /** The settings {@code args} give, with the defaults of docs/routing.md; refuses unknown arguments. */
   static AffinityRouterSettings of(RouterContext context, RouterArgs args) {
-    long margin = args.getLong("pin_break_margin_tokens", AffinityRouter.DEFAULT_PIN_BREAK_MARGIN_TOKENS, 0,
+    long margin = args.getLong("pin_break_margin_tokens", DEFAULT_PIN_BREAK_MARGIN_TOKENS, 0,
         Long.MAX_VALUE);
     double tolerance = args.getDouble("placement_tolerance", 0.1, 0, 100);
     double genMargin = args.getDouble("generation_pin_margin", 0.25, 0, Double.MAX_VALUE);
-    double eps = args.getDouble("load_epsilon", AffinityRouter.DEFAULT_LOAD_EPSILON, 0, Double.MAX_VALUE);
+    double eps = args.getDouble("load_epsilon", DEFAULT_LOAD_EPSILON, 0, Double.MAX_VALUE);
     double f = args.getDouble("attention_factor", 2.2e-5, 0, 1);
     long maxKeys = args.getLong("max_keys", 200_000, 1, Long.MAX_VALUE);
     double ttl = args.getDouble("predict_ttl_seconds", 30, 0, 86400);
     boolean track = args.getBoolean("track_routed_blocks", true);
     double slots = args.getDouble("slot_weight", 1.0, 0, 1000);
     double kv = args.getDouble("kv_weight", 1.0, 0, 1000);
-    double soft = context.softPlacementMargin(args, AffinityRouter.DEFAULT_SOFT_PLACEMENT_MARGIN);
+    double soft = context.softPlacementMargin(args, DEFAULT_SOFT_PLACEMENT_MARGIN);
     // 0: each worker's own (WorkerInfo.maxNumTokens); the section's max_num_tokens or the router's argument wins
     int chunk = args.has("max_num_tokens") ? args.getInt("max_num_tokens", 0, 1, Integer.MAX_VALUE) : 0;
     double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
