@@ -90,8 +90,7 @@ public final class HttpWorker implements Worker {
   private volatile JsonNode serverInfo;
   private volatile WorkerFeatures features = WorkerFeatures.NONE;
   private final AtomicBoolean warnedUnsalted = new AtomicBoolean();
-  private final AtomicBoolean warnedRelease = new AtomicBoolean();
-  private volatile boolean alive = true;
+  private final WorkerControl control;
 
   private HttpWorker(HttpWorkerSettings settings, ProtocolCodec codec, EventLoopGroup loops, boolean ownLoops) {
     this.settings = settings;
@@ -105,7 +104,8 @@ public final class HttpWorker implements Worker {
     this.scheduler = timers;
     this.requests = new LegRequests(settings, settings.baseUrl().getHost() + ":" + settings.port(), codec, () -> info,
         () -> serverInfo, () -> features);
-    this.poller = new KvEventPoller(id, () -> control(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
+    this.control = new WorkerControl(id, codec, pool, requests, settings.controlTimeout().toNanos(), closed::get);
+    this.poller = new KvEventPoller(id, () -> control.send(HttpMethod.POST, "/kv_cache_events"), codec, scheduler);
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -189,7 +189,7 @@ public final class HttpWorker implements Worker {
 
   @Override
   public boolean isAlive() {
-    return alive && !closed.get();
+    return control.healthy() && !closed.get();
   }
 
   /** Calls in flight. */
@@ -253,9 +253,8 @@ public final class HttpWorker implements Worker {
    * be sent, the client left): {@code POST /release_context {"ctx_request_ids": [n]}}, signed as a generation
    * worker's release is ({@link LegRequests#releaseContext}), so its KV is freed now instead of on the worker's hold
    * timeout. Only to a worker that reports it serves the release ({@link WorkerFeatures#releaseContext()}: an
-   * Affinity worker process); a stock trtllm-serve worker frees the context on its own timeout. Returns at once: the
-   * request runs on an event loop with the control timeout; a failure is logged (the first as a warning), never
-   * thrown, and the hold timeout stays the backstop.
+   * Affinity worker process); a stock trtllm-serve worker frees the context on its own timeout. Returns at once
+   * ({@link WorkerControl#release}: a failure is logged, never thrown; the hold timeout stays the backstop).
    */
   @Override
   public void releaseContext(DisaggregatedParams contextParams) {
@@ -263,32 +262,7 @@ public final class HttpWorker implements Worker {
     if (ctxRequestId == null || closed.get() || !features.releaseContext()) {
       return;
     }
-    CompletableFuture<ControlExchange.Answer> sent;
-    try {
-      sent = ControlExchange.send(requests.releaseContext(ctxRequestId), pool, pool.loop(),
-          settings.controlTimeout().toNanos());
-    } catch (RuntimeException e) {  // closed meanwhile
-      releaseFailed(ctxRequestId, e.toString());
-      return;
-    }
-    sent.whenComplete((answer, error) -> {
-      if (error != null) {
-        releaseFailed(ctxRequestId, Failures.of(error).message());
-      } else if (answer.status() != 200) {
-        releaseFailed(ctxRequestId, "HTTP " + answer.status());
-      } else {
-        LOG.debug("worker {}: released context {}", id, ctxRequestId);
-      }
-    });
-  }
-
-  private void releaseFailed(long ctxRequestId, String why) {
-    if (warnedRelease.compareAndSet(false, true)) {
-      LOG.warn("worker {}: releasing context {} failed ({}); the worker frees it on its hold timeout (logged once)", id,
-          ctxRequestId, why);
-    } else {
-      LOG.debug("worker {}: releasing context {} failed ({})", id, ctxRequestId, why);
-    }
+    control.release(ctxRequestId);
   }
 
   /**
@@ -299,12 +273,7 @@ public final class HttpWorker implements Worker {
    * message (never the worker's address), or 502 when the answer cannot be read.
    */
   public CompletableFuture<Integer> countTokens(byte[] anthropicBody) {
-    if (closed.get()) {
-      return CompletableFuture.failedFuture(ProtocolException.of(503, "the context worker is closed", null));
-    }
-    RequestTemplate r = requests.unsignedJson("/v1/messages/count_tokens", anthropicBody);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos())
-        .handle((a, error) -> ControlAnswers.inputTokens(id, codec, a, error));
+    return control.countTokens(anthropicBody);
   }
 
   /**
@@ -314,21 +283,7 @@ public final class HttpWorker implements Worker {
    */
   @Override
   public CompletableFuture<int[]> tokenize(String text) {
-    if (closed.get()) {
-      return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
-    }
-    byte[] body = codec.toJsonBytes(java.util.Map.of("prompt", text));
-    RequestTemplate r = requests.unsignedJson("/_internal/tokenize", body);
-    return ControlExchange.send(r, pool, pool.loop(), settings.controlTimeout().toNanos())
-        .thenApply(a -> ControlAnswers.tokens(id, codec, a));
-  }
-
-  /** A control request with the control timeout; completes with the whole answer. POSTs are signed. */
-  private CompletableFuture<ControlExchange.Answer> control(HttpMethod method, String path) {
-    if (closed.get()) {
-      return CompletableFuture.failedFuture(new IllegalStateException("worker " + id + " is closed"));
-    }
-    return ControlExchange.send(requests.control(method, path), pool, pool.loop(), settings.controlTimeout().toNanos());
+    return control.tokenize(text);
   }
 
   /**
@@ -342,7 +297,7 @@ public final class HttpWorker implements Worker {
     notOnEventLoop("refreshInfo");
     ControlExchange.Answer response;
     try {
-      response = control(HttpMethod.GET, "/server_info").get();
+      response = control.send(HttpMethod.GET, "/server_info").get();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new WorkerSetupException(id, "interrupted while reading /server_info", e);
@@ -364,23 +319,7 @@ public final class HttpWorker implements Worker {
 
   /** {@code GET /health} once: 200 → alive, anything else (or no answer) → dead. Completes with the new state. */
   public CompletableFuture<Boolean> checkHealthAsync() {
-    if (closed.get()) {
-      return CompletableFuture.completedFuture(false);
-    }
-    return control(HttpMethod.GET, "/health").handle((response, error) -> {
-      boolean ok = error == null && response.status() == 200;
-      boolean was = alive;
-      alive = ok;
-      if (was != ok) {
-        if (ok) {
-          LOG.info("worker {}: healthy again", id);
-        } else {
-          LOG.warn("worker {}: unhealthy: {}", id,
-              error != null ? Failures.of(error).message() : "HTTP " + response.status());
-        }
-      }
-      return ok && !closed.get();
-    });
+    return control.checkHealth();
   }
 
   /**
@@ -441,7 +380,7 @@ public final class HttpWorker implements Worker {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
-    alive = false;
+    control.closed();
     poller.close();
     for (HttpCall call : inFlight.toArray(new HttpCall[0])) {
       call.fail(WorkerFailure.Kind.RESET, 0, "worker " + id + " closed");
