@@ -33,6 +33,16 @@ final class YamlReader {
     return file;
   }
 
+  /** A path as the config gives it, resolved against the config file's folder (as is for an inline config). */
+  java.nio.file.Path resolve(String value) {
+    java.nio.file.Path f = java.nio.file.Path.of(value);
+    if (!f.isAbsolute() && file != null && !file.startsWith("<")) {
+      java.nio.file.Path parent = java.nio.file.Path.of(file).toAbsolutePath().getParent();
+      f = parent == null ? f : parent.resolve(f);
+    }
+    return f.toAbsolutePath().normalize();
+  }
+
   Location loc(Node n) {
     return n == null ? Location.unknown(file)
         : new Location(file, n.getStartMark().getLine() + 1, n.getStartMark().getColumn() + 1);
