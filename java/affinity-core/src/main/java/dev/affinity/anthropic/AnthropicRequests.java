@@ -55,7 +55,7 @@ public final class AnthropicRequests {
       throw ProtocolException.of(ProtocolException.BAD_REQUEST, "the request body must be a JSON object", null);
     }
     ObjectNode chat = toChatJson((ObjectNode) root, countTokens);
-    return codec.parseChatCompletionRequest(codec.toJsonBytes(chat));
+    return codec.parseChatCompletionRequest(chat);
   }
 
   /** The chat request's JSON (visible for tests). */

@@ -85,6 +85,10 @@ final class AnswerContract {
    * parsed to be sure (a chunk that cannot be parsed carries none).
    */
   static boolean carriesChoice(EncodedChunk chunk) {
+    OpenAiStreamChunk record = chunk.record();
+    if (record != null) {
+      return carriesChoice(record);  // an in-process worker's: no bytes to write for the question
+    }
     byte[] json = chunk.json();
     for (int at = ByteSearch.indexOf(json, CHOICES, 0); at >= 0;
         at = ByteSearch.indexOf(json, CHOICES, at + CHOICES.length)) {

@@ -3,8 +3,6 @@ package dev.affinity.disagg;
 import dev.affinity.agent.AgentPriority;
 import dev.affinity.executor.KvRetention;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.NoWorkerAvailableException;
 import dev.affinity.routing.Outcome;
@@ -35,12 +33,7 @@ final class Leg {
   /** What the flow does with a leg's events (called under the flow's lock, for the current attempt only). */
   interface Events {
     /** A streamed chunk. */
-    default void onChunk(Selection sel, OpenAiStreamChunk chunk) {}
-
-    /** A streamed chunk as the worker's JSON bytes; by default parsed and handed to {@link #onChunk}. */
-    default void onEncodedChunk(Selection sel, EncodedChunk chunk) {
-      onChunk(sel, chunk.parsed());
-    }
+    default void onEncodedChunk(Selection sel, EncodedChunk chunk) {}
 
     /** The worker finished the leg; {@link #response()} holds its whole answer, if it sent one. */
     void onComplete(Selection sel, WorkerReport report);
@@ -207,16 +200,6 @@ final class Leg {
     }
 
     @Override
-    public void onChunk(OpenAiStreamChunk chunk) {
-      synchronized (flow.lock()) {
-        traced.chunk();
-        if (flow.isCurrent(attempt)) {
-          relay(choiceStreamed || AnswerContract.carriesChoice(chunk), () -> events.onChunk(sel, chunk));
-        }
-      }
-    }
-
-    @Override
     public void onEncodedChunk(EncodedChunk chunk) {
       synchronized (flow.lock()) {
         traced.chunk();
@@ -247,11 +230,6 @@ final class Leg {
         }
       }
       delivery.run();
-    }
-
-    @Override
-    public void onResponse(OpenAiResponse r) {
-      onEncodedResponse(EncodedResponse.of(r));
     }
 
     @Override

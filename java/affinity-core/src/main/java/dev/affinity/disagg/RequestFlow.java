@@ -209,12 +209,6 @@ final class RequestFlow {
     OpenAiRequest body = legBody(false, params, promptIds, prioritized);
     generation.send(sel, body, prioritized, null, new Leg.Events() {
       @Override
-      public void onChunk(Selection s, OpenAiStreamChunk chunk) {
-        beforeChunk(s);
-        relay.relay(chunk);
-      }
-
-      @Override
       public void onEncodedChunk(Selection s, EncodedChunk chunk) {
         beforeChunk(s);
         relay.relay(chunk);  // relayed as the worker's bytes
@@ -373,7 +367,7 @@ final class RequestFlow {
         sink.streamStart(route);
       }
       for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response.parsed())) {
-        relay.relay(chunk);  // a resumed stream's context finished it: its chunks continue the stream
+        relay.relay(EncodedChunk.of(chunk));  // a resumed stream's context finished it: its chunks continue the stream
       }
       sink.streamEnd(route);
     } else {

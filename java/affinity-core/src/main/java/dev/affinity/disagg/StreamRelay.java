@@ -25,34 +25,26 @@ final class StreamRelay {
     this.agents = agents;
   }
 
-  /** Sends one chunk to the client: as it is, or rewritten into the stream a resume continues; kept for a resume. */
-  void relay(OpenAiStreamChunk chunk) {
-    OpenAiStreamChunk c = resume != null && resume.resumed() ? resume.rewrite(chunk) : chunk;
-    if (c == null) {
-      return;
-    }
-    if (watchingToolCalls()) {
-      toolCall = ToolCalls.in(c);
+  /**
+   * Sends one chunk to the client: a worker's as it came (bytes relayed as they are), or, once a cut stream was
+   * resumed, rewritten into the stream the client already has; kept for a resume, and watched for a tool call.
+   */
+  void relay(EncodedChunk chunk) {
+    EncodedChunk c = chunk;
+    if (resume != null && resume.resumed()) {
+      OpenAiStreamChunk rewritten = resume.rewrite(chunk.parsed());
+      if (rewritten == null) {
+        return;
+      }
+      c = EncodedChunk.of(rewritten);
     }
     if (resume != null) {
       resume.record(c);
     }
-    sink.streamChunk(c);
-  }
-
-  /** Sends a worker's chunk as its bytes (a continuation's chunks are rewritten into the client's stream). */
-  void relay(EncodedChunk chunk) {
-    if (resume != null && resume.resumed()) {
-      relay(chunk.parsed());
-      return;
-    }
-    if (resume != null) {
-      resume.recordEncoded(chunk);
-    }
     if (watchingToolCalls()) {
-      toolCall = ToolCalls.in(chunk);
+      toolCall = ToolCalls.in(c);
     }
-    sink.streamEncoded(chunk);
+    sink.streamEncoded(c);
   }
 
   /** Whether a relayed chunk carried a tool call (known only while agent-aware scheduling is on). */

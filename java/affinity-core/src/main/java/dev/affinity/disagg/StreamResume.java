@@ -62,8 +62,8 @@ final class StreamResume {
     }
   }
 
-  /** What the client has received: EncodedChunk or OpenAiStreamChunk, as relayed. */
-  private final List<Object> relayed = new ArrayList<>();
+  /** What the client has received, as relayed. */
+  private final List<EncodedChunk> relayed = new ArrayList<>();
   private int[] originalPrompt;
   private String streamId;
   private Long created;
@@ -72,11 +72,7 @@ final class StreamResume {
   /** Whether the current continuation has relayed a chunk yet (its first chat chunk repeats the role). */
   private boolean continuationStarted;
 
-  void recordEncoded(EncodedChunk chunk) {
-    relayed.add(chunk);
-  }
-
-  void record(OpenAiStreamChunk chunk) {
+  void record(EncodedChunk chunk) {
     relayed.add(chunk);
   }
 
@@ -187,8 +183,8 @@ final class StreamResume {
 
   private Streamed streamed() {
     Streamed s = new Streamed();
-    for (Object o : relayed) {
-      OpenAiStreamChunk chunk = o instanceof EncodedChunk e ? e.parsed() : (OpenAiStreamChunk) o;
+    for (EncodedChunk e : relayed) {
+      OpenAiStreamChunk chunk = e.parsed();
       if (streamId == null) {
         streamId = chunk.id();
         created = chunk instanceof CompletionStreamResponse c ? c.created()

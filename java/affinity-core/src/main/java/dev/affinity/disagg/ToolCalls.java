@@ -35,7 +35,8 @@ final class ToolCalls {
   }
 
   static boolean in(EncodedChunk chunk) {
-    return contains(chunk.json(), TOOL_CALLS);
+    OpenAiStreamChunk record = chunk.record();
+    return record != null ? in(record) : contains(chunk.json(), TOOL_CALLS);
   }
 
   static boolean contains(byte[] hay, byte[] needle) {

@@ -1,8 +1,6 @@
 package dev.affinity.frontend;
 
 import dev.affinity.protocol.ErrorResponse;
-import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
@@ -19,11 +17,6 @@ public abstract class ForwardingClientSink implements ClientSink {
   }
 
   @Override
-  public void respond(OpenAiResponse response, RouteInfo route) {
-    delegate.respond(response, route);
-  }
-
-  @Override
   public void respondEncoded(EncodedResponse response, RouteInfo route) {
     delegate.respondEncoded(response, route);
   }
@@ -31,11 +24,6 @@ public abstract class ForwardingClientSink implements ClientSink {
   @Override
   public void streamStart(RouteInfo route) {
     delegate.streamStart(route);
-  }
-
-  @Override
-  public void streamChunk(OpenAiStreamChunk chunk) {
-    delegate.streamChunk(chunk);
   }
 
   @Override

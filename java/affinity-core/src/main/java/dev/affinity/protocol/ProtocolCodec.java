@@ -105,6 +105,32 @@ public final class ProtocolCodec {
     return read(body, ChatCompletionRequest.class, ProtocolException.BAD_REQUEST);
   }
 
+  /**
+   * A chat request from a JSON tree already built and checked as text (an Anthropic Messages or Responses body
+   * converted to a chat request): read from the tree, with no bytes written and parsed again in between; errors are
+   * 400 naming the field, as {@link #parseChatCompletionRequest(byte[])}'s.
+   */
+  public ChatCompletionRequest parseChatCompletionRequest(JsonNode tree) throws ProtocolException {
+    JsonParser parser = null;
+    try {
+      parser = SHARED.treeAsTokens(tree);
+      ChatCompletionRequest value = READERS.get(ChatCompletionRequest.class).readValue(parser);
+      if (value == null) {
+        throw ProtocolException.of(ProtocolException.BAD_REQUEST, "body must be a JSON object but is null", null);
+      }
+      return value;
+    } catch (ProtocolException e) {
+      throw e.withStatus(ProtocolException.BAD_REQUEST);
+    } catch (Exception e) {
+      ProtocolException pe = translate(e, ChatCompletionRequest.class, ProtocolException.BAD_REQUEST,
+          parser == null ? null : parser.currentToken());
+      LOG.debug("rejected converted chat request: {}", pe.getMessage());
+      throw pe;
+    } finally {
+      closeQuietly(parser);
+    }
+  }
+
   /** Any protocol type from a client-side body (errors are 400). */
   public <T> T parse(byte[] body, Class<T> type) throws ProtocolException {
     return read(body, type, ProtocolException.BAD_REQUEST);

@@ -61,7 +61,7 @@ public final class ResponsesRequests {
       throw ProtocolException.of(ProtocolException.BAD_REQUEST, "the request body must be a JSON object", null);
     }
     ChatJson json = toChatJson((ObjectNode) root);
-    return new Converted(codec.parseChatCompletionRequest(codec.toJsonBytes(json.chat())), json.echo());
+    return new Converted(codec.parseChatCompletionRequest(json.chat()), json.echo());
   }
 
   /**

@@ -6,7 +6,6 @@ import dev.affinity.frontend.CompletionHandler;
 import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -61,15 +60,6 @@ public final class SessionLifecycleHandler implements CompletionHandler {
     private void ended() {
       if (done.compareAndSet(false, true)) {
         end.run();
-      }
-    }
-
-    @Override
-    public void respond(OpenAiResponse response, RouteInfo route) {
-      try {
-        ended();
-      } finally {
-        delegate.respond(response, route);
       }
     }
 

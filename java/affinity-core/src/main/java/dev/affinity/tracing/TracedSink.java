@@ -4,7 +4,6 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.ForwardingClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.worker.EncodedResponse;
 import java.util.Objects;
 
@@ -21,12 +20,6 @@ public final class TracedSink extends ForwardingClientSink {
   public static ClientSink of(ClientSink sink, RequestTrace trace) {
     Objects.requireNonNull(sink, "sink");
     return trace == null || trace == RequestTrace.NONE ? sink : new TracedSink(sink, trace);
-  }
-
-  @Override
-  public void respond(OpenAiResponse response, RouteInfo route) {
-    trace.ended(200, null, route);
-    delegate.respond(response, route);
   }
 
   @Override

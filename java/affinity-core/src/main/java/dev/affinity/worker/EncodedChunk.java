@@ -33,9 +33,13 @@ public final class EncodedChunk {
     void resume();
   }
 
-  private final byte[] buffer;
+  /** Encodes the chunks that exist as records ({@link #of(OpenAiStreamChunk)}) when their bytes are first asked for. */
+  private static final ProtocolCodec RECORDS = new ProtocolCodec();
+
+  /** The JSON (for a record's chunk: null until first asked for, then its bytes from offset 0). */
+  private volatile byte[] buffer;
   private final int offset;
-  private final int length;
+  private volatile int length;
   private final boolean sseFramed;
   private final boolean chat;
   private final ProtocolCodec codec;
@@ -44,7 +48,9 @@ public final class EncodedChunk {
 
   private EncodedChunk(byte[] buffer, int offset, int length, boolean sseFramed, boolean chat, ProtocolCodec codec,
       Source source, OpenAiStreamChunk parsed) {
-    Objects.checkFromIndexSize(offset, length, buffer.length);
+    if (buffer != null) {
+      Objects.checkFromIndexSize(offset, length, buffer.length);
+    }
     this.buffer = buffer;
     this.offset = offset;
     this.length = length;
@@ -73,25 +79,47 @@ public final class EncodedChunk {
         null);
   }
 
-  /** The JSON of a chunk that exists as an object too (an in-process worker's): nothing to parse later. */
+  /** The JSON of a chunk that exists as an object too: nothing to parse later. */
   public static EncodedChunk of(OpenAiStreamChunk chunk, byte[] json) {
     Objects.requireNonNull(chunk, "chunk");
     return new EncodedChunk(json, 0, json.length, false, false, null, null, chunk);
   }
 
+  /**
+   * A chunk that exists as an object (an in-process worker's, or one a resumed stream rewrote): its JSON is written
+   * when a sink first asks for the bytes, never for a sink that reads the object ({@link #parsed()}).
+   */
+  public static EncodedChunk of(OpenAiStreamChunk chunk) {
+    return new EncodedChunk(null, 0, 0, false, false, null, null, Objects.requireNonNull(chunk, "chunk"));
+  }
+
+  /** The JSON bytes, written now for a record's chunk that has none yet. */
+  private byte[] buffer() {
+    byte[] b = buffer;
+    if (b == null) {
+      b = RECORDS.toJsonBytes(parsed);
+      length = b.length;
+      buffer = b;
+    }
+    return b;
+  }
+
   /** The JSON's length in bytes. */
   public int length() {
+    buffer();
     return length;
   }
 
   /** A copy of the JSON bytes. */
   public byte[] json() {
-    return Arrays.copyOfRange(buffer, offset, offset + length);
+    byte[] b = buffer();
+    return Arrays.copyOfRange(b, offset, offset + length);
   }
 
   /** The JSON as text (for logs and tests). */
   public String jsonText() {
-    return new String(buffer, offset, length, StandardCharsets.UTF_8);
+    byte[] b = buffer();
+    return new String(b, offset, length, StandardCharsets.UTF_8);
   }
 
   /**
@@ -99,7 +127,8 @@ public final class EncodedChunk {
    * way (do not modify it), else a new one.
    */
   public byte[] sseEvent() {
-    return sseFramed ? buffer : dataEvent(buffer, offset, length);
+    byte[] b = buffer();
+    return sseFramed ? b : dataEvent(b, offset, length);
   }
 
   /** {@code data: <json>\n\n} for the {@code length} bytes of JSON at {@code offset}: one SSE event, in a new array. */
@@ -125,6 +154,11 @@ public final class EncodedChunk {
       parsed = p;
     }
     return p;
+  }
+
+  /** The chunk as a record when it already is one (made from one, or parsed before), else null: nothing is parsed. */
+  public OpenAiStreamChunk record() {
+    return parsed;
   }
 
   /** What to pause while the client cannot keep up; null when the producer cannot be paused. */

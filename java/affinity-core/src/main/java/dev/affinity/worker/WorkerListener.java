@@ -1,38 +1,24 @@
 package dev.affinity.worker;
 
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 
 /**
  * Receives the result of one {@link Worker#send} call. Calls are serialized per request; streamed chunks
- * come in order through {@link #onChunk} or {@link #onEncodedChunk}. Exactly one of {@link #onComplete} or
+ * come in order through {@link #onEncodedChunk}, a whole answer through {@link #onEncodedResponse}, in one form
+ * whatever the worker: the bytes a worker over HTTP sent, or an in-process worker's records
+ * ({@link EncodedChunk#of(dev.affinity.protocol.OpenAiStreamChunk)}, {@link EncodedResponse#of}). Exactly one of {@link #onComplete} or
  * {@link #onError} ends every call (also after {@link WorkerCall#cancel()}, which ends it with a
  * {@code CANCELLED} failure unless it already ended).
  */
 public interface WorkerListener {
-  /** A streamed chunk, in order (streaming requests only). */
-  default void onChunk(OpenAiStreamChunk chunk) {}
+  /** A streamed chunk, in order (streaming requests only); {@link EncodedChunk#parsed()} reads it as a record. */
+  default void onEncodedChunk(EncodedChunk chunk) {}
 
   /**
-   * A streamed chunk as the JSON bytes the worker sent (workers over HTTP deliver chunks this way; in-process
-   * workers call {@link #onChunk}). A listener that relays bytes overrides this; by default the chunk is
-   * parsed and handed to {@link #onChunk}.
+   * The whole response of a non-streaming request, just before {@link #onComplete}: a worker over HTTP's answer
+   * scanned rather than parsed, an in-process worker's records; {@link EncodedResponse#parsed()} reads it as records.
    */
-  default void onEncodedChunk(EncodedChunk chunk) {
-    onChunk(chunk.parsed());
-  }
-
-  /** The whole response of a non-streaming request, just before {@link #onComplete}. */
-  default void onResponse(OpenAiResponse response) {}
-
-  /**
-   * The whole response of a non-streaming request as a worker over HTTP sent it, scanned rather than parsed (in-process
-   * workers call {@link #onResponse}); just before {@link #onComplete}. A listener that relays bytes overrides this;
-   * by default the answer is parsed and handed to {@link #onResponse}.
-   */
-  default void onEncodedResponse(EncodedResponse response) {
-    onResponse(response.parsed());
-  }
+  default void onEncodedResponse(EncodedResponse response) {}
 
   /** The call succeeded; {@code report} says what the worker actually did. */
   void onComplete(WorkerReport report);

@@ -71,13 +71,15 @@ final class DisaggFakes {
       boolean[] ended = {false};
       WorkerListener once = new WorkerListener() {
         @Override
-        public void onChunk(OpenAiStreamChunk chunk) {
-          listener.onChunk(chunk);
+        public void onEncodedChunk(dev.affinity.worker.EncodedChunk encodedChunk) {
+      OpenAiStreamChunk chunk = encodedChunk.parsed();
+          listener.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(chunk));
         }
 
         @Override
-        public void onResponse(OpenAiResponse response) {
-          listener.onResponse(response);
+        public void onEncodedResponse(dev.affinity.worker.EncodedResponse encodedResponse) {
+      OpenAiResponse response = encodedResponse.parsed();
+          listener.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(response));
         }
 
         @Override
@@ -143,7 +145,7 @@ final class DisaggFakes {
   /** Context worker that answers a context-only leg. */
   static BiConsumer<WorkerRequest, WorkerListener> context(String finish) {
     return (r, l) -> {
-      l.onResponse(ctxResponse(r, finish));
+      l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(ctxResponse(r, finish)));
       l.onComplete(new WorkerReport(1, 4, 10, 100));
     };
   }
@@ -153,10 +155,10 @@ final class DisaggFakes {
     return (r, l) -> {
       if (r.streaming()) {
         for (int i = 0; i < chunks; i++) {
-          l.onChunk(chunk("t" + i, i == chunks - 1 ? "length" : null));
+          l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(chunk("t" + i, i == chunks - 1 ? "length" : null)));
         }
       } else {
-        l.onResponse(genResponse("generated"));
+        l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(genResponse("generated")));
       }
       l.onComplete(new WorkerReport(0, 0, 10, 100));
     };
@@ -177,7 +179,8 @@ final class DisaggFakes {
     volatile Runnable disconnect;
 
     @Override
-    public void respond(OpenAiResponse r, RouteInfo route) {
+    public void respondEncoded(dev.affinity.worker.EncodedResponse encodedR, RouteInfo route) {
+      OpenAiResponse r = encodedR == null ? null : encodedR.parsed();
       events.add("respond");
       response = r;
       status = 200;
@@ -192,7 +195,8 @@ final class DisaggFakes {
     }
 
     @Override
-    public void streamChunk(OpenAiStreamChunk chunk) {
+    public void streamEncoded(dev.affinity.worker.EncodedChunk encodedChunk) {
+      OpenAiStreamChunk chunk = encodedChunk.parsed();
       events.add("chunk");
       chunks.add(chunk);
     }

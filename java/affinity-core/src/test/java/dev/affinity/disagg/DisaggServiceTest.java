@@ -249,11 +249,11 @@ class DisaggServiceTest {
           if (r.streaming()) {
             String delta = tool ? "{\"tool_calls\": [{\"index\": 0, \"id\": \"call_1\", \"type\": \"function\","
                 + " \"function\": {\"name\": \"ls\", \"arguments\": \"{}\"}}]}" : "{\"content\": \"done\"}";
-            l.onChunk(CODEC.parseChatCompletionStreamChunk(("{\"id\": \"c\", \"object\": \"chat.completion.chunk\","
+            l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(CODEC.parseChatCompletionStreamChunk(("{\"id\": \"c\", \"object\": \"chat.completion.chunk\","
                 + " \"created\": 1, \"model\": \"m\", \"choices\": [{\"index\": 0, \"delta\": " + delta + ","
-                + " \"finish_reason\": \"" + (tool ? "tool_calls" : "stop") + "\"}]}").getBytes(StandardCharsets.UTF_8)));
+                + " \"finish_reason\": \"" + (tool ? "tool_calls" : "stop") + "\"}]}").getBytes(StandardCharsets.UTF_8))));
           } else {
-            l.onResponse(DisaggFakes.chatResponse("x", tool ? "tool_calls" : "stop", null));
+            l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(DisaggFakes.chatResponse("x", tool ? "tool_calls" : "stop", null)));
           }
         } catch (dev.affinity.protocol.ProtocolException e) {
           throw new AssertionError(e);
@@ -315,7 +315,7 @@ class DisaggServiceTest {
     for (String source : new String[] {"hint", "kv_events", null}) {
       int reported = source == null ? -1 : 1;
       ScriptedWorker c = new ScriptedWorker("ctx0", (r, l) -> {
-        l.onResponse(DisaggFakes.ctxResponse(r, "length"));
+        l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(DisaggFakes.ctxResponse(r, "length")));
         l.onComplete(new WorkerReport(reported, 4, 10, 100, source));
       });
       ScriptedWorker g = new ScriptedWorker("gen0", generation(3));
@@ -373,7 +373,7 @@ class DisaggServiceTest {
   static java.util.function.BiConsumer<dev.affinity.worker.WorkerRequest, dev.affinity.worker.WorkerListener> answering(
       OpenAiResponse answer) {
     return (r, l) -> {
-      l.onResponse(answer);
+      l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(answer));
       l.onComplete(new WorkerReport(0, 0, 10, 100));
     };
   }
@@ -430,8 +430,8 @@ class DisaggServiceTest {
   void aStreamWithoutAChoiceFailsBeforeTheClientHasAByteAndIsRetriedOnAnotherWorker() {
     ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
     ScriptedWorker empty = new ScriptedWorker("genA", (r, l) -> {
-      l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, List.of(), null, Map.of()));
-      l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, null, null, Map.of()));
+      l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, List.of(), null, Map.of())));
+      l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(new dev.affinity.protocol.CompletionStreamResponse("x", null, null, null, null, null, Map.of())));
       l.onComplete(new WorkerReport(0, 0, 10, 100));
     });
     ScriptedWorker good = new ScriptedWorker("genB", generation(2));
@@ -460,12 +460,12 @@ class DisaggServiceTest {
     ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
     ScriptedWorker g = new ScriptedWorker("gen0", (r, l) -> {
       if (r.streaming()) {
-        l.onChunk(new dev.affinity.protocol.CompletionStreamResponse("u", null, null, null, List.of(),
-            new dev.affinity.protocol.UsageInfo(10, 0, 10, 0), Map.of()));
-        l.onChunk(DisaggFakes.chunk("", null));
-        l.onChunk(DisaggFakes.chunk("b", "length"));
+        l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(new dev.affinity.protocol.CompletionStreamResponse("u", null, null, null, List.of(),
+            new dev.affinity.protocol.UsageInfo(10, 0, 10, 0), Map.of())));
+        l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(DisaggFakes.chunk("", null)));
+        l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(DisaggFakes.chunk("b", "length")));
       } else {
-        l.onResponse(answer("", "length", null));  // empty text is an answer
+        l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(answer("", "length", null)));  // empty text is an answer
       }
       l.onComplete(new WorkerReport(0, 0, 10, 100));
     });
@@ -581,7 +581,7 @@ class DisaggServiceTest {
   void nothingIsRetriedAfterTheFirstStreamedByte() {
     ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
     ScriptedWorker g1 = new ScriptedWorker("genA", (r, l) -> {
-      l.onChunk(DisaggFakes.chunk("x", null));
+      l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(DisaggFakes.chunk("x", null)));
       l.onError(new WorkerFailure(WorkerFailure.Kind.RESET, 0, "reset", true));
     });
     ScriptedWorker g2 = new ScriptedWorker("genB", generation(1));

@@ -144,7 +144,7 @@ class DisaggTracingTest {
   @Test
   void anAnswerWithoutWhatItsLegRequiresIsTracedAsTheWorkersFailureAndRetried() {
     ScriptedWorker c0 = new ScriptedWorker("ctx0", (r, l) -> {
-      l.onResponse(DisaggServiceTest.answer("A", "length", null));  // no disaggregated_params
+      l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(DisaggServiceTest.answer("A", "length", null)));  // no disaggregated_params
       l.onComplete(new dev.affinity.worker.WorkerReport(0, 0, 10, 100));
     });
     ScriptedWorker c1 = new ScriptedWorker("ctx1", context("length"));

@@ -113,7 +113,7 @@ class StreamResumeTest {
   static BiConsumer<WorkerRequest, WorkerListener> cutAfter(OpenAiStreamChunk... chunks) {
     return (r, l) -> {
       for (OpenAiStreamChunk c : chunks) {
-        l.onChunk(c);
+        l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(c));
       }
       l.onError(new WorkerFailure(WorkerFailure.Kind.RESET, 0, "connection reset", true));
     };
@@ -122,7 +122,7 @@ class StreamResumeTest {
   static BiConsumer<WorkerRequest, WorkerListener> streams(OpenAiStreamChunk... chunks) {
     return (r, l) -> {
       for (OpenAiStreamChunk c : chunks) {
-        l.onChunk(c);
+        l.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(c));
       }
       l.onComplete(new WorkerReport(0, 0, 10, 100));
     };
@@ -135,8 +135,8 @@ class StreamResumeTest {
       TokenIds ids = r.body() instanceof CompletionRequest cr && cr.promptTokenIds().isPresent()
           ? cr.promptTokenIds().get() : r.body() instanceof ChatCompletionRequest ch && ch.promptTokenIds() != null
           ? ch.promptTokenIds() : TokenIds.of(CTX_PROMPT);
-      l.onResponse(new CompletionResponse(c.id(), c.object(), c.created(), c.model(), c.choices(),
-          new UsageInfo(ids.size(), 1, ids.size() + 1, 4), ids, Map.of()));
+      l.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(new CompletionResponse(c.id(), c.object(), c.created(), c.model(), c.choices(),
+          new UsageInfo(ids.size(), 1, ids.size() + 1, 4), ids, Map.of())));
       l.onComplete(new WorkerReport(1, 4, 10, 100));
     };
   }

@@ -138,7 +138,7 @@ class SessionLifecycleTest {
     assertEquals(0, s.live());
 
     h.handle(request("other", Map.of("x-dynamo-session-final", "false")), Recording.INSTANCE);
-    d.sinks.get(2).respond(null, RouteInfo.of(0));
+    d.sinks.get(2).respondEncoded(null, RouteInfo.of(0));
     h.handle(request("failing", Map.of("x-dynamo-session-final", "true")), Recording.INSTANCE);
     d.sinks.get(3).fail(503, ErrorResponse.of(503, "no worker", null), RouteInfo.of(0));
     assertEquals(List.of("conv", "failing"), released);
@@ -153,13 +153,13 @@ class SessionLifecycleTest {
     INSTANCE;
 
     @Override
-    public void respond(OpenAiResponse response, RouteInfo route) {}
+    public void respondEncoded(dev.affinity.worker.EncodedResponse encodedResponse, RouteInfo route) {}
 
     @Override
     public void streamStart(RouteInfo route) {}
 
     @Override
-    public void streamChunk(OpenAiStreamChunk chunk) {}
+    public void streamEncoded(dev.affinity.worker.EncodedChunk encodedChunk) {}
 
     @Override
     public void streamEnd(RouteInfo route) {}

@@ -90,7 +90,8 @@ public final class EmbeddedAffinity implements AutoCloseable {
     CompletableFuture<Answer> answer = new CompletableFuture<>();
     admission.admitAndHandle(request, HeaderSource.of(headers), service, new ClientSink() {
       @Override
-      public void respond(OpenAiResponse response, RouteInfo route) {
+      public void respondEncoded(dev.affinity.worker.EncodedResponse encodedResponse, RouteInfo route) {
+      OpenAiResponse response = encodedResponse == null ? null : encodedResponse.parsed();
         answer.complete(new Answer(response, route));
       }
 
@@ -103,7 +104,7 @@ public final class EmbeddedAffinity implements AutoCloseable {
       public void streamStart(RouteInfo route) {}
 
       @Override
-      public void streamChunk(OpenAiStreamChunk chunk) {}
+      public void streamEncoded(dev.affinity.worker.EncodedChunk encodedChunk) {}
 
       @Override
       public void streamEnd(RouteInfo route) {}

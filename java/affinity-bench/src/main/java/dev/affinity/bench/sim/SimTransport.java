@@ -12,7 +12,6 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ErrorResponse;
-import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.Prompt;
 import dev.affinity.protocol.StreamOptions;
@@ -110,7 +109,7 @@ public final class SimTransport implements RequestTransport {
     }
 
     @Override
-    public void respond(OpenAiResponse response, RouteInfo route) {
+    public void respondEncoded(dev.affinity.worker.EncodedResponse response, RouteInfo route) {
       long now = clock.nowMicros();
       int tokens = response.usage() != null && response.usage().completionTokens() != null ? response.usage().completionTokens() : 0;
       Long first = firstTokenUs.remove(route.requestId());
@@ -123,7 +122,8 @@ public final class SimTransport implements RequestTransport {
     }
 
     @Override
-    public void streamChunk(OpenAiStreamChunk chunk) {
+    public void streamEncoded(dev.affinity.worker.EncodedChunk encoded) {
+      OpenAiStreamChunk chunk = encoded.parsed();  // an in-process worker's record: nothing is parsed
       if (firstUs < 0) {
         firstUs = clock.nowMicros();
       }

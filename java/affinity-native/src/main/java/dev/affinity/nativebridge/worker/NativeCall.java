@@ -169,14 +169,14 @@ final class NativeCall {
     }
     translator.accept(r);
     if (body.isStreaming()) {
-      listener.onChunk(translator.chunk(r));
+      listener.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(translator.chunk(r)));
     }
     if (!r.isFinal()) {
       return;
     }
     if (!body.isStreaming()) {
       publishContext(r);
-      listener.onResponse(translator.whole(r, prompt));
+      listener.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(translator.whole(r, prompt)));
     }
     answered = true;
     if (ended.compareAndSet(false, true)) {

@@ -113,7 +113,8 @@ class NativeDisaggTest {
     volatile boolean ended;
 
     @Override
-    public void respond(OpenAiResponse r, RouteInfo route) {
+    public void respondEncoded(dev.affinity.worker.EncodedResponse encodedR, RouteInfo route) {
+      OpenAiResponse r = encodedR == null ? null : encodedR.parsed();
       response = r;
       this.route = route;
       status = 200;
@@ -126,7 +127,8 @@ class NativeDisaggTest {
     }
 
     @Override
-    public void streamChunk(OpenAiStreamChunk chunk) {
+    public void streamEncoded(dev.affinity.worker.EncodedChunk encodedChunk) {
+      OpenAiStreamChunk chunk = encodedChunk.parsed();
       chunks.add(chunk);
     }
 

@@ -71,7 +71,8 @@ class NativeWorkerHandoffTest {
     volatile OpenAiResponse response;
 
     @Override
-    public void onResponse(OpenAiResponse r) {
+    public void onEncodedResponse(dev.affinity.worker.EncodedResponse encodedR) {
+      OpenAiResponse r = encodedR.parsed();
       response = r;
     }
 

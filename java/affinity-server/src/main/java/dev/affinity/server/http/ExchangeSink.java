@@ -4,7 +4,6 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -28,12 +27,6 @@ final class ExchangeSink implements ClientSink {
     this.exchange = exchange;
   }
 
-  @Override
-  public void respond(OpenAiResponse response, RouteInfo routeInfo) {
-    Objects.requireNonNull(response, "response");
-    respondJson(() -> exchange.context().codec.toJsonBytes(exchange.answerFormat().apply(response)), routeInfo);
-  }
-
   /**
    * A whole response in its client's form: the OpenAI endpoints write its JSON ({@link EncodedResponse#json}, for a
    * worker's answer over HTTP the bytes copied from it); an endpoint that reshapes the answer reads its records.
@@ -42,7 +35,8 @@ final class ExchangeSink implements ClientSink {
   public void respondEncoded(EncodedResponse response, RouteInfo routeInfo) {
     Objects.requireNonNull(response, "response");
     if (!exchange.answersAsIs()) {
-      respond(response.parsed(), routeInfo);
+      OpenAiResponse records = response.parsed();
+      respondJson(() -> exchange.context().codec.toJsonBytes(exchange.answerFormat().apply(records)), routeInfo);
       return;
     }
     respondJson(() -> response.json(exchange.context().codec), routeInfo);
@@ -68,14 +62,9 @@ final class ExchangeSink implements ClientSink {
   }
 
   @Override
-  public void streamChunk(OpenAiStreamChunk chunk) {
-    Objects.requireNonNull(chunk, "chunk");
-    streamEncoded(EncodedChunk.of(chunk, exchange.context().codec.toJsonBytes(chunk)));
-  }
-
-  @Override
   public void streamEncoded(EncodedChunk chunk) {
     Objects.requireNonNull(chunk, "chunk");
+    chunk.length();  // an in-process worker's chunk is written to JSON here, off the event loop
     exchange.onLoop(() -> exchange.writeChunk(chunk));
   }
 

@@ -12,8 +12,8 @@ import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.server.worker.WorkerExtensions;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
@@ -134,7 +134,7 @@ final class WorkerHandler implements CompletionHandler {
     private final boolean streaming;
     private RouteInfo route;
     private boolean started;
-    private OpenAiResponse response;
+    private EncodedResponse response;
     /** Runs once, at the leg's first output or failure (its context is then transferred or abandoned). */
     private Runnable pulled;
 
@@ -155,17 +155,17 @@ final class WorkerHandler implements CompletionHandler {
     }
 
     @Override
-    public synchronized void onChunk(OpenAiStreamChunk chunk) {
+    public synchronized void onEncodedChunk(EncodedChunk chunk) {
       contextDone();
       if (!started) {
         started = true;
         sink.streamStart(route);
       }
-      sink.streamChunk(chunk);
+      sink.streamEncoded(chunk);
     }
 
     @Override
-    public synchronized void onResponse(OpenAiResponse r) {
+    public synchronized void onEncodedResponse(EncodedResponse r) {
       contextDone();
       response = r;
     }
@@ -179,7 +179,7 @@ final class WorkerHandler implements CompletionHandler {
       } else if (response == null) {
         sink.fail(500, ErrorResponse.of(500, "the executor returned no response", null), route);
       } else {
-        sink.respond(response, route);
+        sink.respondEncoded(response, route);
       }
     }
 

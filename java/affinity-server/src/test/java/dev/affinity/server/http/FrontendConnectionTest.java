@@ -181,7 +181,7 @@ class FrontendConnectionTest {
         disconnected.countDown();
       });
       sink.streamStart(ROUTE);
-      sink.streamChunk(Fixtures.chunk(0));
+      sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(0)));
     };
     try (Socket s = connect()) {
       send(s, post("/v1/completions", STREAMING_COMPLETION));
@@ -191,7 +191,7 @@ class FrontendConnectionTest {
     await(disconnected, "onDisconnect ran");
     // the orchestration may still be answering: ignored, and no second callback
     ClientSink sink = sinkRef.get();
-    sink.streamChunk(Fixtures.chunk(1));
+    sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(1)));
     sink.streamEnd(ROUTE);
     sink.onDisconnect(callbacks::incrementAndGet); // registered after the disconnect: runs once, now
     server.close(); // drains the event loops: every queued sink call has run
@@ -234,7 +234,7 @@ class FrontendConnectionTest {
     AtomicInteger callbacks = new AtomicInteger();
     backend.handler = (request, headers, sink) -> {
       sink.onDisconnect(callbacks::incrementAndGet);
-      sink.respond(Fixtures.completionResponse("x"), ROUTE);
+      sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("x")), ROUTE);
     };
     try (Socket s = connect()) {
       send(s, post("/v1/completions", COMPLETION, "Connection: close"));
@@ -250,7 +250,7 @@ class FrontendConnectionTest {
     start(options());
     backend.handler = (request, headers, sink) -> {
       sink.streamStart(ROUTE);
-      sink.streamChunk(Fixtures.chunk(0));
+      sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(0)));
       sink.abort("generation worker gen-1 failed", ROUTE);
     };
     try (Socket s = connect()) {
@@ -337,7 +337,7 @@ class FrontendConnectionTest {
       // give the half-close probe its chance to run (it would have written within PROBE_FIRST_MILLIS); the request
       // did not ask for 100 Continue, so none comes before the answer
       Thread.sleep(3 * HttpConnection.PROBE_FIRST_MILLIS);
-      sinkRef.get().respond(Fixtures.completionResponse("late"), ROUTE);
+      sinkRef.get().respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("late")), ROUTE);
       String response = readToEnd(s);
       assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), "no unsolicited 100 Continue: " + response);
       assertTrue(response.contains("\"text\":\"late\""), response);
@@ -355,7 +355,7 @@ class FrontendConnectionTest {
     backend.handler = (request, headers, sink) -> {
       sinkRef.set(sink);
       sink.streamStart(ROUTE);
-      sink.streamChunk(Fixtures.chunk(0));
+      sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(0)));
       handled.countDown();
     };
     try (Socket s = connect()) {
@@ -364,7 +364,7 @@ class FrontendConnectionTest {
       await(handled, "the handler was called");
       String seen = readUntil(s, "data: {");
       ClientSink sink = sinkRef.get();
-      sink.streamChunk(Fixtures.chunk(1));
+      sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(1)));
       sink.streamEnd(ROUTE);
       String response = seen + readToEnd(s);
       assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
@@ -397,7 +397,7 @@ class FrontendConnectionTest {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      sink.respond(Fixtures.completionResponse(text), ROUTE);
+      sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse(text)), ROUTE);
     }).start();
   }
 
@@ -457,7 +457,7 @@ class FrontendConnectionTest {
     start(options());
     backend.handler = (request, headers, sink) -> {
       sink.streamStart(ROUTE);
-      sink.streamChunk(Fixtures.chunk(0));
+      sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(Fixtures.chunk(0)));
       sink.streamEnd(ROUTE);
     };
     try (Socket s = connect()) {
@@ -473,7 +473,7 @@ class FrontendConnectionTest {
   @Test
   void expectContinueIsHonoured() throws Exception {
     start(options());
-    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("x"), ROUTE);
+    backend.handler = (request, headers, sink) -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("x")), ROUTE);
     try (Socket s = connect()) {
       String full = post("/v1/completions", COMPLETION, "Expect: 100-continue", "Connection: close");
       int split = full.indexOf("\r\n\r\n") + 4;

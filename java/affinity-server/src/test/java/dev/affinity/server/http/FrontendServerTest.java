@@ -177,15 +177,15 @@ class FrontendServerTest {
   }
 
   private void answerWith(String text) {
-    backend.handler = (request, headers, sink) -> pool.execute(() -> sink.respond(
-        request.isChat() ? Fixtures.chatResponse(text) : Fixtures.completionResponse(text), ROUTE));
+    backend.handler = (request, headers, sink) -> pool.execute(() -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(
+        request.isChat() ? Fixtures.chatResponse(text) : Fixtures.completionResponse(text)), ROUTE));
   }
 
   private void streamChunks(int n) {
     backend.handler = (request, headers, sink) -> pool.execute(() -> {
       sink.streamStart(ROUTE);
       for (int i = 0; i < n; i++) {
-        sink.streamChunk(request.isChat() ? Fixtures.chatChunk(i) : Fixtures.chunk(i));
+        sink.streamEncoded(dev.affinity.worker.EncodedChunk.of(request.isChat() ? Fixtures.chatChunk(i) : Fixtures.chunk(i)));
       }
       sink.streamEnd(ROUTE.withRetries(3));
     });
@@ -610,7 +610,7 @@ class FrontendServerTest {
   void routeHeaderIsMadeSafe() throws Exception {
     FrontendServer debug = start(options().withDebugHeaders(true));
     RouteInfo odd = RouteInfo.of(0).withConversation(new RouteInfo.Conversation("caf\u00e9\nx", null));
-    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("x"), odd);
+    backend.handler = (request, headers, sink) -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("x")), odd);
     HttpResponse<String> r = post(debug, "/v1/completions", COMPLETION, new String[0]);
     assertEquals(200, r.statusCode());
     assertEquals("conversation=caf??x", r.headers().firstValue("x-affinity-route").orElseThrow());

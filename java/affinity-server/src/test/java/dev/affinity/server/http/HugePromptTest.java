@@ -52,7 +52,7 @@ class HugePromptTest {
 
   void start() throws Exception {
     backend.promptLimit = LIMIT;
-    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("ok"), ROUTE);
+    backend.handler = (request, headers, sink) -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("ok")), ROUTE);
     server = FrontendServer.start(FrontendOptions.defaults().withModels(List.of("test-model"))
         .withAccessLog(AccessLog.none()).withIoThreads(1), backend, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
   }

@@ -40,7 +40,7 @@ class InputChecksTest {
   }
 
   private void start() throws IOException {
-    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.chatResponse("ok"), Fixtures.ROUTE);
+    backend.handler = (request, headers, sink) -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.chatResponse("ok")), Fixtures.ROUTE);
     server = FrontendServer.start(FrontendOptions.defaults().withModels(List.of("test-model"))
         .withAccessLog(AccessLog.none()).withIoThreads(1), backend, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
   }

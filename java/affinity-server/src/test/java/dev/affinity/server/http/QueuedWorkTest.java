@@ -49,7 +49,7 @@ class QueuedWorkTest {
       if (((CompletionRequest) request).promptText().orElse("").startsWith("hold")) {
         held.add(sink);
       } else {
-        sink.respond(Fixtures.completionResponse("ok"), ROUTE);
+        sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("ok")), ROUTE);
       }
     };
     server = FrontendServer.start(FrontendOptions.defaults().withModels(List.of("test-model"))
@@ -87,10 +87,10 @@ class QueuedWorkTest {
     awaitHeld(2);
     assertFull(complete("third").get(30, TimeUnit.SECONDS), "affinity.max_queued_requests allows (2)");
     assertEquals(2, backend.calls.get(), "the refused request never reached the handler");
-    held.get(0).respond(Fixtures.completionResponse("done"), ROUTE);  // a's or b's, whichever arrived first
+    held.get(0).respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("done")), ROUTE);  // a's or b's, whichever arrived first
     assertEquals(200, ((HttpResponse<?>) CompletableFuture.anyOf(a, b).get(30, TimeUnit.SECONDS)).statusCode());
     assertEquals(200, complete("third again").get(30, TimeUnit.SECONDS).statusCode(), "released on completion");
-    held.get(1).respond(Fixtures.completionResponse("done"), ROUTE);
+    held.get(1).respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("done")), ROUTE);
     assertEquals(200, a.get(30, TimeUnit.SECONDS).statusCode());
     assertEquals(200, b.get(30, TimeUnit.SECONDS).statusCode());
   }
@@ -104,7 +104,7 @@ class QueuedWorkTest {
     assertFull(complete("y".repeat(120)).get(30, TimeUnit.SECONDS),
         "this request's 30 would pass the 100 allowed (affinity.max_queued_tokens)");
     assertEquals(200, complete("z".repeat(40)).get(30, TimeUnit.SECONDS).statusCode(), "fits beside the held one");
-    held.get(0).respond(Fixtures.completionResponse("done"), ROUTE);
+    held.get(0).respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("done")), ROUTE);
     assertEquals(200, big.get(30, TimeUnit.SECONDS).statusCode());
     assertEquals(200, complete("w".repeat(2000)).get(30, TimeUnit.SECONDS).statusCode(), "alone, a prompt over the bound");
   }

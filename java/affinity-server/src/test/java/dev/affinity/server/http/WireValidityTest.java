@@ -31,7 +31,7 @@ class WireValidityTest {
 
   @BeforeEach
   void start() throws Exception {
-    backend.handler = (request, headers, sink) -> sink.respond(Fixtures.completionResponse("ok"), ROUTE);
+    backend.handler = (request, headers, sink) -> sink.respondEncoded(dev.affinity.worker.EncodedResponse.of(Fixtures.completionResponse("ok")), ROUTE);
     server = FrontendServer.start(FrontendOptions.defaults().withModels(List.of("test-model"))
         .withAccessLog(AccessLog.none()), backend, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT));
   }

@@ -59,7 +59,8 @@ public final class RecordingListener implements WorkerListener {
   }
 
   @Override
-  public void onChunk(OpenAiStreamChunk chunk) {
+  public void onEncodedChunk(dev.affinity.worker.EncodedChunk encodedChunk) {
+      OpenAiStreamChunk chunk = encodedChunk.parsed();
     enter("onChunk");
     boolean first;
     synchronized (this) {
@@ -76,7 +77,8 @@ public final class RecordingListener implements WorkerListener {
   }
 
   @Override
-  public void onResponse(OpenAiResponse r) {
+  public void onEncodedResponse(dev.affinity.worker.EncodedResponse encodedR) {
+      OpenAiResponse r = encodedR.parsed();
     enter("onResponse");
     if (response != null) {
       violation("a second onResponse");
