@@ -89,8 +89,8 @@ final class HttpCall implements WorkerCall, EncodedChunk.Source {
 
   /**
    * Delivers a streamed chunk in order; false when the call has ended (the chunk is dropped). A failure
-   * raised while the listener is inside {@code onChunk} (it cancels the call itself) is delivered when
-   * {@code onChunk} returns, so listener calls never nest.
+   * raised while the listener is inside {@code onEncodedChunk} (it cancels the call itself) is delivered when
+   * {@code onEncodedChunk} returns, so listener calls never nest.
    */
   boolean chunk(EncodedChunk chunk) {
     RuntimeException thrown = null;
