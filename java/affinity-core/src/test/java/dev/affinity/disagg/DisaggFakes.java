@@ -72,13 +72,13 @@ final class DisaggFakes {
       WorkerListener once = new WorkerListener() {
         @Override
         public void onEncodedChunk(dev.affinity.worker.EncodedChunk encodedChunk) {
-      OpenAiStreamChunk chunk = encodedChunk.parsed();
+          OpenAiStreamChunk chunk = encodedChunk.parsed();
           listener.onEncodedChunk(dev.affinity.worker.EncodedChunk.of(chunk));
         }
 
         @Override
         public void onEncodedResponse(dev.affinity.worker.EncodedResponse encodedResponse) {
-      OpenAiResponse response = encodedResponse.parsed();
+          OpenAiResponse response = encodedResponse.parsed();
           listener.onEncodedResponse(dev.affinity.worker.EncodedResponse.of(response));
         }
 

@@ -11,8 +11,6 @@ import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.ErrorResponse;
-import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.Prompt;
 import dev.affinity.routing.PinKeeping;
 import dev.affinity.routing.Candidate;

@@ -22,8 +22,9 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
-import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.worker.EncodedChunk;
+import dev.affinity.worker.EncodedResponse;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
@@ -90,8 +91,8 @@ public final class EmbeddedAffinity implements AutoCloseable {
     CompletableFuture<Answer> answer = new CompletableFuture<>();
     admission.admitAndHandle(request, HeaderSource.of(headers), service, new ClientSink() {
       @Override
-      public void respondEncoded(dev.affinity.worker.EncodedResponse encodedResponse, RouteInfo route) {
-      OpenAiResponse response = encodedResponse == null ? null : encodedResponse.parsed();
+      public void respondEncoded(EncodedResponse encodedResponse, RouteInfo route) {
+        OpenAiResponse response = encodedResponse.parsed();
         answer.complete(new Answer(response, route));
       }
 
@@ -104,7 +105,7 @@ public final class EmbeddedAffinity implements AutoCloseable {
       public void streamStart(RouteInfo route) {}
 
       @Override
-      public void streamEncoded(dev.affinity.worker.EncodedChunk encodedChunk) {}
+      public void streamEncoded(EncodedChunk encodedChunk) {}
 
       @Override
       public void streamEnd(RouteInfo route) {}

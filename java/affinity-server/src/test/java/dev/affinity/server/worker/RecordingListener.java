@@ -60,7 +60,7 @@ public final class RecordingListener implements WorkerListener {
 
   @Override
   public void onEncodedChunk(dev.affinity.worker.EncodedChunk encodedChunk) {
-      OpenAiStreamChunk chunk = encodedChunk.parsed();
+    OpenAiStreamChunk chunk = encodedChunk.parsed();
     enter("onChunk");
     boolean first;
     synchronized (this) {
@@ -78,7 +78,7 @@ public final class RecordingListener implements WorkerListener {
 
   @Override
   public void onEncodedResponse(dev.affinity.worker.EncodedResponse encodedR) {
-      OpenAiResponse r = encodedR.parsed();
+    OpenAiResponse r = encodedR.parsed();
     enter("onResponse");
     if (response != null) {
       violation("a second onResponse");
