@@ -161,7 +161,7 @@ final class SharedStateReader {
     List<String> out = new java.util.ArrayList<>();
     for (String part : value.split(",", -1)) {
       String s = part.strip();
-      String why = natsServerProblem(s);
+      String why = SharedStateSettings.serverProblem(s);
       if (why != null) {
         r.error(v.getValueNode(), k, "expected nats://HOST:PORT or tls://HOST:PORT (comma-separated for several), "
             + "found \"" + s + "\"" + why);
@@ -170,35 +170,6 @@ final class SharedStateReader {
       out.add(s);
     }
     return out;
-  }
-
-  /** Null when {@code s} is a NATS server URL, else why not (", ..."). */
-  private static String natsServerProblem(String s) {
-    if (s.isEmpty()) {
-      return ": an empty entry";
-    }
-    java.net.URI u;
-    try {
-      u = new java.net.URI(s);
-    } catch (java.net.URISyntaxException e) {
-      return ": not a URL";
-    }
-    if (!"nats".equals(u.getScheme()) && !"tls".equals(u.getScheme())) {
-      return u.getScheme() == null ? ": no scheme" : ": the scheme must be nats or tls";
-    }
-    if (u.getHost() == null || u.getHost().isEmpty()) {
-      return ": no host";
-    }
-    if (u.getPort() < 1 || u.getPort() > 65535) {
-      return ": no port";
-    }
-    if (u.getUserInfo() != null) {
-      return ": credentials belong in token, or user and password, not in the URL";
-    }
-    if ((u.getRawPath() != null && !u.getRawPath().isEmpty()) || u.getRawQuery() != null || u.getRawFragment() != null) {
-      return ": nothing may follow the port";
-    }
-    return null;
   }
 
   /** The file resolved against the config file's folder; an error when it is not a readable file. */

@@ -57,6 +57,38 @@ public record SharedStateSettings(
         Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty(), DEFAULT_EVENT_RETENTION_SECONDS, DEFAULT_DRAIN_LEASE_SECONDS);
   }
 
+  /**
+   * Null when {@code s} is one NATS server URL ({@code nats://HOST:PORT} or {@code tls://HOST:PORT}, nothing else), else
+   * why not, as {@code ": ..."} to follow the URL in an error ({@code shared_state.nats}, {@code affinity worker --nats}).
+   */
+  public static String serverProblem(String s) {
+    if (s.isEmpty()) {
+      return ": an empty entry";
+    }
+    java.net.URI u;
+    try {
+      u = new java.net.URI(s);
+    } catch (java.net.URISyntaxException e) {
+      return ": not a URL";
+    }
+    if (!"nats".equals(u.getScheme()) && !"tls".equals(u.getScheme())) {
+      return u.getScheme() == null ? ": no scheme" : ": the scheme must be nats or tls";
+    }
+    if (u.getHost() == null || u.getHost().isEmpty()) {
+      return ": no host";
+    }
+    if (u.getPort() < 1 || u.getPort() > 65535) {
+      return ": no port";
+    }
+    if (u.getUserInfo() != null) {
+      return ": credentials belong in token, or user and password, not in the URL";
+    }
+    if ((u.getRawPath() != null && !u.getRawPath().isEmpty()) || u.getRawQuery() != null || u.getRawFragment() != null) {
+      return ": nothing may follow the port";
+    }
+    return null;
+  }
+
   /** Whether any of the servers is reached over TLS ({@code tls://} or a CA file). */
   public boolean tls() {
     return tlsCaFile.isPresent() || servers.stream().anyMatch(s -> s.startsWith("tls://"));

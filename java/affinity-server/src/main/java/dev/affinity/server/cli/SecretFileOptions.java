@@ -49,12 +49,20 @@ final class SecretFileOptions {
 
   /** The key in {@code file} (the {@value #AUTH_KEY_FILE} of serve and worker): its text, whitespace stripped. */
   static String authKey(Path file) {
-    String key = text(AUTH_KEY_FILE, file).strip();
-    if (key.isEmpty()) {
-      throw new IllegalArgumentException(AUTH_KEY_FILE + " " + file
-          + ": the file is empty (expected the internal_request_auth_key shared by the frontends and workers)");
+    return secret(AUTH_KEY_FILE, file, "the internal_request_auth_key shared by the frontends and workers");
+  }
+
+  /**
+   * A secret that {@code option} reads from {@code file}: its text, surrounding whitespace stripped; an
+   * {@link IllegalArgumentException} naming the option and the file (never its content) when it cannot be read or is
+   * empty ({@code what}: what it should have held).
+   */
+  static String secret(String option, Path file, String what) {
+    String secret = text(option, file).strip();
+    if (secret.isEmpty()) {
+      throw new IllegalArgumentException(option + " " + file + ": the file is empty (expected " + what + ")");
     }
-    return key;
+    return secret;
   }
 
   private static String text(String option, Path file) {

@@ -226,26 +226,16 @@ final class WorkerCommand implements Callable<Integer> {
       return null;
     }
     for (String url : nats) {
-      if (!url.startsWith("nats://") && !url.startsWith("tls://")) {
-        throw new IllegalArgumentException("--nats " + url + ": expected nats://HOST:PORT or tls://HOST:PORT");
+      String why = SharedStateSettings.serverProblem(url.strip());
+      if (why != null) {
+        throw new IllegalArgumentException("--nats " + url + ": expected nats://HOST:PORT or tls://HOST:PORT" + why);
       }
     }
     if (natsTokenFile != null && natsCredsFile != null) {
       throw new IllegalArgumentException("--nats-token-file and --nats-creds-file are both set: authenticate one way");
     }
-    Optional<String> token = Optional.empty();
-    if (natsTokenFile != null) {
-      String t;
-      try {
-        t = Files.readString(natsTokenFile, StandardCharsets.UTF_8).strip();
-      } catch (IOException e) {
-        throw new IllegalArgumentException("--nats-token-file " + natsTokenFile + ": cannot read it: " + e.getMessage(), e);
-      }
-      if (t.isEmpty()) {
-        throw new IllegalArgumentException("--nats-token-file " + natsTokenFile + ": the file is empty");
-      }
-      token = Optional.of(t);
-    }
+    Optional<String> token = Optional.ofNullable(natsTokenFile)
+        .map(f -> SecretFileOptions.secret("--nats-token-file", f, "the NATS token"));
     for (Path f : new Path[] {natsCredsFile, natsTlsCaFile}) {
       if (f != null && !Files.isReadable(f)) {
         throw new IllegalArgumentException((f == natsCredsFile ? "--nats-creds-file " : "--nats-tls-ca-file ") + f

@@ -98,7 +98,7 @@ class AffinityCliTest {
     CliRun noToken = run("worker", "--port", "0", "--nats", "nats://127.0.0.1:4222", "--nats-token-file",
         "/nonexistent/token");
     assertEquals(1, noToken.code());
-    assertTrue(noToken.err().contains("--nats-token-file /nonexistent/token: cannot read it"), noToken.err());
+    assertTrue(noToken.err().contains("--nats-token-file /nonexistent/token: no such file"), noToken.err());
 
     CliRun unreachable = run("worker", "--port", "0", "--nats", "nats://127.0.0.1:1");
     assertEquals(1, unreachable.code());
