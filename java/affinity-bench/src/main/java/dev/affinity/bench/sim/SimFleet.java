@@ -14,6 +14,7 @@ import dev.affinity.server.fleet.EmbeddedWorkers;
 import dev.affinity.server.fleet.Orchestration;
 import dev.affinity.worker.TokenCodec;
 import dev.affinity.routing.LoadShare;
+import dev.affinity.routing.RoutedShare;
 import dev.affinity.routing.Router;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -141,29 +142,27 @@ public final class SimFleet implements AutoCloseable {
     }
     for (Fleet fleet : Fleet.values()) {
       List<List<LoadShare>> reports = new ArrayList<>();
-      List<List<dev.affinity.routing.RoutedShare>> routed = new ArrayList<>();
+      List<List<RoutedShare>> routed = new ArrayList<>();
       for (Frontend f : replicas) {
         reports.add(f.orchestration().router(fleet).ownLoads());
         routed.add(f.orchestration().router(fleet).routedSince());
       }
       for (int from = 0; from < replicas.size(); from++) {
-        for (int to = 0; to < replicas.size(); to++) {
-          if (to != from && !routed.get(from).isEmpty()) {
-            replicas.get(to).orchestration().router(fleet).peerRouted(routed.get(from));
-          }
-        }
-      }
-      for (int from = 0; from < replicas.size(); from++) {
         List<LoadShare> report = reports.get(from);
         String key = fleet.name() + '/' + from;
-        if (report.equals(lastReports.get(key))) {
-          continue;
-        }
+        boolean newReport = !report.equals(lastReports.get(key));
         lastReports.put(key, report);
         String peer = replicas.get(from).peerId();
         for (int to = 0; to < replicas.size(); to++) {
-          if (to != from) {
-            replicas.get(to).orchestration().router(fleet).peerLoads(peer, report);
+          if (to == from) {
+            continue;
+          }
+          Router r = replicas.get(to).orchestration().router(fleet);
+          if (!routed.get(from).isEmpty()) {
+            r.peerRouted(routed.get(from));
+          }
+          if (newReport) {
+            r.peerLoads(peer, report);
           }
         }
       }

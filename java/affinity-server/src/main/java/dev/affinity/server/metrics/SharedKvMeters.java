@@ -3,11 +3,13 @@ package dev.affinity.server.metrics;
 import dev.affinity.server.shared.SharedKvEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Timer;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The shared KV events ({@code affinity.shared_state}) on {@code /metrics}: batches this frontend published as a
@@ -48,7 +50,7 @@ public final class SharedKvMeters {
   private static final class PerWorker implements SharedKvEvents.Observer {
     private final MeterRegistry registry;
     private final SharedKvEvents shared;
-    private final java.util.Map<String, Meters> byWorker = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, Meters> byWorker = new ConcurrentHashMap<>();
 
     private record Meters(Counter events, Timer lag) {
     }

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.protocol.InternalAuth;
+import io.nats.client.JetStream;
+import io.nats.client.JetStreamApiException;
 import io.nats.client.Message;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
@@ -12,6 +14,9 @@ import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One KV event batch on the cluster's stream, as a drain owner ({@link SharedKvEvents}) or a worker that publishes its
@@ -22,6 +27,7 @@ import java.util.Optional;
  * key and the body ({@link KvNames#canonical}).
  */
 final class KvBatches {
+  private static final Logger log = LoggerFactory.getLogger(KvBatches.class);
   private static final ObjectMapper JSON = new ObjectMapper();
   static final String WORKER_HEADER = "Affinity-Worker";
   static final String FRONTEND_HEADER = "Affinity-Frontend";
@@ -44,6 +50,25 @@ final class KvBatches {
         .put(SENT_AT_HEADER, Long.toString(nowMicros()));
     auth.ifPresent(a -> h.put(AUTH_HEADER, a.sign(KvNames.canonical(publisherKey, body))));
     return NatsMessage.builder().subject(subject).headers(h).data(body).build();
+  }
+
+  /**
+   * Publishes one batch to the stream and says whether it went; a batch that does not is lost: counted in
+   * {@code failures} and logged at WARN the first time and at every power of two after ({@code whose} names the
+   * publisher in the log), the frontends clearing the ranks at the event-id gap that follows.
+   */
+  static boolean publish(JetStream js, NatsMessage batch, int events, AtomicLong failures, String whose) {
+    try {
+      js.publish(batch);
+      return true;
+    } catch (IOException | JetStreamApiException | RuntimeException e) {
+      long n = failures.incrementAndGet();
+      if (n == 1 || Long.bitCount(n) == 1) {
+        log.warn("{}: a KV event batch ({} events) was not published ({}); {} lost so far (the frontends clear the "
+            + "ranks at the event-id gap)", whose, events, e.toString(), n);
+      }
+      return false;
+    }
   }
 
   /** Microseconds since the epoch (the clocks of the frontends and workers of one cluster are assumed in sync). */

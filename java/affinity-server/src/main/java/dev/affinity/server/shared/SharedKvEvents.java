@@ -101,7 +101,6 @@ public final class SharedKvEvents implements AutoCloseable {
     void applied(String workerId, int events, long lagMicros);
   }
 
-
   /** The stream's last sequence when this frontend started consuming (0: it was empty). */
   private long replayTarget;
   private final long startNanos = System.nanoTime();
@@ -233,15 +232,9 @@ public final class SharedKvEvents implements AutoCloseable {
 
   /** The owner's sink: each drained batch goes to the stream (on the worker's scheduler thread). */
   private void publish(HttpWorker worker, String subject, List<KvEvent> events) {
-    try {
-      js.publish(KvBatches.message(subject, worker.id(), frontendId, auth, worker.info().tokensPerBlock(), events));
+    if (KvBatches.publish(js, KvBatches.message(subject, worker.id(), frontendId, auth, worker.info().tokensPerBlock(),
+        events), events.size(), publishFailures, "worker " + worker.id())) {
       published.incrementAndGet();
-    } catch (IOException | JetStreamApiException | RuntimeException e) {
-      long n = publishFailures.incrementAndGet();
-      if (n == 1 || Long.bitCount(n) == 1) {
-        log.warn("worker {}: a KV event batch ({} events) was not published ({}); {} lost so far", worker.id(),
-            events.size(), e.toString(), n);
-      }
     }
   }
 

@@ -121,16 +121,10 @@ public final class WorkerKvPublisher implements AutoCloseable {
   }
 
   private void publish(List<KvEvent> batch) {
-    try {
-      js.publish(KvBatches.message(subject, publisherKey, publisherKey, auth, tokensPerBlock, batch));
+    if (KvBatches.publish(js, KvBatches.message(subject, publisherKey, publisherKey, auth, tokensPerBlock, batch),
+        batch.size(), failures, "worker " + publisherKey)) {
       batches.incrementAndGet();
       events.addAndGet(batch.size());
-    } catch (IOException | JetStreamApiException | RuntimeException e) {
-      long n = failures.incrementAndGet();
-      if (n == 1 || Long.bitCount(n) == 1) {
-        log.warn("a KV event batch ({} events) was not published ({}); {} lost so far: frontends clear the ranks at "
-            + "the gap", batch.size(), e.toString(), n);
-      }
     }
   }
 
