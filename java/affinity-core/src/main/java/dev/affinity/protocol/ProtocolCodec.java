@@ -111,24 +111,8 @@ public final class ProtocolCodec {
    * 400 naming the field, as {@link #parseChatCompletionRequest(byte[])}'s.
    */
   public ChatCompletionRequest parseChatCompletionRequest(JsonNode tree) throws ProtocolException {
-    JsonParser parser = null;
-    try {
-      parser = SHARED.treeAsTokens(tree);
-      ChatCompletionRequest value = READERS.get(ChatCompletionRequest.class).readValue(parser);
-      if (value == null) {
-        throw ProtocolException.of(ProtocolException.BAD_REQUEST, "body must be a JSON object but is null", null);
-      }
-      return value;
-    } catch (ProtocolException e) {
-      throw e.withStatus(ProtocolException.BAD_REQUEST);
-    } catch (Exception e) {
-      ProtocolException pe = translate(e, ChatCompletionRequest.class, ProtocolException.BAD_REQUEST,
-          parser == null ? null : parser.currentToken());
-      LOG.debug("rejected converted chat request: {}", pe.getMessage());
-      throw pe;
-    } finally {
-      closeQuietly(parser);
-    }
+    return read(() -> SHARED.treeAsTokens(tree), ChatCompletionRequest.class, ProtocolException.BAD_REQUEST,
+        (parser, value) -> { });
   }
 
   /** Any protocol type from a client-side body (errors are 400). */
@@ -217,13 +201,7 @@ public final class ProtocolCodec {
     if (clientText && type != JsonNode.class) {
       read(body, JsonNode.class, status);  // names the field of a lone surrogate, in the body's own terms
     }
-    JsonParser parser = null;
-    try {
-      parser = SHARED.createParser(body);
-      T value = READERS.get(type).readValue(parser);
-      if (value == null) {
-        throw ProtocolException.of(status, "body must be a JSON object but is null", null);
-      }
+    return read(() -> SHARED.createParser(body), type, status, (parser, value) -> {
       if (clientText && value instanceof JsonNode tree) {
         LoneSurrogates.check(tree);
       }
@@ -233,6 +211,29 @@ public final class ProtocolCodec {
                 + " (at line " + at.getLineNr() + ", column " + at.getColumnNr() + ", byte offset "
                 + at.getByteOffset() + ")", at.getLineNr(), at.getColumnNr(), at.getByteOffset(), null);
       }
+    });
+  }
+
+  /** Where a value is read from: a body's bytes, or a tree already built. */
+  private interface ParserSource {
+    JsonParser open() throws IOException;
+  }
+
+  /** What is checked of a value once read, on the parser that read it (for a body: nothing may follow it). */
+  private interface ReadCheck<T> {
+    void check(JsonParser parser, T value) throws IOException;
+  }
+
+  /** One value of {@code type} from {@code source}; every error a {@link ProtocolException} of {@code status}. */
+  private <T> T read(ParserSource source, Class<T> type, int status, ReadCheck<T> after) {
+    JsonParser parser = null;
+    try {
+      parser = source.open();
+      T value = READERS.get(type).readValue(parser);
+      if (value == null) {
+        throw ProtocolException.of(status, "body must be a JSON object but is null", null);
+      }
+      after.check(parser, value);
       return value;
     } catch (ProtocolException e) {
       throw e.withStatus(status);
