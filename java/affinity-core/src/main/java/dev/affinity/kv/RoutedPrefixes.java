@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * Thread-safe.
  */
 public final class RoutedPrefixes {
+  private static final long[] NOTHING_KEPT = new long[0];
   private final int stride;
   private final long ttlNanos;
   private final LocationBits holders = new LocationBits();
@@ -37,7 +38,7 @@ public final class RoutedPrefixes {
    */
   public long[] record(int location, long[] keys, int fullBlocks, long nowNanos) {
     if (ttlNanos <= 0 || fullBlocks <= 0) {
-      return new long[0];
+      return NOTHING_KEPT;
     }
     int n = Math.min(fullBlocks, keys.length);
     long[] kept = new long[n / stride + 1];
@@ -48,19 +49,23 @@ public final class RoutedPrefixes {
       }
     }
     kept = Arrays.copyOf(kept, k);
-    recordSampled(location, kept, nowNanos);
+    store(location, kept, nowNanos);
     return kept;
   }
 
   /** Remembers keys another frontend kept of a prompt it routed to this location ({@link #record}'s answer). */
   public void recordSampled(int location, long[] kept, long nowNanos) {
-    if (ttlNanos <= 0 || kept.length == 0) {
-      return;
+    if (ttlNanos > 0 && kept.length > 0) {
+      store(location, kept.clone(), nowNanos);
     }
+  }
+
+  /** {@code kept} is this object's from now on (its entry expires with it). */
+  private void store(int location, long[] kept, long nowNanos) {
     for (long key : kept) {
       holders.set(key, location);
     }
-    expiries.add(new Entry(nowNanos + ttlNanos, location, kept.clone()));
+    expiries.add(new Entry(nowNanos + ttlNanos, location, kept));
   }
 
   /**
