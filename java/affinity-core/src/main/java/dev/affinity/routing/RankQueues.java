@@ -20,8 +20,8 @@ import java.util.Map;
  * location is then busy while any frontend has work there, the time per unit of work divides that busy time by the
  * work every frontend completed, a location's request rate is the fleet's, and a session's rate is what this frontend
  * sees of it scaled by the fleet's arrivals at its location over this frontend's own (a load balancer spreads each
- * session's calls over the frontends alike). With no peer every figure is this frontend's own, as before. Not thread-safe: the router calls it
- * under its lock.
+ * session's calls over the frontends alike). With no peer every figure is this frontend's own, as before. Not
+ * thread-safe: the router calls it under its lock.
  */
 final class RankQueues {
   private final double windowNanos;
@@ -33,9 +33,8 @@ final class RankQueues {
   private boolean[] seen = new boolean[0];
   /** This frontend's completed work per location, decayed with {@link #arrivals} (what it reports to peers). */
   private double[] done = new double[0];
-  /** The peers' latest reports per location: their arrivals, completed work and requests in flight. */
+  /** The peers' latest reports per location: their arrivals and requests in flight; and their completed work in all. */
   private double[] peerArrivals = new double[0];
-  private double[] peerDone = new double[0];
   private int[] peerOutstanding = new int[0];
   private double peerDoneTotal;
   private final List<List<KeyRate>> keysAt = new ArrayList<>();
@@ -108,7 +107,6 @@ final class RankQueues {
     boolean busyBefore = outstanding[loc] + peerOutstanding[loc] > 0;
     peerOutstanding[loc] += requests;
     peerArrivals[loc] += arrivalsDelta;
-    peerDone[loc] += doneDelta;
     peerDoneTotal += doneDelta;
     boolean busyAfter = outstanding[loc] + peerOutstanding[loc] > 0;
     if (!busyBefore && busyAfter) {
@@ -290,7 +288,6 @@ final class RankQueues {
       seen = Arrays.copyOf(seen, n);
       done = Arrays.copyOf(done, n);
       peerArrivals = Arrays.copyOf(peerArrivals, n);
-      peerDone = Arrays.copyOf(peerDone, n);
       peerOutstanding = Arrays.copyOf(peerOutstanding, n);
     }
     if (!seen[loc]) {
