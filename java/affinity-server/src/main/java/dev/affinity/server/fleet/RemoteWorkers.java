@@ -30,7 +30,6 @@ final class RemoteWorkers {
   private static final Logger log = LoggerFactory.getLogger(RemoteWorkers.class);
   static final Duration RETRY = Duration.ofSeconds(2);
   static final Duration HEALTH = Duration.ofSeconds(5);
-  static final Duration KV_POLL = Duration.ofMillis(500);
   /** How often a retired worker is checked for requests still in flight. */
   static final Duration DRAIN_POLL = Duration.ofMillis(200);
 
@@ -82,7 +81,7 @@ final class RemoteWorkers {
           + "prefix index of the worker stays empty", w.id(), w.features().kvEventsSubject().get());
     } else {
       w.onKvEvents(events -> router.onKvEvents(w.id(), events));
-      w.startKvEventPolling(KV_POLL);
+      w.startKvEventPolling(HttpWorkerSettings.KV_EVENT_POLL);
     }
     ScheduledFuture<?> health = background.scheduleWithFixedDelay(w::checkHealth, HEALTH.toMillis(), HEALTH.toMillis(),
         TimeUnit.MILLISECONDS);

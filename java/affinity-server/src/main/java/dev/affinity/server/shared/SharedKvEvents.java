@@ -6,6 +6,7 @@ import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.protocol.InternalAuth;
 import dev.affinity.routing.Router;
 import dev.affinity.server.worker.HttpWorker;
+import dev.affinity.server.worker.HttpWorkerSettings;
 import io.nats.client.Connection;
 import io.nats.client.ConnectionListener;
 import io.nats.client.Dispatcher;
@@ -51,8 +52,6 @@ public final class SharedKvEvents implements AutoCloseable {
   public static final String WORKER_HEADER = KvBatches.WORKER_HEADER;
   public static final String FRONTEND_HEADER = KvBatches.FRONTEND_HEADER;
   public static final String AUTH_HEADER = KvBatches.AUTH_HEADER;
-  /** How often the owner polls its workers' {@code /kv_cache_events} (as each frontend does without sharing). */
-  static final Duration KV_POLL = Duration.ofMillis(500);
   /**
    * The ordered consumer's idle heartbeat: after a NATS restart jnats re-creates the consumer when three are missed,
    * so this bounds how long a restart delays the stream (jnats's default, 5 s, made it about 30 s).
@@ -133,7 +132,7 @@ public final class SharedKvEvents implements AutoCloseable {
               .configuration(ConsumerConfiguration.builder().idleHeartbeat(CONSUMER_HEARTBEAT).build()).build());
       log.debug("consuming {} ({})", names.streamName, sub.getConsumerName());
       this.ownership = new DrainOwnership(bucket, names.bucketName, frontendId,
-          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), KV_POLL, this::recreateStreams,
+          Duration.ofMillis((long) (settings.drainLeaseSeconds() * 1000)), HttpWorkerSettings.KV_EVENT_POLL, this::recreateStreams,
           () -> connection.getStatus() == Connection.Status.CONNECTED);
     } catch (IOException | JetStreamApiException | RuntimeException e) {
       NatsConnections.closeQuietly(connection);

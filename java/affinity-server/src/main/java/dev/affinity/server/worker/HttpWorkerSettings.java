@@ -24,6 +24,11 @@ public record HttpWorkerSettings(URI baseUrl, String authKey, Duration connectTi
   public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
   public static final Duration DEFAULT_CONTROL_TIMEOUT = Duration.ofSeconds(10);
   public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(4);
+  /**
+   * How often a frontend polls a worker's {@code /kv_cache_events}: each frontend every worker without
+   * {@code affinity.shared_state}, the drain's owner with it.
+   */
+  public static final Duration KV_EVENT_POLL = Duration.ofMillis(500);
 
   public HttpWorkerSettings {
     Objects.requireNonNull(baseUrl, "baseUrl");
