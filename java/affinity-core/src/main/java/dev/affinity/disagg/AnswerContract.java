@@ -50,7 +50,7 @@ final class AnswerContract {
     if (answer.choiceCount() == 0) {
       return "answered without choices[0].disaggregated_params (no choices)";
     }
-    if (ContextFirst.finishedInContext(answer)) {
+    if (Schedule.finishedInContext(answer)) {
       return outputFault(answer);
     }
     Optional<DisaggregatedParams> params = answer.firstDisaggregatedParams();

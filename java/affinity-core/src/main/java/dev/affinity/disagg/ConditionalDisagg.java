@@ -10,25 +10,29 @@ import dev.affinity.routing.Selection;
  * worker reserved.
  */
 final class ConditionalDisagg implements Schedule {
+  private final int maxLocalPrefillLength;
   private final ContextFirst contextFirst;
 
-  ConditionalDisagg(ContextFirst contextFirst) {
+  ConditionalDisagg(int maxLocalPrefillLength, ContextFirst contextFirst) {
+    this.maxLocalPrefillLength = maxLocalPrefillLength;
     this.contextFirst = contextFirst;
   }
 
   @Override
-  public void start(RequestFlow flow) {
-    Selection gen = flow.generation().select();
+  public Step next(AttemptView a) {
+    Selection gen = a.generation().selection();
     if (gen == null) {
-      return;
+      return new Step.Select(Fleet.GENERATION);
     }
-    int promptTokens = flow.inputs().tokens() != null ? flow.inputs().tokens().length : flow.routing(Fleet.GENERATION).numTokens();
-    int uncached = promptTokens - gen.matchedTokens();
-    if (gen.matchedTokens() == 0 || uncached > flow.settings().maxLocalPrefillLength()) {
-      flow.generation().reserve(gen);
-      contextFirst.start(flow);
-      return;
+    if (a.context().selection() == null && servesAlone(gen)) {
+      return a.generation().sent() ? Step.WAIT : new Step.SendGeneration(null, null);
     }
-    flow.sendGeneration(gen, null, null);
+    return contextFirst.next(a);
+  }
+
+  /** Whether the generation worker holds all but at most {@code max_local_prefill_length} of the prompt. */
+  private boolean servesAlone(Selection gen) {
+    int uncached = gen.request().numTokens() - gen.matchedTokens();
+    return gen.matchedTokens() > 0 && uncached <= maxLocalPrefillLength;
   }
 }

@@ -1,8 +1,9 @@
 package dev.affinity.disagg;
 
 import dev.affinity.protocol.DisaggRequestType;
+import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.routing.Selection;
+import dev.affinity.routing.Fleet;
 import dev.affinity.worker.EncodedResponse;
 import java.util.Optional;
 
@@ -10,57 +11,58 @@ import java.util.Optional;
  * Context-first, TensorRT-LLM's default: the context leg runs first (never streamed); its response's
  * {@code disaggregated_params} (first token, context request id, opaque KV state, rank) go into the
  * generation leg, which answers the client. A context that already finished the request (a stop on its
- * first token) is the answer itself; no generation leg runs.
+ * first token) is the answer itself; no generation leg runs. A generation worker chosen ahead (conditional
+ * disaggregation's) serves the generation leg.
  */
 final class ContextFirst implements Schedule {
+  private final DisaggScheduleStyle style;
+
+  /** {@code style}: what the legs announce in their {@code disaggregated_params}. */
+  ContextFirst(DisaggScheduleStyle style) {
+    this.style = style;
+  }
 
   @Override
-  public void start(RequestFlow flow) {
-    if (!flow.generation().mayServe()) {
+  public Step next(AttemptView a) {
+    AttemptView.LegView ctx = a.context();
+    AttemptView.LegView gen = a.generation();
+    if (gen.sent()) {
+      return Step.WAIT;
+    }
+    if (ctx.completed()) {
+      return afterContext(a, ctx);
+    }
+    if (ctx.sent()) {
+      return Step.WAIT;
+    }
+    if (ctx.selection() == null) {
       // no generation worker is alive: refuse now, not after the context leg has prefilled the prompt
-      flow.finishWithError(503, "no generation worker available: the generation fleet has no live worker");
-      return;
+      return a.generationMayServe() ? new Step.Select(Fleet.CONTEXT)
+          : new Step.Fail(503, "no generation worker available: the generation fleet has no live worker");
     }
-    Selection sel = flow.context().select();
-    if (sel == null) {
-      return;
-    }
-    DisaggregatedParams params = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
-        .disaggRequestId(flow.requestId()).scheduleStyle(flow.inputs().style()).conversationId(flow.inputs().conversationId()).build();
-    flow.sendContext(sel, params, (s, report) -> contextDone(flow, s));
+    return new Step.SendContext(DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
+        .disaggRequestId(a.requestId()).scheduleStyle(style).conversationId(a.conversationId()).build());
   }
 
-  private static void contextDone(RequestFlow flow, Selection sel) {
-    EncodedResponse ctx = flow.context().response();
-    if (ctx == null) {
-      flow.finishWithError(502, "context worker " + sel.worker().id() + " returned no response");
-      return;
+  private Step afterContext(AttemptView a, AttemptView.LegView ctx) {
+    EncodedResponse answer = ctx.answer();
+    if (answer == null) {
+      return new Step.Fail(502, "context worker " + ctx.selection().worker().id() + " returned no response");
     }
-    Optional<DisaggregatedParams> handoff = ctx.firstDisaggregatedParams();
-    if (finishedInContext(ctx) || handoff.isEmpty()) {
-      flow.deliverWhole(ctx);
-      return;
+    Optional<DisaggregatedParams> handoff = answer.firstDisaggregatedParams();
+    if (Schedule.finishedInContext(answer) || handoff.isEmpty()) {
+      return new Step.DeliverWhole(answer);
     }
-    flow.holdContext(sel.worker(), handoff.get());
-    Selection gen = flow.generation().takeReserved();
-    if (gen == null) {
-      gen = flow.generation().select();
+    if (!a.contextHeld()) {
+      return new Step.HoldContext(handoff.get());
     }
-    if (gen != null) {
-      flow.sendGeneration(gen, generationParams(flow, ctx, handoff.get()), ctx.promptTokenIds());
+    if (a.generation().selection() == null) {
+      return new Step.Select(Fleet.GENERATION);
     }
-  }
-
-  /** The generation leg's params: the context's hand-off params and usage (its prompt is the ids the context saw). */
-  private static DisaggregatedParams generationParams(RequestFlow flow, EncodedResponse ctx, DisaggregatedParams handoff) {
-    return handoff.toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
-        .scheduleStyle(flow.inputs().style()).conversationId(flow.inputs().conversationId()).ctxUsage(ctx.usage())
-        .disaggRequestId(flow.requestId()).build();
-  }
-
-  /** Whether a response ended in the context phase: a finish reason other than length or not_finished. */
-  static boolean finishedInContext(EncodedResponse response) {
-    Optional<String> finish = response.firstFinishReason();
-    return finish.isPresent() && !finish.get().equals("length") && !finish.get().equals("not_finished");
+    // the generation leg's params: the context's hand-off params and usage (its prompt is the ids the context saw)
+    DisaggregatedParams params = handoff.get().toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
+        .scheduleStyle(style).conversationId(a.conversationId()).ctxUsage(answer.usage())
+        .disaggRequestId(a.requestId()).build();
+    return new Step.SendGeneration(params, answer.promptTokenIds());
   }
 }

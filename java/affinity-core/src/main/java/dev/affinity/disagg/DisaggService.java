@@ -15,8 +15,9 @@ import java.util.Objects;
  * ({@code tensorrt_llm/serve/openai_disagg_server.py}): routes an admitted request's context leg and
  * generation leg with their fleets' routing keys, carries the context response's
  * {@code disaggregated_params} into the generation request, and relays the answer to the client. Each
- * request is a {@link RequestFlow} with two {@link Leg}s, run by the configured {@link Schedule}
- * ({@link ContextFirst}, {@link GenerationFirst} or {@link ConditionalDisagg}).
+ * request is a {@link RequestFlow}: a state machine that hears its two {@link Leg}s' events and carries out the steps
+ * the configured {@link Schedule} ({@link ContextFirst}, {@link GenerationFirst} or {@link ConditionalDisagg}) and
+ * the {@link RetryPolicy} decide.
  *
  * <ul>
  *   <li>Admission ({@link dev.affinity.admission.RequestAdmission}) happened before: nothing is checked
@@ -31,15 +32,7 @@ import java.util.Objects;
  * </ul>
  */
 public final class DisaggService implements CompletionHandler {
-  private final DisaggSettings settings;
-  private final Router ctxRouter;
-  private final Router genRouter;
-  private final RequestIds ids;
-  private final Scheduler scheduler;
-  private final Schedule schedule;
-  private final RequestTracer tracer;
-  private final TextTokenizer textTokenizer;
-  private final AgentScheduling agents;
+  private final FlowDeps deps;
 
   /** Without tracing: a client's own trace context still goes on to its workers ({@link RequestTracer#NONE}). */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler) {
@@ -63,56 +56,31 @@ public final class DisaggService implements CompletionHandler {
    */
   public DisaggService(DisaggSettings settings, Router ctxRouter, Router genRouter, RequestIds ids, Scheduler scheduler,
       RequestTracer tracer, TextTokenizer textTokenizer, AgentScheduling agents) {
-    this.agents = Objects.requireNonNull(agents, "agents");
-    this.tracer = Objects.requireNonNull(tracer, "tracer");
-    this.settings = Objects.requireNonNull(settings, "settings");
-    this.ctxRouter = Objects.requireNonNull(ctxRouter, "ctxRouter");
-    this.genRouter = Objects.requireNonNull(genRouter, "genRouter");
-    this.ids = Objects.requireNonNull(ids, "ids");
-    this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
-    this.schedule = Schedule.of(settings);
-    this.textTokenizer = textTokenizer;
+    this.deps = new FlowDeps(Objects.requireNonNull(settings, "settings"), Objects.requireNonNull(ctxRouter, "ctxRouter"),
+        Objects.requireNonNull(genRouter, "genRouter"), Objects.requireNonNull(ids, "ids"),
+        Objects.requireNonNull(scheduler, "scheduler"), Schedule.of(settings), Objects.requireNonNull(tracer, "tracer"),
+        textTokenizer, Objects.requireNonNull(agents, "agents"));
   }
 
   public Router contextRouter() {
-    return ctxRouter;
+    return deps.contextRouter();
   }
 
   public Router generationRouter() {
-    return genRouter;
+    return deps.generationRouter();
   }
 
   public DisaggSettings settings() {
-    return settings;
+    return deps.settings();
   }
 
   @Override
   public void handle(AdmittedRequest request, ClientSink sink) {
-    new RequestFlow(this, Objects.requireNonNull(request, "request"), Objects.requireNonNull(sink, "sink")).start();
+    new RequestFlow(deps, Objects.requireNonNull(request, "request"), Objects.requireNonNull(sink, "sink")).start();
   }
 
   /** Agent-aware scheduling (a simulator tells it a trace's stop reasons through {@link AgentScheduling#turnEnded}). */
   public AgentScheduling agents() {
-    return agents;
-  }
-
-  RequestTracer tracer() {
-    return tracer;
-  }
-
-  RequestIds ids() {
-    return ids;
-  }
-
-  Scheduler scheduler() {
-    return scheduler;
-  }
-
-  TextTokenizer textTokenizer() {
-    return textTokenizer;
-  }
-
-  Schedule schedule() {
-    return schedule;
+    return deps.agents();
   }
 }

@@ -3,53 +3,49 @@ package dev.affinity.disagg;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.routing.Outcome;
-import dev.affinity.routing.Selection;
+import dev.affinity.routing.Fleet;
 import dev.affinity.worker.EncodedResponse;
-import dev.affinity.worker.WorkerCall;
 
 /**
  * Generation-first: both workers are chosen up front; the generation leg goes first and waits for the KV
  * of the context whose id it names (its own request id), then the context leg runs. When the context
- * already finished the request, its answer is delivered and the waiting generation leg is cancelled.
+ * already finished the request (and the client's stream has not started), its answer is delivered and the
+ * waiting generation leg is cancelled.
  */
 final class GenerationFirst implements Schedule {
 
+  /** The context leg follows the generation leg it feeds, whatever that leg reported meanwhile short of failing. */
   @Override
-  public void start(RequestFlow flow) {
-    Selection ctx = flow.context().select();
-    if (ctx == null) {
-      return;
+  public Step decide(AttemptView a) {
+    if (a.generation().sent() && !a.context().sent()) {
+      return new Step.SendContext(params(DisaggRequestType.CONTEXT_ONLY, a).build());
     }
-    Selection gen = flow.generation().select();
-    if (gen == null) {
-      ctx.release(Outcome.CANCELLED);
-      return;
-    }
-    long attempt = flow.requestId();
-    DisaggregatedParams genParams = DisaggregatedParams.builder(DisaggRequestType.GENERATION_ONLY)
-        .ctxRequestId(attempt).disaggRequestId(attempt).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
-        .conversationId(flow.inputs().conversationId()).build();
-    flow.sendGeneration(gen, genParams, null);
-    if (attempt != flow.requestId()) {
-      // The generation leg failed at once and the request was re-issued: this attempt's context leg is moot.
-      ctx.release(Outcome.CANCELLED);
-      return;
-    }
-    DisaggregatedParams ctxParams = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
-        .disaggRequestId(attempt).scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST)
-        .conversationId(flow.inputs().conversationId()).build();
-    flow.sendContext(ctx, ctxParams, (s, report) -> contextDone(flow));
+    return Schedule.super.decide(a);
   }
 
-  private static void contextDone(RequestFlow flow) {
-    EncodedResponse ctx = flow.context().response();
-    if (ctx != null && ContextFirst.finishedInContext(ctx) && !flow.streamStarted()) {
-      WorkerCall waiting = flow.generation().detach();
-      flow.deliverWhole(ctx);
-      if (waiting != null) {
-        waiting.cancel();
+  @Override
+  public Step next(AttemptView a) {
+    AttemptView.LegView ctx = a.context();
+    AttemptView.LegView gen = a.generation();
+    if (gen.sent()) {
+      EncodedResponse answer = ctx.answer();
+      if (ctx.completed() && answer != null && Schedule.finishedInContext(answer) && !a.streamStarted()) {
+        return new Step.DeliverWhole(answer);
       }
+      return Step.WAIT;
     }
+    if (ctx.selection() == null) {
+      return new Step.Select(Fleet.CONTEXT);
+    }
+    if (gen.selection() == null) {
+      return new Step.Select(Fleet.GENERATION);
+    }
+    return new Step.SendGeneration(params(DisaggRequestType.GENERATION_ONLY, a).ctxRequestId(a.requestId()).build(),
+        null);
+  }
+
+  private static DisaggregatedParams.Builder params(DisaggRequestType type, AttemptView a) {
+    return DisaggregatedParams.builder(type).disaggRequestId(a.requestId())
+        .scheduleStyle(DisaggScheduleStyle.GENERATION_FIRST).conversationId(a.conversationId());
   }
 }

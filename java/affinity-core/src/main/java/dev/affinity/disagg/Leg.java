@@ -1,12 +1,12 @@
 package dev.affinity.disagg;
 
 import dev.affinity.agent.AgentPriority;
-import dev.affinity.executor.KvRetention;
-import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.agent.AgentScheduling;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.NoWorkerAvailableException;
 import dev.affinity.routing.Outcome;
 import dev.affinity.routing.Router;
+import dev.affinity.routing.RoutingRequest;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.worker.EncodedChunk;
@@ -21,56 +21,59 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
- * One side (context or generation) of a request: chooses a worker through its fleet's router, sends the
- * leg, and turns the worker's callbacks into the flow's events. Every selection is released exactly once
- * (when its call completes, fails or is cancelled; a reserved one that is never sent, on
- * {@link #releaseReserved}); callbacks of an attempt the flow has moved past are ignored, and a worker that
- * failed is excluded from this request's later attempts. Confined to the flow's lock.
+ * One side (context or generation) of a request: asks its fleet's router for a worker, sends the leg, and reports
+ * what happens as {@link FlowEvent}s to the one consumer it was given (its flow); it never decides. Every selection
+ * it sends is released exactly once, when its call completes, fails or is cancelled; a worker's answer is held to its
+ * leg's contract ({@link AnswerContract}) before it counts as completed; a worker that failed is excluded from this
+ * request's later attempts. Confined to the flow's lock: a worker's callbacks take it.
  */
 final class Leg {
-  /** What the flow does with a leg's events (called under the flow's lock, for the current attempt only). */
-  interface Events {
-    /** A streamed chunk. */
-    default void onEncodedChunk(Selection sel, EncodedChunk chunk) {}
-
-    /** The worker finished the leg; {@link #response()} holds its whole answer, if it sent one. */
-    void onComplete(Selection sel, WorkerReport report);
-  }
-
-  private final RequestFlow flow;
   private final Fleet fleet;
   private final Router router;
+  private final Object lock;
+  private final RequestTrace trace;
+  private final AgentScheduling agents;
+  private final Consumer<FlowEvent> events;
   /** Workers that failed this request: its retries go elsewhere. */
   private final Set<String> excluded = new HashSet<>();
+  /** The call in flight and its listener (null when none). */
   private WorkerCall call;
-  private EncodedResponse response;
-  /** A worker chosen ahead of its leg (conditional disaggregation chooses generation before context). */
-  private Selection reserved;
+  private Listener inFlight;
 
-  Leg(RequestFlow flow, Fleet fleet, Router router) {
-    this.flow = flow;
+  /**
+   * @param lock the flow's lock, taken by every worker callback
+   * @param events where the leg reports (called under {@code lock})
+   */
+  Leg(Fleet fleet, Router router, Object lock, RequestTrace trace, AgentScheduling agents,
+      Consumer<FlowEvent> events) {
     this.fleet = fleet;
     this.router = router;
+    this.lock = lock;
+    this.trace = trace;
+    this.agents = agents;
+    this.events = events;
   }
 
   Fleet fleet() {
     return fleet;
   }
 
-  /** The router's choice for the current attempt, or null after failing the request with 503 (no worker). */
-  Selection select() {
-    RequestTrace.Routing traced = flow.trace().routing(fleet);
+  /** Asks the router for a worker for {@code routing}: reports {@link FlowEvent.Selected} or {@link FlowEvent.NoWorker}. */
+  void select(RoutingRequest routing) {
+    RequestTrace.Routing traced = trace.routing(fleet);
+    FlowEvent outcome;
     try {
-      Selection sel = router.select(flow.routing(fleet), excluded);
+      Selection sel = router.select(routing, excluded);
       traced.selected(sel);
-      return sel;
+      outcome = new FlowEvent.Selected(fleet, sel);
     } catch (NoWorkerAvailableException e) {
       traced.noWorker(e.getMessage());
-      flow.finishWithError(503, e.getMessage());
-      return null;
+      outcome = new FlowEvent.NoWorker(fleet, e.getMessage());
     }
+    events.accept(outcome);
   }
 
   /**
@@ -91,46 +94,27 @@ final class Leg {
     return false;
   }
 
-  /** Sends this leg of the current attempt to the selected worker. */
-  void send(Selection sel, OpenAiRequest body, Events events) {
-    send(sel, body, null, null, events);
-  }
-
   /**
-   * Sends this leg of the current attempt to the selected worker, with the agent-priority record its body's priority
-   * came from (ended when the leg ends; null: none) and its KV retention (null: none).
+   * Sends {@code request} to the selected worker, with the agent-priority record its body's priority came from
+   * (ended when the leg ends; null: none).
    */
-  void send(Selection sel, OpenAiRequest body, AgentPriority.Leg prioritized, KvRetention retention, Events events) {
-    long attempt = flow.requestId();
-    response = null;
-    RequestTrace.LegTrace traced = flow.trace().legSent(fleet, attempt, sel);
-    WorkerRequest request = new WorkerRequest(attempt, body, flow.inputs().affinityFor(fleet), sel.rank(), flow.inputs().legTimeout(),
-        flow.inputs().cacheSalt(), traced.context(), retention);
-    Listener listener = new Listener(sel, attempt, request, events, traced, prioritized);
+  void send(Selection sel, WorkerRequest request, RequestTrace.LegTrace traced, AgentPriority.Leg prioritized) {
+    Listener listener = new Listener(sel, request, traced, prioritized);
+    inFlight = listener;
     WorkerCall sent = sel.worker().send(request, listener);
-    if (!listener.ended && flow.isCurrent(attempt)) {
+    if (inFlight == listener) {
       call = sent;  // a call that already ended (a worker answering on this thread) has nothing left to cancel
     }
   }
 
-  /** The whole answer of this leg's latest call (null when none came, or for a streamed leg). */
-  EncodedResponse response() {
-    return response;
-  }
-
   /** Cancels the call in flight, if any (its selection is released by the call's own failure callback). */
   void cancel() {
-    WorkerCall c = detach();
+    WorkerCall c = call;
+    call = null;
+    inFlight = null;
     if (c != null) {
       c.cancel();
     }
-  }
-
-  /** Forgets the call in flight without cancelling it and returns it (null when none). */
-  WorkerCall detach() {
-    WorkerCall c = call;
-    call = null;
-    return c;
   }
 
   void exclude(String workerId) {
@@ -150,95 +134,60 @@ final class Leg {
     return true;
   }
 
-  void reserve(Selection sel) {
-    reserved = sel;
-  }
-
-  /** The reserved selection, now owned by the caller; null when none. */
-  Selection takeReserved() {
-    Selection r = reserved;
-    reserved = null;
-    return r;
-  }
-
-  void releaseReserved() {
-    Selection r = takeReserved();
-    if (r != null) {
-      r.release(Outcome.CANCELLED);
-    }
-  }
-
   /**
-   * A worker's callbacks for one call: every one under the flow's lock. The answer is held to its leg's contract
-   * ({@link AnswerContract}): a completed call whose answer lacks what the leg requires ends as the worker's failure
-   * instead; a stream's chunks without a choice are withheld until one with a choice comes (so a stream of none ends
-   * before the client has a byte).
+   * A worker's callbacks for one call, each under the flow's lock, reported with the call's attempt. The answer is
+   * held to its leg's contract ({@link AnswerContract}): a completed call whose answer lacks what the leg requires
+   * ends as the worker's failure instead; a stream's chunks without a choice are withheld until one with a choice
+   * comes (so a stream of none ends before the client has a byte).
    */
   private final class Listener implements WorkerListener {
     private final Selection sel;
     private final long attempt;
     private final WorkerRequest request;
-    private final Events events;
     private final RequestTrace.LegTrace traced;
     private final AgentPriority.Leg prioritized;
-    private boolean ended;
     /** This call's whole answer, when it sent one. */
     private EncodedResponse answer;
     /** Whether a streamed chunk with a choice came (the chunks before it are withheld until then). */
     private boolean choiceStreamed;
     /** Choiceless chunks that came before the first with a choice, in order; null when none. */
-    private List<Runnable> withheld;
+    private List<EncodedChunk> withheld;
 
-    Listener(Selection sel, long attempt, WorkerRequest request, Events events, RequestTrace.LegTrace traced,
-        AgentPriority.Leg prioritized) {
+    Listener(Selection sel, WorkerRequest request, RequestTrace.LegTrace traced, AgentPriority.Leg prioritized) {
       this.sel = sel;
-      this.attempt = attempt;
+      this.attempt = request.requestId();
       this.request = request;
-      this.events = events;
       this.traced = traced;
       this.prioritized = prioritized;
     }
 
     @Override
     public void onEncodedChunk(EncodedChunk chunk) {
-      synchronized (flow.lock()) {
+      synchronized (lock) {
         traced.chunk();
-        if (flow.isCurrent(attempt)) {
-          relay(choiceStreamed || AnswerContract.carriesChoice(chunk), () -> events.onEncodedChunk(sel, chunk));
-        }
-      }
-    }
-
-    /** Hands a chunk on, after those withheld; a chunk before the stream's first choice is withheld. */
-    private void relay(boolean choice, Runnable delivery) {
-      if (!choice) {
-        if (withheld == null) {
-          withheld = new ArrayList<>(2);
-        }
-        withheld.add(delivery);
-        return;
-      }
-      choiceStreamed = true;
-      List<Runnable> earlier = withheld;
-      withheld = null;
-      if (earlier != null) {
-        for (Runnable d : earlier) {
-          d.run();
-          if (!flow.isCurrent(attempt)) {
-            return;
+        if (!choiceStreamed && !AnswerContract.carriesChoice(chunk)) {
+          if (withheld == null) {
+            withheld = new ArrayList<>(2);
           }
+          withheld.add(chunk);
+          return;
         }
+        choiceStreamed = true;
+        if (withheld != null) {
+          for (EncodedChunk earlier : withheld) {
+            events.accept(new FlowEvent.Chunk(fleet, attempt, sel, earlier));
+          }
+          withheld = null;
+        }
+        events.accept(new FlowEvent.Chunk(fleet, attempt, sel, chunk));
       }
-      delivery.run();
     }
 
     @Override
     public void onEncodedResponse(EncodedResponse r) {
-      synchronized (flow.lock()) {
+      synchronized (lock) {
         answer = r;
-        if (attempt == flow.requestId()) {
-          response = r;
-        }
+        events.accept(new FlowEvent.Answer(fleet, attempt, r));
       }
     }
 
@@ -252,34 +201,36 @@ final class Leg {
 
     @Override
     public void onComplete(WorkerReport report) {
-      synchronized (flow.lock()) {
+      synchronized (lock) {
         String fault = contractFault();
         if (fault != null) {
           onError(AnswerContract.failure(fault));  // the worker's failure: released, traced and retried as one
           return;
         }
-        ended = true;
+        ended();
         sel.release(Outcome.SUCCESS);
-        flow.agentLegEnded(prioritized);
+        agents.legEnded(prioritized);
         traced.completed(report);
-        if (flow.isCurrent(attempt)) {
-          call = null;
-          events.onComplete(sel, report);
-        }
+        events.accept(new FlowEvent.Completed(fleet, attempt, sel, report));
       }
     }
 
     @Override
     public void onError(WorkerFailure failure) {
-      synchronized (flow.lock()) {
-        ended = true;
+      synchronized (lock) {
+        ended();
         sel.release(failure.kind() == WorkerFailure.Kind.CANCELLED ? Outcome.CANCELLED : Outcome.FAILURE);
-        flow.agentLegEnded(prioritized);
+        agents.legEnded(prioritized);
         traced.failed(failure);
-        if (flow.isCurrent(attempt)) {
-          call = null;
-          flow.legFailed(Leg.this, sel, failure);
-        }
+        events.accept(new FlowEvent.Failed(fleet, attempt, sel, failure));
+      }
+    }
+
+    /** The call is over: nothing is left to cancel. */
+    private void ended() {
+      if (inFlight == this) {
+        inFlight = null;
+        call = null;
       }
     }
   }

@@ -1,19 +1,21 @@
 package dev.affinity.disagg;
 
-import dev.affinity.config.ScheduleStyle;
 import dev.affinity.config.SubagentScope;
+import dev.affinity.executor.KvRetention;
 import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ConversationParams;
-import dev.affinity.protocol.DisaggScheduleStyle;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.ContentKey;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.RoutingRequest;
+import dev.affinity.routing.Selection;
+import dev.affinity.worker.TraceContext;
+import dev.affinity.worker.WorkerRequest;
 import java.time.Duration;
 
 /**
@@ -110,13 +112,26 @@ final class LegInputs {
    * is still time to retry elsewhere.
    */
   Duration legTimeout() {
-    return RequestFlow.share(settings.requestTimeout(), settings.maxRetries() + 1L);
+    return share(settings.requestTimeout(), settings.maxRetries() + 1L);
   }
 
-  /** The schedule style the legs announce in their {@code disaggregated_params}. */
-  DisaggScheduleStyle style() {
-    return settings.scheduleStyle() == ScheduleStyle.GENERATION_FIRST
-        ? DisaggScheduleStyle.GENERATION_FIRST : DisaggScheduleStyle.CONTEXT_FIRST;
+  /**
+   * {@code total.dividedBy(parts)} (rounded toward zero to the nanosecond) without its {@code BigDecimal} arithmetic
+   * (once per leg) while the total fits a {@code long} of nanoseconds.
+   */
+  static Duration share(Duration total, long parts) {
+    long seconds = total.getSeconds();
+    return seconds > -(1L << 32) && seconds < 1L << 32 ? Duration.ofNanos(total.toNanos() / parts) : total.dividedBy(parts);
+  }
+
+  /**
+   * What attempt {@code requestId}'s {@code fleet} leg sends to the worker {@code sel} chose: {@code body}, the leg's
+   * affinity id, the rank hint, the leg's timeout, the cache salt, the trace context and the KV retention (null: none).
+   */
+  WorkerRequest workerRequest(long requestId, Fleet fleet, Selection sel, OpenAiRequest body, TraceContext trace,
+      KvRetention retention) {
+    return new WorkerRequest(requestId, body, affinityFor(fleet), sel.rank(), legTimeout(), cacheSalt(), trace,
+        retention);
   }
 
   String conversationId() {

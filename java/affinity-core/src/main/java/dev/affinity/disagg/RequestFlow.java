@@ -1,257 +1,247 @@
 package dev.affinity.disagg;
 
-import dev.affinity.agent.AgentPriority;
-import dev.affinity.agent.AgentScheduling;
-import dev.affinity.agent.AgentSessions;
-import dev.affinity.executor.KvRetention;
+import dev.affinity.disagg.AttemptView.LegView;
 import dev.affinity.frontend.AdmittedRequest;
-import dev.affinity.conversation.Resolution;
 import dev.affinity.frontend.ClientSink;
 import dev.affinity.frontend.RouteInfo;
 import dev.affinity.frontend.RouteInfo.Placement;
 import dev.affinity.protocol.DisaggregatedParams;
-import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.OpenAiRequest;
-import dev.affinity.protocol.OpenAiStreamChunk;
-import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
-import dev.affinity.routing.RoutingRequest;
+import dev.affinity.routing.Outcome;
 import dev.affinity.routing.Selection;
 import dev.affinity.tracing.RequestTrace;
 import dev.affinity.tracing.TracedSink;
-import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerReport;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One admitted request from its first attempt to the last byte: the state its two {@link Leg}s and its
- * {@link Schedule} share (the attempt's request id, the route so far, the context held for the generation
- * leg, whether the client stream has started), the retry decision, and the endings. Every transition runs
- * under {@link #lock()}; the client sink hears exactly one ending.
+ * One admitted request from its first attempt to the last byte, as one state machine: everything that happens to it
+ * comes in as a {@link FlowEvent} through {@link #on}, under one lock, and changes its state (the attempt's request
+ * id, each leg chosen, sent, answered or completed, the context held for the generation leg, a failure waiting for
+ * its decision, the route so far); then the {@link Schedule} (or, after a failure, the {@link RetryPolicy}) decides
+ * the next {@link Step} from an immutable view of that state, and the flow carries it out, until the decision is to
+ * wait. Its {@link Leg}s and its {@link ClientAnswer} never call back: a leg reports events, the client side is
+ * told. Events heard while a step runs (a worker failing on the caller's thread) are taken after it. The client
+ * hears exactly one ending.
  */
 final class RequestFlow {
   private static final Logger log = LoggerFactory.getLogger(RequestFlow.class);
   /** The first back-off before a retry on the worker that just failed (the fleet's only live one). */
   static final Duration RETRY_BACKOFF = Duration.ofMillis(100);
 
-  private final DisaggService service;
+  private final FlowDeps deps;
   private final AdmittedRequest admitted;
   private final OpenAiRequest client;
   private final ClientSink sink;
   /** What the legs are built from (the client's request, or after a resume the stream's continuation). */
   private final LegInputs inputs;
-  /** The relayed stream, kept for a resume on another worker; null for a non-streamed request. */
-  private final StreamResume resume;
-  private final FailedLegs failedLegs;
-  private final StreamRelay relay;
+  /** Plans a cut stream's continuation; null for a non-streamed request. */
+  private final ResumePlanner resumes;
+  private final ClientAnswer answer;
+  private final LegSender sender;
   /** The request's trace (tracing off: {@link RequestTrace#NONE} or the client's trace context handed on). */
   private final RequestTrace trace;
   private final Object lock = new Object();
   private final Leg context;
   private final Leg generation;
+  /** Events heard while a step ran, taken in order after it. */
+  private final ArrayDeque<FlowEvent> events = new ArrayDeque<>(4);
+  private boolean running;
+  /** Whether the state changed since the last decision to wait. */
+  private boolean decisionDue;
   /** The current attempt's disaggregated request id: re-issued on every retry. */
   private long requestId;
-  private RouteInfo route = RouteInfo.of(0);
   private int retries;
+  private LegView ctx = LegView.NONE;
+  private LegView gen = LegView.NONE;
   /** A finished context whose KV waits for the generation leg, and the worker that holds it. */
   private DisaggregatedParams heldContext;
   private Worker heldContextWorker;
-  private boolean streamStarted;
   /** The worker that served the latest context leg (tokenizes a cut stream's text when the frontend cannot). */
   private Worker lastContextWorker;
+  /** A failed leg of the current attempt, waiting for the retry policy's decision; null when none. */
+  private FailureView failure;
+  /** Whether the current attempt waits for its back-off before its first leg. */
+  private boolean backingOff;
+  private RouteInfo route = RouteInfo.of(0);
   private boolean done;
   private Runnable cancelTimeout = () -> { };
-  /** Where the request stands in its agent's program (agent-aware scheduling; NEW when it is off). */
-  private AgentSessions.Standing standing = AgentSessions.Standing.NEW;
 
-  RequestFlow(DisaggService service, AdmittedRequest admitted, ClientSink sink) {
-    this.service = service;
+  RequestFlow(FlowDeps deps, AdmittedRequest admitted, ClientSink sink) {
+    this.deps = deps;
     this.admitted = admitted;
     this.client = admitted.request();
-    this.trace = service.tracer().start(admitted);
+    this.trace = deps.tracer().start(admitted);
     this.sink = TracedSink.of(sink, trace);
-    this.inputs = new LegInputs(service.settings(), admitted);
-    this.resume = client.isStreaming() ? new StreamResume() : null;
-    this.failedLegs = new FailedLegs(this, service, admitted, resume);
-    this.relay = new StreamRelay(this.sink, resume, service.agents());
-    this.context = new Leg(this, Fleet.CONTEXT, service.contextRouter());
-    this.generation = new Leg(this, Fleet.GENERATION, service.generationRouter());
+    this.inputs = new LegInputs(deps.settings(), admitted);
+    this.sender = new LegSender(inputs, client, trace, deps.agents(), deps.contextRouter());
+    StreamResume resume = client.isStreaming() ? new StreamResume() : null;
+    this.answer = new ClientAnswer(this.sink, resume, deps.agents(), client.isStreaming());
+    this.resumes = resume == null ? null
+        : new ResumePlanner(resume, admitted, deps.textTokenizer(), deps.contextRouter(), this::on);
+    this.context = new Leg(Fleet.CONTEXT, deps.contextRouter(), lock, trace, deps.agents(), this::on);
+    this.generation = new Leg(Fleet.GENERATION, deps.generationRouter(), lock, trace, deps.agents(), this::on);
   }
 
   void start() {
-    AgentScheduling agents = service.agents();
-    if (agents.active()) {
-      Resolution r = admitted.resolution();
-      standing = agents.arrive(r.conversationId(), r.affinityId());
-    }
+    sender.arrive(admitted);
     synchronized (lock) {
-      requestId = service.ids().next();
+      requestId = deps.ids().next();
       route = firstRoute();
-      cancelTimeout = service.scheduler().schedule(this::onTimeout, settings().requestTimeout());
+      cancelTimeout = deps.scheduler().schedule(() -> on(new FlowEvent.TimedOut()), deps.settings().requestTimeout());
     }
-    sink.onDisconnect(this::onDisconnect);
+    sink.onDisconnect(() -> on(new FlowEvent.Disconnected()));
     synchronized (lock) {
-      if (!done) {
-        service.schedule().start(this);
-      }
+      decisionDue = true;
+      run();
     }
   }
 
-  // ---- What legs and schedules read ----
-
-  Object lock() {
-    return lock;
+  /** Hears one event: applies it, then decides and carries out steps until the decision is to wait. */
+  void on(FlowEvent event) {
+    synchronized (lock) {
+      events.add(event);
+      run();
+    }
   }
 
-  RequestTrace trace() {
-    return trace;
+  // ---- The machine ----
+
+  /** Under the lock; an event heard while a step runs (on this thread) waits in the queue until the step is over. */
+  private void run() {
+    if (running) {
+      return;
+    }
+    running = true;
+    try {
+      while (true) {
+        FlowEvent event = events.poll();
+        if (event != null) {
+          apply(event);
+          continue;
+        }
+        if (done || !decisionDue) {
+          return;
+        }
+        Step step = failure != null ? RetryPolicy.decide(failure)
+            : backingOff ? Step.WAIT : deps.schedule().decide(view());
+        if (step instanceof Step.Wait) {
+          decisionDue = false;
+          return;
+        }
+        carryOut(step);
+      }
+    } finally {
+      running = false;
+    }
   }
 
-  long requestId() {
-    return requestId;
+  private AttemptView view() {
+    boolean generationMayServe = gen.selection() != null
+        || ctx.selection() == null && !ctx.sent() && generation.mayServe();
+    return new AttemptView(requestId, ctx, gen, heldContext != null, answer.streamStarted(), generationMayServe,
+        inputs.conversationId());
   }
 
-  /** Whether callbacks of {@code attempt} still matter: the request is not over and was not re-issued. */
-  boolean isCurrent(long attempt) {
+  /** Whether a report of {@code attempt} still matters: the request is not over and was not re-issued. */
+  private boolean current(long attempt) {
     return !done && attempt == requestId;
   }
 
-  Leg context() {
-    return context;
+  private void apply(FlowEvent event) {
+    if (event instanceof FlowEvent.Selected s) {
+      if (done) {
+        s.selection().release(Outcome.CANCELLED);
+      } else {
+        update(s.fleet(), leg -> leg.selected(s.selection()));
+      }
+    } else if (event instanceof FlowEvent.NoWorker n) {
+      if (!done) {
+        fail(503, n.reason());
+      }
+    } else if (event instanceof FlowEvent.Chunk c) {
+      if (current(c.attempt()) && c.fleet() == Fleet.GENERATION) {
+        heldContext = null;  // the generation leg has the KV now
+        Selection s = c.selection();
+        answer.chunk(c.chunk(), route.withGeneration(Placement.of(s.worker().id(), s.rank())));
+      }
+      return;  // nothing to decide
+    } else if (event instanceof FlowEvent.Answer a) {
+      if (a.attempt() == requestId) {
+        update(a.fleet(), leg -> leg.answered(a.answer()));
+      }
+      return;
+    } else if (event instanceof FlowEvent.Completed c) {
+      if (current(c.attempt())) {
+        completed(c.fleet(), c.selection(), c.report());
+      }
+    } else if (event instanceof FlowEvent.Failed f) {
+      if (current(f.attempt()) && failure == null) {
+        failed(f.fleet(), f.selection(), f.failure());
+      }
+    } else if (event instanceof FlowEvent.TimedOut) {
+      if (!done) {
+        fail(504, "request timed out after " + deps.settings().requestTimeout().toMillis() + " ms");
+      }
+    } else if (event instanceof FlowEvent.Disconnected) {
+      if (!done) {
+        end();
+        cancelCalls();
+      }
+    } else if (event instanceof FlowEvent.BackoffOver b) {
+      if (current(b.attempt())) {
+        backingOff = false;
+      }
+    } else if (event instanceof FlowEvent.Tokenized t) {
+      if (current(t.attempt()) && failure != null && failure.tokenizing()) {
+        failure = failure.planned(resumes.tokenized(t));
+      }
+    }
+    decisionDue = true;
   }
 
-  Leg generation() {
-    return generation;
+  private void update(Fleet fleet, UnaryOperator<LegView> change) {
+    if (fleet == Fleet.CONTEXT) {
+      ctx = change.apply(ctx);
+    } else {
+      gen = change.apply(gen);
+    }
   }
 
-  DisaggSettings settings() {
-    return service.settings();
-  }
-
-  boolean streamStarted() {
-    return streamStarted;
-  }
-
-  /** What the legs are built from. */
-  LegInputs inputs() {
-    return inputs;
-  }
-
-  /** The current attempt's routing request for {@code fleet}. */
-  RoutingRequest routing(Fleet fleet) {
-    return inputs.routing(requestId, fleet);
-  }
-
-  /**
-   * {@code total.dividedBy(parts)} (rounded toward zero to the nanosecond) without its {@code BigDecimal} arithmetic
-   * (once per leg) while the total fits a {@code long} of nanoseconds.
-   */
-  static Duration share(Duration total, long parts) {
-    long seconds = total.getSeconds();
-    return seconds > -(1L << 32) && seconds < 1L << 32 ? Duration.ofNanos(total.toNanos() / parts) : total.dividedBy(parts);
-  }
-
-  private String conversationId() {
-    return inputs.conversationId();
-  }
-
-  /** The leg's body: the request with these params (see {@link LegInputs#legBody}) and the leg's agent priority. */
-  private OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds,
-      AgentPriority.Leg prioritized) {
-    return inputs.legBody(noStreaming, params, promptIds, prioritized == null ? null : prioritized.priority());
-  }
-
-  /**
-   * The agent-priority record of a leg about to be sent where {@code sel} points: null when agent priority is off or
-   * the client set the request's priority itself (its own wins).
-   */
-  private AgentPriority.Leg agentLeg(Fleet fleet, Selection sel) {
-    return client.priority() != null ? null : service.agents().sendLeg(standing, fleet, sel);
-  }
-
-  /** A leg's agent-priority record ends with the leg (called by {@link Leg} under the lock). */
-  void agentLegEnded(AgentPriority.Leg prioritized) {
-    service.agents().legEnded(prioritized);
-  }
-
-  // ---- Legs ----
-
-  /**
-   * Sends a (never streamed) context leg; {@code onDone} runs when its worker completes it. The context
-   * placement names where its rank comes from unless the executor reported it: the worker's inference
-   * (e.g. "kv_events"), or "router" when the worker could not say and the router's choice stands in.
-   */
-  void sendContext(Selection sel, DisaggregatedParams params, Leg.Events onDone) {
-    AgentScheduling agents = service.agents();
-    AgentPriority.Leg prioritized = agentLeg(Fleet.CONTEXT, sel);
-    KvRetention retention = agents.retentionFor(conversationId(), sel,
-        () -> service.contextRouter().cacheCapacityTokens(sel.worker().id(), sel.rank()));
-    context.send(sel, legBody(true, params, null, prioritized), prioritized, retention, (s, report) -> {
-      agents.contextDone(conversationId(), s, report.promptTokens(), report.reusedTokens());
+  private void completed(Fleet fleet, Selection s, WorkerReport report) {
+    if (fleet == Fleet.CONTEXT) {
+      deps.agents().contextDone(inputs.conversationId(), s, report.promptTokens(), report.reusedTokens());
       lastContextWorker = s.worker();
+      // the rank's source unless the executor reported it: "router" when the worker could not say
       route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
           report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
-      onDone.onComplete(s, report);
-    });
-  }
-
-  /**
-   * Sends the leg that answers the client (the request with these params and, when given, the prompt ids the context
-   * saw): streamed chunks are relayed as they come.
-   */
-  void sendGeneration(Selection sel, DisaggregatedParams params, TokenIds promptIds) {
-    AgentPriority.Leg prioritized = agentLeg(Fleet.GENERATION, sel);
-    OpenAiRequest body = legBody(false, params, promptIds, prioritized);
-    generation.send(sel, body, prioritized, null, new Leg.Events() {
-      @Override
-      public void onEncodedChunk(Selection s, EncodedChunk chunk) {
-        beforeChunk(s);
-        relay.relay(chunk);  // relayed as the worker's bytes
-      }
-
-      private void beforeChunk(Selection s) {
-        heldContext = null;  // the generation leg has the KV now
-        if (!streamStarted) {
-          streamStarted = true;
-          sink.streamStart(route.withGeneration(Placement.of(s.worker().id(), s.rank())));
-        }
-      }
-
-      @Override
-      public void onComplete(Selection s, WorkerReport report) {
-        heldContext = null;
-        route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1,
-            report.rank() >= 0 ? report.rankSource() : null));
-        answer(s);
-      }
-    });
-  }
-
-  private void answer(Selection gen) {
-    if (client.isStreaming()) {
-      if (!streamStarted) {
-        streamStarted = true;
-        sink.streamStart(route);
-      }
-      finish();
-      service.agents().turnEnded(conversationId(), relay.toolCall());
-      sink.streamEnd(route);
-    } else if (generation.response() == null) {
-      finishWithError(502, "generation worker " + gen.worker().id() + " returned no response");
+      ctx = ctx.completedNow();
     } else {
-      EncodedResponse ctx = context.response();
-      EncodedResponse r = generation.response().forClient(ctx == null ? null : ctx.usage());
-      finish();
-      if (service.agents().active()) {  // reading the finish reason may parse the answer
-        service.agents().turnEnded(conversationId(), ToolCalls.in(generation.response()));
-      }
-      sink.respondEncoded(r, route);
+      heldContext = null;
+      route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1,
+          report.rank() >= 0 ? report.rankSource() : null));
+      gen = gen.completedNow();
     }
+  }
+
+  private void failed(Fleet fleet, Selection sel, WorkerFailure f) {
+    String name = fleet.name().toLowerCase();
+    if (f.kind() == WorkerFailure.Kind.TIMEOUT) {
+      // a stalled worker is worth an operator's eye: the leg spent its whole share of the request's budget
+      log.warn("request {}: {} leg on {} timed out: {}", requestId, name, sel.worker().id(), f);
+    } else {
+      log.debug("request {}: {} leg on {} failed: {}", requestId, name, sel.worker().id(), f);
+    }
+    failure = new FailureView(fleet, sel, f, retries, deps.settings().maxRetries(), answer.streamStarted(),
+        resumes != null, null, false);
   }
 
   /** The rank the executor reports having served on, else the one the router chose. */
@@ -259,41 +249,76 @@ final class RequestFlow {
     return report.rank() >= 0 ? report.rank() : sel.rank();
   }
 
-  /** Keeps a finished context until its generation leg takes the KV (or frees it if none will). */
-  void holdContext(Worker worker, DisaggregatedParams params) {
-    heldContext = params;
-    heldContextWorker = worker;
+  private void carryOut(Step step) {
+    if (step instanceof Step.Select s) {
+      (s.fleet() == Fleet.CONTEXT ? context : generation).select(inputs.routing(requestId, s.fleet()));
+    } else if (step instanceof Step.SendContext s) {
+      ctx = ctx.sentNow();
+      sender.sendContext(context, requestId, ctx.selection(), s.params());
+    } else if (step instanceof Step.HoldContext h) {
+      heldContext = h.handoff();
+      heldContextWorker = ctx.selection().worker();
+    } else if (step instanceof Step.SendGeneration s) {
+      gen = gen.sentNow();
+      sender.sendGeneration(generation, requestId, gen.selection(), s.params(), s.promptIds());
+    } else if (step instanceof Step.DeliverWhole d) {
+      close(() -> answer.whole(d.answer(), route));
+    } else if (step instanceof Step.DeliverAnswer) {
+      deliverAnswer();
+    } else if (step instanceof Step.Fail f) {
+      fail(f.status(), f.message());
+    } else if (step instanceof Step.Retry r) {
+      retry(r.resumed());
+    } else if (step instanceof Step.PlanResume) {
+      failure = failure.planned(resumes.plan(ctx.answer()));
+    } else if (step instanceof Step.Tokenize t) {
+      StreamResume.Plan plan = resumes.tokenize(t.text(), requestId, lastContextWorker);
+      failure = plan == null ? failure.awaitingTokens() : failure.planned(plan);
+    } else if (step instanceof Step.EndStream) {
+      log.info("request {}: {} worker {} failed after the whole answer was streamed; ending the stream", requestId,
+          failure.fleetName(), failure.selection().worker().id());
+      close(() -> answer.endStream(route));
+    } else if (step instanceof Step.EndCutStream e) {
+      endCutStream(e.notResumed());
+    } else {
+      throw new IllegalStateException("unknown step " + step);
+    }
   }
 
-  /** A leg of the current attempt failed: retried, resumed, or the client hears why ({@link FailedLegs}). */
-  void legFailed(Leg leg, Selection sel, WorkerFailure failure) {
-    failedLegs.failed(leg, sel, failure);
-  }
+  // ---- Retries and resumes ----
 
   /**
-   * A new attempt of the request on other workers than {@code sel}'s, counted as a retry; with {@code resumed} (a
-   * cut stream's continuation, see {@link FailedLegs}) the legs are built from the continuation from now on.
+   * A new attempt of the request on other workers than the failed one's, counted as a retry; with {@code resumed} (a
+   * cut stream's continuation) the legs are built from the continuation from now on.
    */
-  void retry(Leg leg, Selection sel, WorkerFailure failure, StreamResume.Plan resumed) {
+  private void retry(StreamResume.Plan resumed) {
+    FailureView f = failure;
+    failure = null;
+    Worker failed = f.selection().worker();
+    if (resumed != null) {
+      log.info("request {}: {} worker {} failed mid-stream ({}); resuming after {} streamed tokens", requestId,
+          f.fleetName(), failed.id(), f.failure(), resumed.generated());
+    }
     retries++;
-    trace.retried(retries, leg.fleet(), sel.worker().id(), failure);  // a resume is a retry
+    trace.retried(retries, f.fleet(), failed.id(), f.failure());  // a resume is a retry
     if (resumed != null) {
       trace.resumed(resumed.generated());
     }
-    leg.exclude(sel.worker().id());
-    requestId = service.ids().next();  // re-issued so that a worker never sees the id twice
+    Leg leg = f.fleet() == Fleet.CONTEXT ? context : generation;
+    leg.exclude(failed.id());
+    requestId = deps.ids().next();  // re-issued so that a worker never sees the id twice
     releaseHeldContext();
     cancelCalls();  // the other leg of the failed attempt (generation-first) is stale now
-    generation.releaseReserved();
+    releaseUnsent();
+    ctx = LegView.NONE;
+    gen = LegView.NONE;
     if (resumed != null) {
       inputs.resume(resumed);
-      resume.start(resumed);
+      resumes.start(resumed);
     }
     route = firstRoute();
-    if (leg.readmitIfOnlyLiveWorker(sel.worker(), failure)) {
-      retryAfterBackoff(leg, sel, failure);
-    } else {
-      service.schedule().start(this);
+    if (leg.readmitIfOnlyLiveWorker(failed, f.failure())) {
+      backOff(f);
     }
   }
 
@@ -303,49 +328,17 @@ final class RequestFlow {
    * share of the request's budget, so the attempt has its time; the back-off (doubling from {@link #RETRY_BACKOFF},
    * at most a tenth of that share) takes little of it, and the request's own timeout still ends the request.
    */
-  private void retryAfterBackoff(Leg leg, Selection sel, WorkerFailure failure) {
-    long shift = Math.min(retries - 1, 10);
-    Duration backoff = RETRY_BACKOFF.multipliedBy(1L << shift);
-    Duration cap = share(inputs.legTimeout(), 10);
+  private void backOff(FailureView f) {
+    Duration backoff = RETRY_BACKOFF.multipliedBy(1L << Math.min(retries - 1, 10));
+    Duration cap = LegInputs.share(inputs.legTimeout(), 10);
     if (backoff.compareTo(cap) > 0) {
       backoff = cap;
     }
     log.info("request {}: {} worker {} failed ({}) and is the only live one; retrying there in {} ms", requestId,
-        leg.fleet().name().toLowerCase(), sel.worker().id(), failure, backoff.toMillis());
+        f.fleetName(), f.selection().worker().id(), f.failure(), backoff.toMillis());
+    backingOff = true;
     long attempt = requestId;
-    service.scheduler().schedule(() -> {
-      synchronized (lock) {
-        if (isCurrent(attempt)) {
-          service.schedule().start(this);
-        }
-      }
-    }, backoff);
-  }
-
-  int retries() {
-    return retries;
-  }
-
-  Worker lastContextWorker() {
-    return lastContextWorker;
-  }
-
-  /** A cut stream whose client already has the whole answer ends cleanly. */
-  void endStreamAfterCut() {
-    finish();
-    releaseHeldContext();
-    sink.streamEnd(route);
-  }
-
-  /** The stream cannot go on: the error ends it as its last event (the client has the status line and chunks). */
-  void endCutStream(Leg leg, Selection sel, WorkerFailure failure) {
-    finish();
-    if (leg.fleet() == Fleet.GENERATION) {
-      route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
-    }
-    String message = leg.fleet().name().toLowerCase() + " worker " + sel.worker().id() + " failed mid-stream: "
-        + failure;
-    sink.fail(502, ErrorResponse.of(502, message, null), route);
+    deps.scheduler().schedule(() -> on(new FlowEvent.BackoffOver(attempt)), backoff);
   }
 
   private RouteInfo firstRoute() {
@@ -354,38 +347,62 @@ final class RequestFlow {
 
   // ---- Endings ----
 
-  /**
-   * The whole answer came from one leg (the context finished the request): sent without its
-   * {@code disaggregated_params}, whole or as a stream.
-   */
-  void deliverWhole(EncodedResponse answer) {
-    finish();
-    EncodedResponse response = answer.forClient(null);
-    if (client.isStreaming()) {
-      if (!streamStarted) {
-        streamStarted = true;
-        sink.streamStart(route);
-      }
-      for (OpenAiStreamChunk chunk : StreamConversion.toChunks(response.parsed())) {
-        relay.relay(EncodedChunk.of(chunk));  // a resumed stream's context finished it: its chunks continue the stream
-      }
-      sink.streamEnd(route);
-    } else {
-      sink.respondEncoded(response, route);
+  /** The generation leg completed: the stream ends, or the whole answer goes out with the context's usage. */
+  private void deliverAnswer() {
+    EncodedResponse g = gen.answer();
+    if (!client.isStreaming() && g == null) {
+      fail(502, "generation worker " + gen.selection().worker().id() + " returned no response");
+      return;
     }
+    EncodedResponse c = ctx.answer();
+    close(() -> answer.generationAnswer(g, c, inputs.conversationId(), route));
   }
 
-  void finishWithError(int status, String message) {
-    finish();
-    releaseHeldContext();  // a context whose generation will not come
-    sink.fail(status, ErrorResponse.of(status, message, null), route);  // after streamStart: an error event
+  /** The stream cannot go on: the error ends it as its last event (the client has the status line and chunks). */
+  private void endCutStream(String notResumed) {
+    FailureView f = failure;
+    Selection sel = f.selection();
+    if (notResumed != null) {
+      log.info("request {}: stream not resumed after {} worker {} failed: {}", requestId, f.fleetName(),
+          sel.worker().id(), notResumed);
+    }
+    if (f.fleet() == Fleet.GENERATION) {
+      route = route.withGeneration(Placement.of(sel.worker().id(), sel.rank()));  // the access log names it
+    }
+    String message = f.fleetName() + " worker " + sel.worker().id() + " failed mid-stream: " + f.failure();
+    close(() -> answer.fail(502, message, route));
   }
 
-  /** Marks the request done: stops the timeout and releases a selection no leg was sent to. */
-  private void finish() {
+  /** The request fails (after the stream started: as its last event). */
+  private void fail(int status, String message) {
+    close(() -> answer.fail(status, message, route));
+  }
+
+  /** Ends the request, tells the client ({@code ending}), and cancels what is still in flight. */
+  private void close(Runnable ending) {
+    end();
+    ending.run();
+    cancelCalls();
+  }
+
+  /**
+   * Marks the request done: stops the timeout, releases a selection no leg was sent to and a context whose
+   * generation will not come.
+   */
+  private void end() {
     done = true;
+    failure = null;
     cancelTimeout.run();
-    generation.releaseReserved();
+    releaseUnsent();
+    releaseHeldContext();
+  }
+
+  private void releaseUnsent() {
+    for (LegView leg : new LegView[] {ctx, gen}) {
+      if (leg.selection() != null && !leg.sent()) {
+        leg.selection().release(Outcome.CANCELLED);
+      }
+    }
   }
 
   private void releaseHeldContext() {
@@ -399,26 +416,5 @@ final class RequestFlow {
   private void cancelCalls() {
     context.cancel();
     generation.cancel();
-  }
-
-  private void onTimeout() {
-    synchronized (lock) {
-      if (done) {
-        return;
-      }
-      finishWithError(504, "request timed out after " + settings().requestTimeout().toMillis() + " ms");
-      cancelCalls();
-    }
-  }
-
-  private void onDisconnect() {
-    synchronized (lock) {
-      if (done) {
-        return;
-      }
-      finish();
-      cancelCalls();
-      releaseHeldContext();
-    }
   }
 }

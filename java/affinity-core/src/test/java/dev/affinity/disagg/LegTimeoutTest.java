@@ -16,7 +16,7 @@ class LegTimeoutTest {
     long[] parts = {1, 2, 3, 4, 7, 11, 1000};
     for (Duration total : totals) {
       for (long n : parts) {
-        assertEquals(total.dividedBy(n), RequestFlow.share(total, n), total + " / " + n);
+        assertEquals(total.dividedBy(n), LegInputs.share(total, n), total + " / " + n);
       }
     }
   }
