@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Agent turns through one frontend: the frontend's CPU per turn against the history an agent re-sends.
+
+Usage: agent_turns.py URL FRONTEND_PID [HISTORIES] [TURNS] [WARMUP] [FRESH]
+
+An agent turn is a chat that re-sends its whole history (a system prompt with tools, then user / assistant /
+tool-result turns, as a Claude Code session does) with one new user message. For each history length (tokens, as the
+frontend's usage reports them) the client sends WARMUP turns of JIT warm-up first (once, on a 16k history), then TURNS
+turns that share the history and differ in the last message, and reads the frontend's CPU (utime + stime from
+/proc/PID/stat) before and after: the CPU per turn. "First sight" sends FRESH histories of the largest length, each
+never seen before (its own words), one at a time. One request at a time (the client's own cost is not counted).
+Prints one RESULT line per measurement.
+"""
+import json
+import os
+import random
+import sys
+import time
+import urllib.request
+
+URL = sys.argv[1].rstrip("/")
+PID = int(sys.argv[2])
+HISTORIES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "10000,50000,100000,200000").split(",")]
+TURNS = int(sys.argv[4]) if len(sys.argv) > 4 else 20
+WARMUP = int(sys.argv[5]) if len(sys.argv) > 5 else 150
+FRESH = int(sys.argv[6]) if len(sys.argv) > 6 else 5
+TICK = os.sysconf("SC_CLK_TCK")
+
+WORDS = ("the of and to in is for on that with as it be by this are from or at an file line function return value "
+         "error test build module class method import string list map index block cache token worker request route "
+         "prefix context generation session agent tool result output input path config server client stream").split()
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def text(rng, tokens):
+    # about one token per word with its space on Qwen3's vocabulary; a newline every dozen words
+    out = []
+    for i in range(tokens):
+        out.append(rng.choice(WORDS))
+        out.append("\n" if i % 12 == 11 else " ")
+    return "".join(out)
+
+
+def history(seed, tokens):
+    rng = random.Random(seed)
+    messages = [{"role": "system", "content": "You are a coding agent. Tools: read_file, write_file, run.\n"
+                 + text(rng, 2000)}]
+    total = 2000
+    turn = 0
+    while total < tokens:
+        n = min(3000, tokens - total)
+        messages.append({"role": "user", "content": f"step {turn}: " + text(rng, n // 3)})
+        messages.append({"role": "assistant", "content": text(rng, n - n // 3)})
+        total += n
+        turn += 1
+    return messages
+
+
+def post(messages):
+    body = json.dumps({"model": MODEL, "messages": messages, "max_tokens": 1}).encode()
+    req = urllib.request.Request(URL + "/v1/chat/completions", data=body,
+                                 headers={"content-type": "application/json", "x-session-id": SESSION})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        answer = json.loads(r.read())
+    return answer["usage"]["prompt_tokens"], len(body)
+
+
+def turns(messages, n, tag):
+    prompt = size = 0
+    t0 = cpu_seconds(PID)
+    w0 = time.monotonic()
+    for i in range(n):
+        prompt, size = post(messages + [{"role": "user", "content": f"{tag} question {i}: what next?"}])
+    return (cpu_seconds(PID) - t0) / n, (time.monotonic() - w0) / n, prompt, size
+
+
+with urllib.request.urlopen(URL + "/v1/models", timeout=30) as r:
+    MODEL = json.loads(r.read())["data"][0]["id"]
+SESSION = "warm-up"
+warm = history(1, 16000)
+turns(warm, WARMUP, "warm-up")
+for h in HISTORIES:
+    SESSION = f"agent-{h}"
+    cpu, wall, prompt, size = turns(history(h, h), 1, "first")  # the history's first sight, not counted below
+    cpu, wall, prompt, size = turns(history(h, h), TURNS, "turn")
+    print(f"RESULT turn history_tokens={prompt} body_bytes={size} cpu_ms={cpu * 1000:.2f} wall_ms={wall * 1000:.2f}",
+          flush=True)
+biggest = HISTORIES[-1]
+cpus = []
+for k in range(FRESH):
+    SESSION = f"fresh-{k}"
+    cpu, wall, prompt, size = turns(history(1000 + k, biggest), 1, "fresh")
+    cpus.append(cpu)
+cpus.sort()
+print(f"RESULT first_sight history_tokens={prompt} cpu_ms={cpus[len(cpus) // 2] * 1000:.2f} "
+      f"runs={','.join(f'{c * 1000:.0f}' for c in cpus)}", flush=True)
