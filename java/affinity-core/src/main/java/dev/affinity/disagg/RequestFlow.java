@@ -23,19 +23,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One admitted request from its first attempt to the last byte, as one state machine: everything that happens to it
- * comes in as a {@link FlowEvent} through {@link #on}, under one lock, and changes its state (the attempt's request
- * id, each leg chosen, sent, answered or completed, the context held for the generation leg, a failure waiting for
- * its decision, the route so far); then the {@link Schedule} (or, after a failure, the {@link RetryPolicy}) decides
- * the next {@link Step} from an immutable view of that state, and the flow carries it out, until the decision is to
- * wait. Its {@link Leg}s and its {@link ClientAnswer} never call back: a leg reports events, the client side is
- * told. Events heard while a step runs (a worker failing on the caller's thread) are taken after it. The client
- * hears exactly one ending.
+ * One admitted request from its first attempt to the last byte, as one state machine. Every happening comes in as a
+ * {@link FlowEvent} through {@link #on}, under one lock, and changes the state (the attempt's id, each leg as a
+ * {@link LegView}, the held context, a failure awaiting its decision, the route); the {@link Schedule} (after a
+ * failure the {@link RetryPolicy}) decides the next {@link Step} from an immutable view, and the flow carries it out,
+ * until the step is to wait. Nothing it calls calls back: an event heard while a step runs waits in the queue. The
+ * client hears exactly one ending.
  */
 final class RequestFlow {
   private static final Logger log = LoggerFactory.getLogger(RequestFlow.class);
-  /** The first back-off before a retry on the worker that just failed (the fleet's only live one). */
-  static final Duration RETRY_BACKOFF = Duration.ofMillis(100);
 
   private final FlowDeps deps;
   private final AdmittedRequest admitted;
@@ -62,9 +58,8 @@ final class RequestFlow {
   private int retries;
   private LegView ctx = LegView.NONE;
   private LegView gen = LegView.NONE;
-  /** A finished context whose KV waits for the generation leg, and the worker that holds it. */
-  private DisaggregatedParams heldContext;
-  private Worker heldContextWorker;
+  /** A finished context whose KV waits for the generation leg; null when none. */
+  private HeldContext heldContext;
   /** The worker that served the latest context leg (tokenizes a cut stream's text when the frontend cannot). */
   private Worker lastContextWorker;
   /** A failed leg of the current attempt, waiting for the retry policy's decision; null when none. */
@@ -112,8 +107,6 @@ final class RequestFlow {
       run();
     }
   }
-
-  // ---- The machine ----
 
   /** Under the lock; an event heard while a step runs (on this thread) waits in the queue until the step is over. */
   private void run() {
@@ -220,14 +213,11 @@ final class RequestFlow {
     if (fleet == Fleet.CONTEXT) {
       deps.agents().contextDone(inputs.conversationId(), s, report.promptTokens(), report.reusedTokens());
       lastContextWorker = s.worker();
-      // the rank's source unless the executor reported it: "router" when the worker could not say
-      route = route.withContext(new Placement(s.worker().id(), servedRank(report, s), report.reusedTokens(),
-          report.rank() >= 0 ? report.rankSource() : s.rank() >= 0 ? "router" : null));
+      route = route.withContext(ServedPlacement.context(s, report));
       ctx = ctx.completedNow();
     } else {
       heldContext = null;
-      route = route.withGeneration(new Placement(s.worker().id(), servedRank(report, s), -1,
-          report.rank() >= 0 ? report.rankSource() : null));
+      route = route.withGeneration(ServedPlacement.generation(s, report));
       gen = gen.completedNow();
     }
   }
@@ -244,11 +234,6 @@ final class RequestFlow {
         resumes != null, null, false);
   }
 
-  /** The rank the executor reports having served on, else the one the router chose. */
-  private static int servedRank(WorkerReport report, Selection sel) {
-    return report.rank() >= 0 ? report.rank() : sel.rank();
-  }
-
   private void carryOut(Step step) {
     if (step instanceof Step.Select s) {
       (s.fleet() == Fleet.CONTEXT ? context : generation).select(inputs.routing(requestId, s.fleet()));
@@ -256,8 +241,7 @@ final class RequestFlow {
       ctx = ctx.sentNow();
       sender.sendContext(context, requestId, ctx.selection(), s.params());
     } else if (step instanceof Step.HoldContext h) {
-      heldContext = h.handoff();
-      heldContextWorker = ctx.selection().worker();
+      heldContext = new HeldContext(ctx.selection().worker(), h.handoff());
     } else if (step instanceof Step.SendGeneration s) {
       gen = gen.sentNow();
       sender.sendGeneration(generation, requestId, gen.selection(), s.params(), s.promptIds());
@@ -284,8 +268,6 @@ final class RequestFlow {
       throw new IllegalStateException("unknown step " + step);
     }
   }
-
-  // ---- Retries and resumes ----
 
   /**
    * A new attempt of the request on other workers than the failed one's, counted as a retry; with {@code resumed} (a
@@ -323,17 +305,11 @@ final class RequestFlow {
   }
 
   /**
-   * The failed worker is the fleet's only live one and its failure was transient (a stall, a 5xx, a reset): the new
-   * attempt goes back to it after a back-off instead of failing for want of a worker. Each attempt's leg timeout is its
-   * share of the request's budget, so the attempt has its time; the back-off (doubling from {@link #RETRY_BACKOFF},
-   * at most a tenth of that share) takes little of it, and the request's own timeout still ends the request.
+   * The failed worker is the fleet's only live one and its failure was transient: the new attempt goes back to it
+   * after the policy's back-off ({@link RetryPolicy#backoff}) instead of failing for want of a worker.
    */
   private void backOff(FailureView f) {
-    Duration backoff = RETRY_BACKOFF.multipliedBy(1L << Math.min(retries - 1, 10));
-    Duration cap = LegInputs.share(inputs.legTimeout(), 10);
-    if (backoff.compareTo(cap) > 0) {
-      backoff = cap;
-    }
+    Duration backoff = RetryPolicy.backoff(retries, inputs.legTimeout());
     log.info("request {}: {} worker {} failed ({}) and is the only live one; retrying there in {} ms", requestId,
         f.fleetName(), f.selection().worker().id(), f.failure(), backoff.toMillis());
     backingOff = true;
@@ -344,8 +320,6 @@ final class RequestFlow {
   private RouteInfo firstRoute() {
     return inputs.firstRoute(requestId, retries);
   }
-
-  // ---- Endings ----
 
   /** The generation leg completed: the stream ends, or the whole answer goes out with the context's usage. */
   private void deliverAnswer() {
@@ -406,12 +380,14 @@ final class RequestFlow {
   }
 
   private void releaseHeldContext() {
-    if (heldContext != null && heldContextWorker != null) {
-      heldContextWorker.releaseContext(heldContext);
+    if (heldContext != null) {
+      heldContext.worker().releaseContext(heldContext.params());
     }
     heldContext = null;
-    heldContextWorker = null;
   }
+
+  /** A finished context's KV, held by {@code worker} for the generation leg. */
+  private record HeldContext(Worker worker, DisaggregatedParams params) {}
 
   private void cancelCalls() {
     context.cancel();

@@ -1,6 +1,7 @@
 package dev.affinity.disagg;
 
 import dev.affinity.worker.WorkerFailure;
+import java.time.Duration;
 
 /**
  * The retry and resume policy: what a request does when a leg of its current attempt failed, decided from plain
@@ -11,6 +12,9 @@ import dev.affinity.worker.WorkerFailure;
  * cleanly when the client already has the whole answer, or ended with an error event.
  */
 final class RetryPolicy {
+  /** The first back-off before a retry on the worker that just failed (the fleet's only live one). */
+  static final Duration FIRST_BACKOFF = Duration.ofMillis(100);
+
   private RetryPolicy() {}
 
   static Step decide(FailureView f) {
@@ -36,6 +40,18 @@ final class RetryPolicy {
       case NEEDS_TOKENS -> new Step.Tokenize(plan.text());
       case IMPOSSIBLE -> new Step.EndCutStream(plan.reason());
     };
+  }
+
+  /**
+   * The back-off before the {@code retries}-th retry goes back to the worker that failed, the fleet's only live one,
+   * after a transient failure (a stall, a 5xx, a reset): doubling from {@link #FIRST_BACKOFF}, at most a tenth of an
+   * attempt's {@code legTimeout} (its share of the request's budget), so the attempt keeps its time and the request's
+   * own timeout still ends the request.
+   */
+  static Duration backoff(int retries, Duration legTimeout) {
+    Duration backoff = FIRST_BACKOFF.multipliedBy(1L << Math.min(Math.max(retries - 1, 0), 10));
+    Duration cap = LegInputs.share(legTimeout, 10);
+    return backoff.compareTo(cap) > 0 ? cap : backoff;
   }
 
   /** The client's status for a failure that ends the request before its first byte. */

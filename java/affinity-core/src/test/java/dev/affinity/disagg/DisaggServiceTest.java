@@ -718,7 +718,7 @@ class DisaggServiceTest {
     RecordingSink sink = new RecordingSink();
     handle(completion(false), headers("x-session-id", "only"), sink);
     assertEquals(List.of(), sink.events, "no 503: the retry waits");
-    assertEquals(RequestFlow.RETRY_BACKOFF, scheduler.fireLast());
+    assertEquals(RetryPolicy.FIRST_BACKOFF, scheduler.fireLast());
     assertEquals(List.of("respond"), sink.events);
     assertEquals(2, c.received.size());
     assertNotEquals(c.received.get(0).requestId(), c.received.get(1).requestId(), "the retry re-issued the id");

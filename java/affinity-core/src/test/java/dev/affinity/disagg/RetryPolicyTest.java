@@ -7,6 +7,7 @@ import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Selection;
 import dev.affinity.worker.WorkerFailure;
 import dev.affinity.worker.WorkerFailure.Kind;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /** The retry and resume policy as a pure decider: each failure, written as plain values, and what follows it. */
@@ -50,6 +51,15 @@ class RetryPolicyTest {
     assertEquals(new Step.EndCutStream("echo"), RetryPolicy.decide(cut.planned(StreamResume.Plan.impossible("echo"))));
     FailureView started = failure(Kind.RESET, 0, false, 0, true, true);
     assertSame(Step.PLAN_RESUME, RetryPolicy.decide(started), "a stream that started counts as cut");
+  }
+
+  @Test
+  void theBackOffOnTheOnlyLiveWorkerDoublesUpToATenthOfTheLegsShare() {
+    assertEquals(Duration.ofMillis(100), RetryPolicy.backoff(1, Duration.ofSeconds(60)));
+    assertEquals(Duration.ofMillis(200), RetryPolicy.backoff(2, Duration.ofSeconds(60)));
+    assertEquals(Duration.ofMillis(800), RetryPolicy.backoff(4, Duration.ofSeconds(60)));
+    assertEquals(Duration.ofSeconds(6), RetryPolicy.backoff(30, Duration.ofSeconds(60)), "a tenth of the share");
+    assertEquals(Duration.ofMillis(50), RetryPolicy.backoff(1, Duration.ofMillis(500)));
   }
 
   private static FailureView failure(Kind kind, int status, boolean afterFirstByte, int retries, boolean streamed,
