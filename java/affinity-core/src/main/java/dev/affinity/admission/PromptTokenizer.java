@@ -1,5 +1,7 @@
 package dev.affinity.admission;
 
+import dev.affinity.conversation.Resolution;
+
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
@@ -12,6 +14,14 @@ import java.util.List;
 @FunctionalInterface
 public interface PromptTokenizer {
   int[] tokenize(OpenAiRequest request);
+
+  /**
+   * {@link #tokenize} for a request of the conversation {@code resolution} names: a tokenizer that keeps each
+   * conversation's last prompt (its ids reused for the part a new turn re-sends) uses it; the default ignores it.
+   */
+  default int[] tokenize(OpenAiRequest request, Resolution resolution) {
+    return tokenize(request);
+  }
 
   /**
    * Whether the ids {@link #tokenize} gave may replace the request's prompt on the legs, so workers skip

@@ -96,7 +96,7 @@ public final class RequestAdmission {
       }
       Resolution resolution = resolver.resolve(ClientRequestGuard.bodyConversationId(request), headers);
       limit.checkSize(request, tokenizer);
-      int[] tokens = tokenizer.tokenize(request);
+      int[] tokens = tokenizer.tokenize(request, resolution);
       limit.check(request, tokens);
       boolean forward = tokens != null && tokenizer.forwardsIds(request);
       if (resolution.tenant() == null) {

@@ -25,7 +25,8 @@ final class AffinityBlockReader {
       "api_keys", "allow_client_disaggregated_params", "request_timeout_seconds", "max_request_body_bytes", "tokenizer",
       "require_internal_auth", "allow_unauthenticated_cluster_storage", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
-      "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers", "shared_state");
+      "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers", "shared_state",
+      "prompt_prefix_bytes");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -101,6 +102,7 @@ final class AffinityBlockReader {
     long maxQueuedRequests = d.maxQueuedRequests();
     long maxQueuedTokens = d.maxQueuedTokens();
     int warmUp = d.warmUpRequests();
+    long prefixBytes = d.promptPrefixBytes();
     boolean agentPriority = d.agent().priority();
     double promotion = d.agent().priorityPromotionSeconds();
     boolean kvRetention = d.agent().kvRetention();
@@ -150,6 +152,7 @@ final class AffinityBlockReader {
         case "max_queued_requests" -> maxQueuedRequests = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedRequests);
         case "max_queued_tokens" -> maxQueuedTokens = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedTokens);
         case "warm_up_requests" -> warmUp = r.integer(v, k, 0, 10_000_000).map(Long::intValue).orElse(warmUp);
+        case "prompt_prefix_bytes" -> prefixBytes = r.integer(v, k, 0, Long.MAX_VALUE).orElse(prefixBytes);
         case "agent_priority" -> agentPriority = r.bool(v, k).orElse(agentPriority);
         case "agent_priority_promotion_seconds" -> promotion = r.number(v, k, 0).orElse(promotion);
         case "kv_retention" -> kvRetention = r.bool(v, k).orElse(kvRetention);
@@ -194,7 +197,7 @@ final class AffinityBlockReader {
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, openStorage, selectionTtl, maxPrompt, tenants,
         maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp,
-        new AgentSettings(agentPriority, promotion, kvRetention), shared), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        new AgentSettings(agentPriority, promotion, kvRetention), shared, prefixBytes), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**

@@ -73,7 +73,14 @@ public record AffinitySettings(
     long maxQueuedTokens,
     int warmUpRequests,
     AgentSettings agent,
-    Optional<SharedStateSettings> sharedState) {
+    Optional<SharedStateSettings> sharedState,
+    long promptPrefixBytes) {
+
+  /**
+   * {@code prompt_prefix_bytes} when it is not set: the memory each conversation's last prompt (rendered text, ids)
+   * may take in all, kept so that the next turn encodes only what changed (docs/tokenizer.md).
+   */
+  public static final long DEFAULT_PROMPT_PREFIX_BYTES = 256L << 20;
 
   /**
    * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of
@@ -143,7 +150,7 @@ public record AffinitySettings(
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
         DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS,
-        AgentSettings.defaults(), Optional.empty());
+        AgentSettings.defaults(), Optional.empty(), DEFAULT_PROMPT_PREFIX_BYTES);
   }
 
   /** These settings with {@code apiKeys} in place of theirs. */
@@ -152,7 +159,7 @@ public record AffinitySettings(
         requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, allowUnauthenticatedClusterStorage,
         selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent, sharedState);
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent, sharedState, promptPrefixBytes);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

@@ -273,6 +273,10 @@ class ConfigLoaderTest {
             "test.yaml:2:15: affinity.io_threads: expected an integer in [0, 4096], found -1"),
         Arguments.of("affinity:\n  io_threads: two\n" + MINIMAL,
             "test.yaml:2:15: affinity.io_threads: expected an integer"),
+        Arguments.of("affinity:\n  prompt_prefix_bytes: -1\n" + MINIMAL,
+            "test.yaml:2:24: affinity.prompt_prefix_bytes: expected an integer in [0, "),
+        Arguments.of("affinity:\n  prompt_prefix_bytes: 1GB\n" + MINIMAL,
+            "test.yaml:2:24: affinity.prompt_prefix_bytes: expected an integer"),
         Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
         Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
             "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
@@ -385,6 +389,13 @@ class ConfigLoaderTest {
     assertTrue(bad.getMessage().contains(":2:"), "the line: " + bad.getMessage());
     ConfigException notBool = fails("affinity:\n  kv_retention: sometimes\n" + MINIMAL);
     assertTrue(notBool.getMessage().contains("affinity.kv_retention"), notBool.getMessage());
+  }
+
+  @Test
+  void promptPrefixBytesParse() {
+    assertEquals(AffinitySettings.DEFAULT_PROMPT_PREFIX_BYTES, parse(MINIMAL).config().affinity().promptPrefixBytes());
+    assertEquals(0, parse("affinity:\n  prompt_prefix_bytes: 0\n" + MINIMAL).config().affinity().promptPrefixBytes(),
+        "none kept");
   }
 
   @Test

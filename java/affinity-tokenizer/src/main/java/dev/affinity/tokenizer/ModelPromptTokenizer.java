@@ -1,6 +1,7 @@
 package dev.affinity.tokenizer;
 
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.conversation.Resolution;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
@@ -44,6 +45,15 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
    */
   @Override
   public int[] tokenize(OpenAiRequest request) {
+    return tokenize(request, null);
+  }
+
+  /**
+   * A chat of a conversation reuses the ids of what its last prompt (else its parent's) shares with it
+   * ({@link PromptPrefixes}); the keys are the resolution's own and affinity ids (namespaced by tenant).
+   */
+  @Override
+  public int[] tokenize(OpenAiRequest request, Resolution resolution) {
     int[] sent = PromptTokenizer.clientIds(request);
     if (sent != null) {
       return sent;
@@ -52,7 +62,8 @@ public final class ModelPromptTokenizer implements PromptTokenizer {
       return renderer.tokenizer().encode(c.promptText().orElse(""), c.addSpecialTokens() == null || c.addSpecialTokens());
     }
     try {
-      return renderer.encodeChat((ChatCompletionRequest) request);
+      return resolution == null ? renderer.encodeChat((ChatCompletionRequest) request)
+          : renderer.encodeChat((ChatCompletionRequest) request, resolution.conversationId(), resolution.affinityId());
     } catch (TemplateException e) {
       // the engine could not render what the worker can: route on the text, and the worker renders the chat
       long n = engineErrors.incrementAndGet();

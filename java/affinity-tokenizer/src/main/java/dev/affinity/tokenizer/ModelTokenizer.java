@@ -199,6 +199,14 @@ public final class ModelTokenizer implements AutoCloseable {
     return segments.encode(rendered, this::encodeWhole);
   }
 
+  /**
+   * The ids of conversation {@code key}'s rendered prompt, reusing what its last prompt in {@code prefixes} (else its
+   * parent's, {@code parentKey}) shares with it ({@link PromptPrefixes}); exactly {@link #encodeRendered}'s.
+   */
+  public int[] encodeRendered(String rendered, PromptPrefixes prefixes, String key, String parentKey) {
+    return prefixes.encode(key, parentKey, rendered, segments, this::encodeWhole);
+  }
+
   private int[] encodeWhole(String text) {
     return ids(text, false);
   }

@@ -28,10 +28,23 @@ public final class PromptRenderer {
     }
   };
   private final String fingerprint;
+  private final PromptPrefixes prefixes;
 
+  /** Without per-conversation prefixes: every chat is encoded through the segment cache alone. */
   public PromptRenderer(ModelTokenizer tokenizer) {
+    this(tokenizer, new PromptPrefixes(0));
+  }
+
+  /** {@code prefixes}: each conversation's last prompt, its ids reused by the next turn ({@link PromptPrefixes}). */
+  public PromptRenderer(ModelTokenizer tokenizer, PromptPrefixes prefixes) {
     this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
+    this.prefixes = Objects.requireNonNull(prefixes, "prefixes");
     this.fingerprint = fingerprintOf(tokenizer);
+  }
+
+  /** Each conversation's last prompt, kept for its next turn. */
+  public PromptPrefixes prefixes() {
+    return prefixes;
   }
 
   /**
@@ -81,10 +94,18 @@ public final class PromptRenderer {
 
   /** The prompt ids of a chat request: the ones it sent, else its rendered prompt encoded. */
   public int[] encodeChat(ChatCompletionRequest chat) {
+    return encodeChat(chat, null, null);
+  }
+
+  /**
+   * {@link #encodeChat(ChatCompletionRequest)} for a turn of conversation {@code key} (null: none), whose last prompt
+   * (else, on its first turn, its parent {@code parentKey}'s) lends the ids of what they share ({@link PromptPrefixes}).
+   */
+  public int[] encodeChat(ChatCompletionRequest chat, String key, String parentKey) {
     if (chat.promptTokenIds() != null) {
       return chat.promptTokenIds().toArray();
     }
-    return tokenizer.encodeRendered(render(chat));
+    return tokenizer.encodeRendered(render(chat), prefixes, key, parentKey);
   }
 
   private ChatTemplate requestTemplate(String source) {

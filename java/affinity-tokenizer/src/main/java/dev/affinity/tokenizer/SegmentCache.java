@@ -71,10 +71,29 @@ public final class SegmentCache {
     if (whole) {
       return encoder.apply(text);
     }
+    return encodeFrom(text, 0, encoder, null).ids();
+  }
+
+  /** Whether texts are encoded whole (no split token to cut at): then no prefix of ids is ever reused. */
+  boolean whole() {
+    return whole;
+  }
+
+  /** The longest split token, in chars: a scan at {@code i} reads up to {@code i + maxSplitChars()}. */
+  int maxSplitChars() {
+    return lengths.length == 0 ? 0 : lengths[0];
+  }
+
+  /**
+   * The ids of {@code text} from {@code from} on, where {@code from} is 0 or the start of a split token as the scan of
+   * the whole text finds it (so the ids of the text are the ids before it followed by these); with {@code starts}
+   * given, each split token's start (its char index) and its id's index among the returned ids are added to it.
+   */
+  Encoded encodeFrom(String text, int from, Function<String, int[]> encoder, Boundaries starts) {
     List<int[]> parts = new ArrayList<>();
     int total = 0;
-    int segmentStart = 0;
-    int i = 0;
+    int segmentStart = from;
+    int i = from;
     while (i < text.length()) {
       String token = tokenAt(text, i);
       if (token == null) {
@@ -85,6 +104,9 @@ public final class SegmentCache {
         int[] ids = segment(text.substring(segmentStart, i), encoder);
         parts.add(ids);
         total += ids.length;
+      }
+      if (starts != null) {
+        starts.add(i, total);
       }
       parts.add(new int[] {splitTokens.get(token)});
       total++;
@@ -102,7 +124,86 @@ public final class SegmentCache {
       System.arraycopy(p, 0, out, at, p.length);
       at += p.length;
     }
-    return out;
+    return new Encoded(out);
+  }
+
+  /** The ids of an encoded text (or of its rest). */
+  record Encoded(int[] ids) {}
+
+  /** Where split tokens start in a text: pairs of (char index, index of the token's id), in order. */
+  static final class Boundaries {
+    private int[] chars = new int[16];
+    private int[] ids = new int[16];
+    private int size;
+
+    void add(int charIndex, int idIndex) {
+      if (size == chars.length) {
+        chars = Arrays.copyOf(chars, size * 2);
+        ids = Arrays.copyOf(ids, size * 2);
+      }
+      chars[size] = charIndex;
+      ids[size] = idIndex;
+      size++;
+    }
+
+    int size() {
+      return size;
+    }
+
+    int charAt(int k) {
+      return chars[k];
+    }
+
+    int idAt(int k) {
+      return ids[k];
+    }
+
+    /** The last boundary at or before char {@code limit}, or -1. */
+    int lastAtOrBefore(int limit) {
+      int lo = 0;
+      int hi = size - 1;
+      int found = -1;
+      while (lo <= hi) {
+        int mid = (lo + hi) >>> 1;
+        if (chars[mid] <= limit) {
+          found = mid;
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      return found;
+    }
+
+    /** The first {@code k} boundaries, then {@code rest}'s with their char and id indexes as they are. */
+    static Boundaries join(Boundaries head, int k, Boundaries rest) {
+      Boundaries b = new Boundaries();
+      b.chars = Arrays.copyOf(head.chars, Math.max(16, k + rest.size));
+      b.ids = Arrays.copyOf(head.ids, b.chars.length);
+      System.arraycopy(rest.chars, 0, b.chars, k, rest.size);
+      System.arraycopy(rest.ids, 0, b.ids, k, rest.size);
+      b.size = k + rest.size;
+      return b;
+    }
+
+    /** Adds {@code charShift} / {@code idShift} to every boundary. */
+    void shift(int charShift, int idShift) {
+      for (int k = 0; k < size; k++) {
+        chars[k] += charShift;
+        ids[k] += idShift;
+      }
+    }
+
+    long bytes() {
+      return 8L * chars.length + 32;
+    }
+
+    /** Trims the arrays to the boundaries held (for a kept state). */
+    Boundaries trimmed() {
+      chars = Arrays.copyOf(chars, size);
+      ids = Arrays.copyOf(ids, size);
+      return this;
+    }
   }
 
   /** The longest split token starting at {@code i}, or null. */

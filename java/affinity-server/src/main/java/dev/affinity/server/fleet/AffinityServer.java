@@ -1,6 +1,5 @@
 package dev.affinity.server.fleet;
 
-import dev.affinity.admission.CodecPromptTokenizer;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigProblem;
@@ -34,13 +33,10 @@ import dev.affinity.server.tracing.Tracing;
 import dev.affinity.server.worker.HttpWorker;
 import dev.affinity.session.SessionRegistry;
 import dev.affinity.timer.RealScheduler;
-import dev.affinity.tokenizer.ModelPromptTokenizer;
-import dev.affinity.tokenizer.PromptRenderer;
 import dev.affinity.worker.Worker;
 import dev.affinity.server.metrics.LegMetrics;
 import dev.affinity.server.metrics.PerfMetricsLog;
 import dev.affinity.server.metrics.RouterMeters;
-import dev.affinity.server.metrics.TimedPromptTokenizer;
 import dev.affinity.tracing.RequestTracer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -71,7 +67,6 @@ public final class AffinityServer implements AutoCloseable {
   private final HandoffDomain handoff = new HandoffDomain();
   /** The model tokenizer the frontend routes with (affinity.tokenizer or a router's tokenizer_dir), or null. */
   private Codecs modelCodecs;
-  private PromptRenderer renderer;
   /** Event loops of the frontend's client connections and of the remote workers' connections. */
   private EventLoopGroup io;
   /** Whether {@link #io} is this server's to shut down (not the caller's: {@link #start(DisaggConfig,
@@ -174,7 +169,6 @@ public final class AffinityServer implements AutoCloseable {
       io = FrontendServer.ioGroup(options.ioThreads());
     }
     modelCodecs = Codecs.forRouting(config);  // null: ConfigWarnings says so when a KV-event router needs one
-    renderer = modelCodecs == null ? null : modelCodecs.renderer();
     Map<Fleet, List<NativeWorker>> embedded = new java.util.EnumMap<>(Fleet.class);
     for (Fleet fleet : Fleet.values()) {
       ServerSection section = section(fleet);
@@ -189,13 +183,8 @@ public final class AffinityServer implements AutoCloseable {
         }
       }
     }
-    PromptTokenizer tokenizer = renderer != null ? new ModelPromptTokenizer(renderer, () -> modelCodecs.renderAlike(workers))
-        : embedded.values().stream().flatMap(List::stream).findFirst()
-            .<PromptTokenizer>map(w -> new CodecPromptTokenizer(w::promptTokens, w.codec()))
-            .orElse(PromptTokenizer.CLIENT_IDS);
-    if (tokenizer != PromptTokenizer.CLIENT_IDS) {
-      tokenizer = new TimedPromptTokenizer(tokenizer, registry);
-    }
+    PromptTokenizer tokenizer = FrontendTokenizer.create(modelCodecs, config.affinity().promptPrefixBytes(), workers,
+        embedded.values(), registry);
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());

@@ -1,6 +1,7 @@
 package dev.affinity.server.metrics;
 
 import dev.affinity.admission.PromptTokenizer;
+import dev.affinity.conversation.Resolution;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -37,12 +38,17 @@ public final class TimedPromptTokenizer implements PromptTokenizer {
 
   @Override
   public int[] tokenize(OpenAiRequest request) {
+    return tokenize(request, null);
+  }
+
+  @Override
+  public int[] tokenize(OpenAiRequest request, Resolution resolution) {
     if (PromptTokenizer.bringsIds(request)) {
-      return delegate.tokenize(request);
+      return delegate.tokenize(request, resolution);
     }
     long start = System.nanoTime();
     try {
-      return delegate.tokenize(request);
+      return resolution == null ? delegate.tokenize(request) : delegate.tokenize(request, resolution);
     } finally {
       (request instanceof ChatCompletionRequest ? chat : completion).record(System.nanoTime() - start,
           TimeUnit.NANOSECONDS);
@@ -62,5 +68,10 @@ public final class TimedPromptTokenizer implements PromptTokenizer {
   @Override
   public int maxCharsPerToken(List<String> texts) {
     return delegate.maxCharsPerToken(texts);
+  }
+
+  @Override
+  public long minTokens(List<String> texts) {
+    return delegate.minTokens(texts);
   }
 }

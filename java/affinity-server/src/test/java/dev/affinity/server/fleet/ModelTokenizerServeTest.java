@@ -111,6 +111,54 @@ class ModelTokenizerServeTest {
     }
   }
 
+  /**
+   * A conversation's turns reuse the frontend's kept prompt ({@code affinity.prompt_prefix_bytes}): the second turn's
+   * ids are the whole encoding's (the worker's usage counts them, its KV reuses the first turn's blocks) and
+   * {@code /metrics} shows the kept conversation and the ids it lent.
+   */
+  @Test
+  void aConversationsNextTurnReusesTheKeptPromptsIds() throws Exception {
+    Path dir = TestModels.dir(TestModels.QWEN3);
+    start(dir);
+    try (ModelTokenizer tokenizer = ModelTokenizer.load(dir)) {
+      String[] turn1 = {"system", SYSTEM, "user", "Read the file."};
+      HttpResponse<String> first = post("/v1/chat/completions", chat(turn1), "s1").get();
+      assertEquals(200, first.statusCode(), first.body());
+      String[] turn2 = {"system", SYSTEM, "user", "Read the file.", "assistant", "It has 3 functions.", "user",
+          "Now test them."};
+      HttpResponse<String> second = post("/v1/chat/completions", chat(turn2), "s1").get();
+      assertEquals(200, second.statusCode(), second.body());
+      String rendered = tokenizer.renderChat(new dev.affinity.tokenizer.ChatInput(List.of(
+          java.util.Map.of("role", "system", "content", SYSTEM), java.util.Map.of("role", "user", "content", "Read the file."),
+          java.util.Map.of("role", "assistant", "content", "It has 3 functions."),
+          java.util.Map.of("role", "user", "content", "Now test them.")), null, true, java.util.Map.of()));
+      assertEquals(tokenizer.encode(rendered, false).length,
+          JSON.readTree(second.body()).at("/usage/prompt_tokens").asInt(), "the whole encoding's ids");
+      assertTrue(Integer.parseInt(route(second, "reused")) > 0, "the first turn's blocks are reused: " + second.headers());
+      String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
+          .build(), HttpResponse.BodyHandlers.ofString()).body();
+      assertTrue(metric(metrics, "affinity_prompt_prefix_entries") >= 1, metrics);
+      assertTrue(metric(metrics, "affinity_prompt_prefix_bytes") > 0, metrics);
+      assertTrue(metric(metrics, "affinity_prompt_prefix_tokens_total{source=\"reused\"}") > 0, metrics);
+      assertEquals(1.0, metric(metrics, "affinity_prompt_prefix_turns_total{result=\"reused\"}"), metrics);
+    }
+  }
+
+  private CompletableFuture<HttpResponse<String>> post(String path, String body, String session) {
+    return http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+        .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json").header("X-Session-ID", session)
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static double metric(String text, String name) {
+    for (String line : text.split("\n")) {
+      if (line.startsWith(name + " ") || line.startsWith(name + "{") && name.contains("{") && line.startsWith(name)) {
+        return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+      }
+    }
+    return Double.NaN;
+  }
+
   @Test
   void aConversationTheTemplateRefusesIsA400NamingMessages() throws Exception {
     start(TestModels.dir(TestModels.GEMMA3));
