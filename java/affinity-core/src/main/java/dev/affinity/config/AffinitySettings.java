@@ -77,10 +77,17 @@ public record AffinitySettings(
     long promptPrefixBytes) {
 
   /**
-   * {@code prompt_prefix_bytes} when it is not set: the memory each conversation's last prompt (rendered text, ids)
-   * may take in all, kept so that the next turn encodes only what changed (docs/tokenizer.md).
+   * {@code prompt_prefix_bytes} when it is not set (-1): derived, an eighth of the JVM's heap and at most
+   * {@link #MAX_DERIVED_PROMPT_PREFIX_BYTES} ({@link #promptPrefixBudget}). The memory each conversation's last prompt
+   * (rendered text, ids) may take in all, kept so that the next turn encodes only what changed (docs/tokenizer.md).
    */
-  public static final long DEFAULT_PROMPT_PREFIX_BYTES = 256L << 20;
+  public static final long DEFAULT_PROMPT_PREFIX_BYTES = -1;
+  public static final long MAX_DERIVED_PROMPT_PREFIX_BYTES = 256L << 20;
+
+  /** {@code prompt_prefix_bytes}, or when it is not set an eighth of {@code maxHeapBytes}, at most 256 MiB. */
+  public long promptPrefixBudget(long maxHeapBytes) {
+    return promptPrefixBytes >= 0 ? promptPrefixBytes : Math.min(MAX_DERIVED_PROMPT_PREFIX_BYTES, maxHeapBytes / 8);
+  }
 
   /**
    * {@code warm_up_requests} when it is not set: requests {@code affinity serve} sends through a throw-away copy of

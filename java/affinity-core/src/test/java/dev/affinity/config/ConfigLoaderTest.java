@@ -393,7 +393,11 @@ class ConfigLoaderTest {
 
   @Test
   void promptPrefixBytesParse() {
-    assertEquals(AffinitySettings.DEFAULT_PROMPT_PREFIX_BYTES, parse(MINIMAL).config().affinity().promptPrefixBytes());
+    AffinitySettings unset = parse(MINIMAL).config().affinity();
+    assertEquals(64L << 20, unset.promptPrefixBudget(512L << 20), "an eighth of the heap");
+    assertEquals(256L << 20, unset.promptPrefixBudget(8L << 30), "at most 256 MiB");
+    assertEquals(5000, parse("affinity:\n  prompt_prefix_bytes: 5000\n" + MINIMAL).config().affinity()
+        .promptPrefixBudget(8L << 30), "as set");
     assertEquals(0, parse("affinity:\n  prompt_prefix_bytes: 0\n" + MINIMAL).config().affinity().promptPrefixBytes(),
         "none kept");
   }

@@ -2,6 +2,7 @@ package dev.affinity.bench.jmh;
 
 import dev.affinity.tokenizer.ChatInput;
 import dev.affinity.tokenizer.ModelTokenizer;
+import dev.affinity.tokenizer.PromptPrefixes;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,6 +44,9 @@ public class TokenizerBenchmark {
   private ModelTokenizer tokenizer;
   private List<Map<String, Object>> history;
   private String rendered;
+  /** Two next turns of the conversation, rendered: each differs from the other in its last message. */
+  private String[] turns;
+  private final PromptPrefixes prefixes = new PromptPrefixes(PromptPrefixes.DEFAULT_BUDGET_BYTES);
   private long turn;
 
   @Setup(Level.Trial)
@@ -52,6 +56,8 @@ public class TokenizerBenchmark {
     tokenizer = ModelTokenizer.load(Path.of(dir));
     history = conversation(tokens);
     rendered = tokenizer.renderChat(input(history, "first"));
+    turns = new String[] {tokenizer.renderChat(input(history, "question a")),
+        tokenizer.renderChat(input(history, "question b"))};
   }
 
   @TearDown(Level.Trial)
@@ -114,6 +120,27 @@ public class TokenizerBenchmark {
   @Benchmark
   public int[] renderAndEncodeCached() {
     return tokenizer.encodeChat(input(history, "question " + (turn++)));
+  }
+
+  /**
+   * Render, then encode through the conversation's kept prompt ({@link PromptPrefixes}): the ids of what the last turn
+   * shares with this one are reused, the rest goes through the segment cache.
+   */
+  @Benchmark
+  public int[] renderAndEncodeWithPrefixes() {
+    return tokenizer.encodeRendered(tokenizer.renderChat(input(history, "question " + (turn++))), prefixes, "c", null);
+  }
+
+  /** The encoding alone of a next turn, through the segment cache (the render is done in the set-up). */
+  @Benchmark
+  public int[] nextTurnCached() {
+    return tokenizer.encodeRendered(turns[(int) (turn++ & 1)]);
+  }
+
+  /** The encoding alone of a next turn, through the conversation's kept prompt. */
+  @Benchmark
+  public int[] nextTurnWithPrefixes() {
+    return tokenizer.encodeRendered(turns[(int) (turn++ & 1)], prefixes, "c", null);
   }
 
   /** Encoding alone, whole. */

@@ -183,7 +183,7 @@ public final class AffinityServer implements AutoCloseable {
         }
       }
     }
-    PromptTokenizer tokenizer = FrontendTokenizer.create(modelCodecs, config.affinity().promptPrefixBytes(), workers,
+    PromptTokenizer tokenizer = FrontendTokenizer.create(modelCodecs, config.affinity().promptPrefixBudget(Runtime.getRuntime().maxMemory()), workers,
         embedded.values(), registry);
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
