@@ -4,6 +4,7 @@ import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.LegacyOverrides;
 import com.hubspot.jinjava.el.JinjavaInterpreterResolver;
+import com.hubspot.jinjava.interpret.Context;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.filter.Filter;
@@ -119,7 +120,11 @@ public final class ChatTemplate {
    * @throws TemplateException when the template raises ({@code raise_exception}) or the engine reports an error
    */
   public String render(ChatInput input) {
-    JinjavaInterpreter interpreter = jinjava.newInterpreter();
+    // A context under the shared global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root context,
+    // which registers every built-in filter, function and tag again by reflection on each render (about half of a
+    // 2k-token chat's render); the template's own assignments stay in this context either way.
+    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, new Context(jinjava.getGlobalContext()),
+        jinjava.getGlobalConfig());
     Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
     bindings.putAll(input.kwargs());
     bindings.put("messages", input.messages());
