@@ -99,3 +99,17 @@ for k in range(FRESH):
 cpus.sort()
 print(f"RESULT first_sight history_tokens={prompt} cpu_ms={cpus[len(cpus) // 2] * 1000:.2f} "
       f"runs={','.join(f'{c * 1000:.0f}' for c in cpus)}", flush=True)
+# what the kept prompts cost: the frontend's own account (affinity_prompt_prefix_*), absent on builds without them
+with urllib.request.urlopen(URL + "/metrics", timeout=30) as r:
+    metrics = {}
+    for line in r.read().decode().splitlines():
+        if line.startswith("affinity_prompt_prefix_") and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            metrics[name] = float(value)
+entries = metrics.get("affinity_prompt_prefix_entries", 0)
+reused = metrics.get('affinity_prompt_prefix_tokens_total{source="reused"}', 0)
+encoded = metrics.get('affinity_prompt_prefix_tokens_total{source="encoded"}', 0)
+if entries:
+    print(f"RESULT prompt_prefixes entries={entries:.0f} bytes={metrics.get('affinity_prompt_prefix_bytes', 0):.0f} "
+          f"bytes_per_entry={metrics.get('affinity_prompt_prefix_bytes', 0) / entries:.0f} "
+          f"reused_tokens={reused:.0f} encoded_tokens={encoded:.0f}", flush=True)
