@@ -183,8 +183,9 @@ public final class AffinityServer implements AutoCloseable {
         }
       }
     }
-    PromptTokenizer tokenizer = FrontendTokenizer.create(modelCodecs, config.affinity().promptPrefixBudget(Runtime.getRuntime().maxMemory()), workers,
-        embedded.values(), registry);
+    FrontendTokenizer.Built tokenizing = FrontendTokenizer.create(modelCodecs,
+        config.affinity().promptPrefixBudget(Runtime.getRuntime().maxMemory()), workers, embedded.values(), registry);
+    PromptTokenizer tokenizer = tokenizing.tokenizer();
     if (config.disaggCluster().isPresent()) {
       DisaggConfig.DisaggClusterConfig cluster = config.disaggCluster().get();
       storage = cluster.isHttp() ? new InMemoryClusterStorage() : new EtcdClusterStorage(cluster.etcdEndpoints());
@@ -242,7 +243,7 @@ public final class AffinityServer implements AutoCloseable {
       routerMeters.add(new RouterMeters(registry, r, r == ctxRouter ? "context" : "generation"));
     }
     sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::workers,
-        sessionWork, registry);
+        tokenizing::sessionEnded, sessionWork, registry);
     FleetBackend.Parts parts = new FleetBackend.Parts(config, sessions.handler(), parentLinks, perfLog, routerMeters, ctxRouter,
         genRouter, models, storage, membership, sharedKv);
     frontend = FrontendServer.start(options, new FleetBackend(parts, tokenizer, PromptLimits.of(config, embedded),

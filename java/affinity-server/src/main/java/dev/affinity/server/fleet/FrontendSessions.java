@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import dev.affinity.worker.Worker;
 import org.slf4j.Logger;
@@ -34,10 +35,11 @@ record FrontendSessions(SessionRegistry registry, CompletionHandler handler) {
 
   /**
    * Starts the lifecycle: idle expiry runs on {@code work} every quarter of {@code affinity.session_idle_ttl_seconds}
-   * (1 s to 60 s); each session that ends is ended on the {@code workers} of the moment ({@link #endOnWorkers}).
+   * (1 s to 60 s); each session that ends is ended on the {@code workers} of the moment ({@link #endOnWorkers}) and
+   * told to {@code ended} (the frontend's kept prompt of the conversation goes).
    */
   static FrontendSessions start(DisaggConfig config, DisaggService service, List<Router> routers, ParentLinks parentLinks,
-      Supplier<List<Worker>> workers, ScheduledExecutorService work, MeterRegistry meters) {
+      Supplier<List<Worker>> workers, Consumer<String> ended, ScheduledExecutorService work, MeterRegistry meters) {
     List<PinKeeping> keeping = new ArrayList<>();
     for (Router r : routers) {
       if (r instanceof PinKeeping p) {
@@ -46,7 +48,7 @@ record FrontendSessions(SessionRegistry registry, CompletionHandler handler) {
     }
     long ttlNanos = (long) (config.affinity().sessionIdleTtlSeconds() * 1e9);
     SessionRegistry sessions = new SessionRegistry(ttlNanos, SessionRegistry.DEFAULT_MAX_SESSIONS, System::nanoTime,
-        new PinAndLinkRelease(keeping, parentLinks).andThen(id -> endOnWorkers(workers.get(), id)));
+        new PinAndLinkRelease(keeping, parentLinks).andThen(id -> endOnWorkers(workers.get(), id)).andThen(ended::accept));
     CompletionHandler handler = new SessionLifecycleHandler(service, sessions, config.affinity().sessionFinalHeader());
     long periodMillis = Math.max(1000, Math.min(60_000, ttlNanos / 4_000_000));
     work.scheduleWithFixedDelay(() -> {

@@ -23,21 +23,31 @@ import java.util.List;
 final class FrontendTokenizer {
   private FrontendTokenizer() {}
 
+  /** The tokenizer, and the conversations' kept prompts it uses (null: none kept). */
+  record Built(PromptTokenizer tokenizer, PromptPrefixes prefixes) {
+    /** A session ended or expired: its kept prompt goes. */
+    void sessionEnded(String conversationId) {
+      if (prefixes != null) {
+        prefixes.forget(conversationId);
+      }
+    }
+  }
+
   /**
    * @param modelCodecs the model's codecs (null: none configured)
    * @param workers the fleet's workers, read when a chat's ids may go to them (they must render alike)
    * @param embedded the in-process workers
    */
-  static PromptTokenizer create(Codecs modelCodecs, long prefixBytes, List<Worker> workers,
+  static Built create(Codecs modelCodecs, long prefixBytes, List<Worker> workers,
       Collection<List<NativeWorker>> embedded, MeterRegistry registry) {
     if (modelCodecs != null) {
       PromptRenderer renderer = new PromptRenderer(modelCodecs.renderer().tokenizer(), new PromptPrefixes(prefixBytes));
       PromptPrefixMeters.register(registry, renderer.prefixes());
-      return new TimedPromptTokenizer(new ModelPromptTokenizer(renderer, () -> modelCodecs.renderAlike(workers)),
-          registry);
+      return new Built(new TimedPromptTokenizer(new ModelPromptTokenizer(renderer,
+          () -> modelCodecs.renderAlike(workers)), registry), renderer.prefixes());
     }
-    return embedded.stream().flatMap(List::stream).findFirst()
+    return new Built(embedded.stream().flatMap(List::stream).findFirst()
         .<PromptTokenizer>map(w -> new TimedPromptTokenizer(new CodecPromptTokenizer(w::promptTokens, w.codec()), registry))
-        .orElse(PromptTokenizer.CLIENT_IDS);
+        .orElse(PromptTokenizer.CLIENT_IDS), null);
   }
 }

@@ -141,6 +141,16 @@ class ModelTokenizerServeTest {
       assertTrue(metric(metrics, "affinity_prompt_prefix_bytes") > 0, metrics);
       assertTrue(metric(metrics, "affinity_prompt_prefix_tokens_total{source=\"reused\"}") > 0, metrics);
       assertEquals(1.0, metric(metrics, "affinity_prompt_prefix_turns_total{result=\"reused\"}"), metrics);
+
+      // the client ends the session (X-Dynamo-Session-Final): its kept prompt goes with it
+      HttpResponse<String> last = http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+              + "/v1/chat/completions")).timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+          .header("X-Session-ID", "s1").header("X-Dynamo-Session-Final", "true")
+          .POST(HttpRequest.BodyPublishers.ofString(chat(turn2))).build(), HttpResponse.BodyHandlers.ofString()).get();
+      assertEquals(200, last.statusCode(), last.body());
+      String after = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
+          .build(), HttpResponse.BodyHandlers.ofString()).body();
+      assertEquals(0.0, metric(after, "affinity_prompt_prefix_entries"), after);
     }
   }
 
