@@ -37,6 +37,21 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def thread_cpu(pid):
+    """CPU seconds per thread group of the process (thread names with their numbers stripped)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip().rstrip("0123456789#-_ ")
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / TICK
+    return out
+
+
 def text(rng, tokens):
     # about one token per word with its space on Qwen3's vocabulary; a newline every dozen words
     out = []
@@ -70,12 +85,19 @@ def post(messages):
     return answer["usage"]["prompt_tokens"], len(body)
 
 
+LAST_THREADS = {}
+
+
 def turns(messages, n, tag):
+    global LAST_THREADS
     prompt = size = 0
+    before = thread_cpu(PID)
     t0 = cpu_seconds(PID)
     w0 = time.monotonic()
     for i in range(n):
         prompt, size = post(messages + [{"role": "user", "content": f"{tag} question {i}: what next?"}])
+    after = thread_cpu(PID)
+    LAST_THREADS = {k: (after.get(k, 0) - before.get(k, 0)) / n for k in after}
     return (cpu_seconds(PID) - t0) / n, (time.monotonic() - w0) / n, prompt, size
 
 
@@ -90,6 +112,8 @@ for h in HISTORIES:
     cpu, wall, prompt, size = turns(history(h, h), TURNS, "turn")
     print(f"RESULT turn history_tokens={prompt} body_bytes={size} cpu_ms={cpu * 1000:.2f} wall_ms={wall * 1000:.2f}",
           flush=True)
+    top = sorted(LAST_THREADS.items(), key=lambda kv: -kv[1])[:6]
+    print("  per turn by thread: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in top if v > 0), flush=True)
 biggest = HISTORIES[-1]
 cpus = []
 for k in range(FRESH):

@@ -76,6 +76,10 @@ final class RemoteWorkers {
     router.addWorker(w);
     if (shared != null) {
       shared.register(w, router);
+    } else if (!router.usesKvEvents()) {
+      // The fleet's router looks no prefix up (load_balancing, round_robin, conversation): its workers' KV events
+      // are not polled. Both Affinity's executors and TensorRT-LLM's buffer them in a bounded queue.
+      log.debug("worker {}: the {} router reads no KV events; they are not polled", w.id(), router.type());
     } else if (w.features().kvEventsSubject().isPresent()) {
       log.warn("worker {} publishes its KV events to NATS ({}) and this frontend has no affinity.shared_state: its "
           + "prefix index of the worker stays empty", w.id(), w.features().kvEventsSubject().get());

@@ -146,6 +146,13 @@ class ModelTokenizerRoutingEndToEndTest {
         assertTrue(cached.isMissingNode() || cached.asInt() > 0, r.body());
       }
     }
+    // the context workers' KV events feed the prefix-aware router; the generation fleet's round_robin reads none, so
+    // its worker's are not polled (the frontend would parse every block its KV cache stores, to throw them away)
+    List<dev.affinity.worker.Worker> context = server.service().contextRouter().workers();
+    assertEquals(3, server.workers().size());
+    for (dev.affinity.worker.Worker w : server.workers()) {
+      assertEquals(context.contains(w), ((dev.affinity.server.worker.HttpWorker) w).isKvEventPolling(), w.id());
+    }
   }
 
   @Test
