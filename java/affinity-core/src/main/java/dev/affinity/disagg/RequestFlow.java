@@ -186,8 +186,7 @@ final class RequestFlow {
       }
     } else if (event instanceof FlowEvent.Disconnected) {
       if (!done) {
-        end();
-        cancelCalls();
+        close(() -> { });  // nobody to tell
       }
     } else if (event instanceof FlowEvent.BackoffOver b) {
       if (current(b.attempt())) {
@@ -223,15 +222,14 @@ final class RequestFlow {
   }
 
   private void failed(Fleet fleet, Selection sel, WorkerFailure f) {
-    String name = fleet.name().toLowerCase();
-    if (f.kind() == WorkerFailure.Kind.TIMEOUT) {
-      // a stalled worker is worth an operator's eye: the leg spent its whole share of the request's budget
-      log.warn("request {}: {} leg on {} timed out: {}", requestId, name, sel.worker().id(), f);
-    } else {
-      log.debug("request {}: {} leg on {} failed: {}", requestId, name, sel.worker().id(), f);
-    }
     failure = new FailureView(fleet, sel, f, retries, deps.settings().maxRetries(), answer.streamStarted(),
         resumes != null, null, false);
+    if (f.kind() == WorkerFailure.Kind.TIMEOUT) {
+      // a stalled worker is worth an operator's eye: the leg spent its whole share of the request's budget
+      log.warn("request {}: {} leg on {} timed out: {}", requestId, failure.fleetName(), sel.worker().id(), f);
+    } else {
+      log.debug("request {}: {} leg on {} failed: {}", requestId, failure.fleetName(), sel.worker().id(), f);
+    }
   }
 
   private void carryOut(Step step) {

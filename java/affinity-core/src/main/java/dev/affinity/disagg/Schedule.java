@@ -25,7 +25,7 @@ interface Schedule {
       return new ConditionalDisagg(settings.maxLocalPrefillLength(), new ContextFirst(style(settings)));
     }
     return settings.scheduleStyle() == ScheduleStyle.GENERATION_FIRST
-        ? new GenerationFirst() : new ContextFirst(DisaggScheduleStyle.CONTEXT_FIRST);
+        ? new GenerationFirst() : new ContextFirst(style(settings));
   }
 
   /** The schedule style the legs announce in their {@code disaggregated_params}. */

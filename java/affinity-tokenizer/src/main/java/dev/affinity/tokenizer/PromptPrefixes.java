@@ -101,11 +101,10 @@ public final class PromptPrefixes {
         int from = prev.starts.charAt(k);
         int kept = prev.starts.idAt(k);
         SegmentCache.Boundaries rest = new SegmentCache.Boundaries();
-        int[] tail = segments.encodeFrom(text, from, encoder, rest).ids();
-        rest.shift(0, kept);
+        int[] tail = segments.encodeFrom(text, from, encoder, rest);
         ids = Arrays.copyOf(prev.ids, kept + tail.length);
         System.arraycopy(tail, 0, ids, kept, tail.length);
-        starts = SegmentCache.Boundaries.join(prev.starts, k, rest);
+        starts = SegmentCache.Boundaries.join(prev.starts, k, rest, kept);
         reusedTurns.incrementAndGet();
         reusedTokens.addAndGet(kept);
         encodedTokens.addAndGet(tail.length);
@@ -113,7 +112,7 @@ public final class PromptPrefixes {
     }
     if (ids == null) {
       starts = new SegmentCache.Boundaries();
-      ids = segments.encodeFrom(text, 0, encoder, starts).ids();
+      ids = segments.encodeFrom(text, 0, encoder, starts);
       wholeTurns.incrementAndGet();
       encodedTokens.addAndGet(ids.length);
     }
@@ -149,12 +148,10 @@ public final class PromptPrefixes {
       }
       states.put(key, state);
       bytes += state.bytes;
+      // the new state is the youngest and fits the budget alone: the loop stops before reaching it
       var it = states.entrySet().iterator();
       while (bytes > budget && it.hasNext()) {
         Map.Entry<String, State> eldest = it.next();
-        if (eldest.getKey().equals(key)) {
-          continue;
-        }
         bytes -= eldest.getValue().bytes;
         it.remove();
         evictions.incrementAndGet();

@@ -71,7 +71,7 @@ public final class SegmentCache {
     if (whole) {
       return encoder.apply(text);
     }
-    return encodeFrom(text, 0, encoder, null).ids();
+    return encodeFrom(text, 0, encoder, null);
   }
 
   /** Whether texts are encoded whole (no split token to cut at): then no prefix of ids is ever reused. */
@@ -89,7 +89,7 @@ public final class SegmentCache {
    * the whole text finds it (so the ids of the text are the ids before it followed by these); with {@code starts}
    * given, each split token's start (its char index) and its id's index among the returned ids are added to it.
    */
-  Encoded encodeFrom(String text, int from, Function<String, int[]> encoder, Boundaries starts) {
+  int[] encodeFrom(String text, int from, Function<String, int[]> encoder, Boundaries starts) {
     List<int[]> parts = new ArrayList<>();
     int total = 0;
     int segmentStart = from;
@@ -124,11 +124,8 @@ public final class SegmentCache {
       System.arraycopy(p, 0, out, at, p.length);
       at += p.length;
     }
-    return new Encoded(out);
+    return out;
   }
-
-  /** The ids of an encoded text (or of its rest). */
-  record Encoded(int[] ids) {}
 
   /** Where split tokens start in a text: pairs of (char index, index of the token's id), in order. */
   static final class Boundaries {
@@ -175,23 +172,20 @@ public final class SegmentCache {
       return found;
     }
 
-    /** The first {@code k} boundaries, then {@code rest}'s with their char and id indexes as they are. */
-    static Boundaries join(Boundaries head, int k, Boundaries rest) {
+    /**
+     * The first {@code k} boundaries, then {@code rest}'s, whose id indexes count from the {@code idShift} ids before
+     * them; in arrays of exactly their size.
+     */
+    static Boundaries join(Boundaries head, int k, Boundaries rest, int idShift) {
       Boundaries b = new Boundaries();
-      b.chars = Arrays.copyOf(head.chars, Math.max(16, k + rest.size));
-      b.ids = Arrays.copyOf(head.ids, b.chars.length);
-      System.arraycopy(rest.chars, 0, b.chars, k, rest.size);
-      System.arraycopy(rest.ids, 0, b.ids, k, rest.size);
       b.size = k + rest.size;
-      return b;
-    }
-
-    /** Adds {@code charShift} / {@code idShift} to every boundary. */
-    void shift(int charShift, int idShift) {
-      for (int k = 0; k < size; k++) {
-        chars[k] += charShift;
-        ids[k] += idShift;
+      b.chars = Arrays.copyOf(head.chars, b.size);
+      b.ids = Arrays.copyOf(head.ids, b.size);
+      System.arraycopy(rest.chars, 0, b.chars, k, rest.size);
+      for (int j = 0; j < rest.size; j++) {
+        b.ids[k + j] = rest.ids[j] + idShift;
       }
+      return b;
     }
 
     long bytes() {
@@ -200,8 +194,10 @@ public final class SegmentCache {
 
     /** Trims the arrays to the boundaries held (for a kept state). */
     Boundaries trimmed() {
-      chars = Arrays.copyOf(chars, size);
-      ids = Arrays.copyOf(ids, size);
+      if (chars.length != size) {
+        chars = Arrays.copyOf(chars, size);
+        ids = Arrays.copyOf(ids, size);
+      }
       return this;
     }
   }
