@@ -73,10 +73,15 @@ public record Orchestration(Router contextRouter, Router generationRouter, Disag
     return fleet == Fleet.CONTEXT ? contextRouter : generationRouter;
   }
 
-  /** Adds a worker to its fleet's router and feeds the router the worker's KV events. */
+  /**
+   * Adds a worker to its fleet's router and feeds the router the worker's KV events, unless the router reads none
+   * (then nothing drains them, as {@code RemoteWorkers} polls no remote worker's: the executor's buffer is bounded).
+   */
   public void attach(Worker worker, Fleet fleet) {
     Router r = router(fleet);
     r.addWorker(worker);
-    worker.onKvEvents(events -> r.onKvEvents(worker.id(), events));
+    if (r.usesKvEvents()) {
+      worker.onKvEvents(events -> r.onKvEvents(worker.id(), events));
+    }
   }
 }
