@@ -5,6 +5,7 @@ import dev.affinity.conversation.Resolution;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.CompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.TokenIds;
 import java.util.List;
 
 /**
@@ -121,21 +122,35 @@ public interface PromptTokenizer {
    */
   PromptTokenizer CLIENT_IDS = PromptTokenizer::clientIds;
 
-  /** The ids the client sent, or null. */
-  /** Whether the client sent the prompt as token ids (a completion's {@code prompt}, a chat's extension field). */
+  /**
+   * Whether the client sent the prompt as token ids (a completion's {@code prompt}, a chat's extension fields
+   * {@code prompt_token_ids} and {@code prompt_token_ids_b64}).
+   */
   static boolean bringsIds(OpenAiRequest request) {
     if (request instanceof CompletionRequest c) {
       return c.promptTokenIds().isPresent();
     }
-    return request instanceof ChatCompletionRequest chat && chat.promptTokenIds() != null;
+    return request instanceof ChatCompletionRequest chat
+        && (chat.promptTokenIds() != null || chat.promptTokenIdsB64() != null);
   }
 
+  /**
+   * The ids the client sent, or null; a chat's {@code prompt_token_ids_b64} decoded (base64 int32, as TensorRT-LLM's
+   * {@code gen_tokids_ctxbytes} legs carry them) when it sent no {@code prompt_token_ids}.
+   *
+   * @throws dev.affinity.protocol.ProtocolException (400, naming the field) when the base64 form is not whole ids
+   */
   static int[] clientIds(OpenAiRequest request) {
     if (request instanceof CompletionRequest c) {
       return c.promptTokenIds().map(ids -> ids.toArray()).orElse(null);
     }
-    if (request instanceof ChatCompletionRequest chat && chat.promptTokenIds() != null) {
-      return chat.promptTokenIds().toArray();
+    if (request instanceof ChatCompletionRequest chat) {
+      if (chat.promptTokenIds() != null) {
+        return chat.promptTokenIds().toArray();
+      }
+      if (chat.promptTokenIdsB64() != null) {
+        return TokenIds.fromBase64(chat.promptTokenIdsB64(), "prompt_token_ids_b64").toArray();
+      }
     }
     return null;
   }

@@ -25,7 +25,7 @@ final class ConditionalDisagg implements Schedule {
       return new Step.Select(Fleet.GENERATION);
     }
     if (a.context().selection() == null && servesAlone(gen)) {
-      return a.generation().sent() ? Step.WAIT : new Step.SendGeneration(null, null);
+      return a.generation().sent() ? Step.WAIT : new Step.SendGeneration(null, null, null);
     }
     return contextFirst.next(a);
   }

@@ -16,10 +16,18 @@ import java.util.Optional;
  */
 final class ContextFirst implements Schedule {
   private final DisaggScheduleStyle style;
+  /** Whether the context leg asks for its answer's prompt ids as base64 int32 (upstream's {@code gen_tokids_ctxbytes}). */
+  private final boolean idsAsBase64;
 
   /** {@code style}: what the legs announce in their {@code disaggregated_params}. */
   ContextFirst(DisaggScheduleStyle style) {
+    this(style, false);
+  }
+
+  /** {@code idsAsBase64}: the context leg sets {@code return_prompt_token_ids_b64}. */
+  ContextFirst(DisaggScheduleStyle style, boolean idsAsBase64) {
     this.style = style;
+    this.idsAsBase64 = idsAsBase64;
   }
 
   @Override
@@ -41,7 +49,8 @@ final class ContextFirst implements Schedule {
           : new Step.Fail(503, "no generation worker available: the generation fleet has no live worker");
     }
     return new Step.SendContext(DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
-        .disaggRequestId(a.requestId()).scheduleStyle(style).conversationId(a.conversationId()).build());
+        .disaggRequestId(a.requestId()).scheduleStyle(style).conversationId(a.conversationId())
+        .returnPromptTokenIdsB64(idsAsBase64 ? Boolean.TRUE : null).build());
   }
 
   private Step afterContext(AttemptView a, AttemptView.LegView ctx) {
@@ -63,6 +72,6 @@ final class ContextFirst implements Schedule {
     DisaggregatedParams params = handoff.get().toBuilder().requestType(DisaggRequestType.GENERATION_ONLY)
         .scheduleStyle(style).conversationId(a.conversationId()).ctxUsage(answer.usage())
         .disaggRequestId(a.requestId()).build();
-    return new Step.SendGeneration(params, answer.promptTokenIds());
+    return new Step.SendGeneration(params, answer.promptTokenIds(), answer.promptTokenIdsB64());
   }
 }

@@ -41,7 +41,7 @@ final class GenerationFirst implements Schedule {
       return new Step.Select(Fleet.GENERATION);
     }
     return new Step.SendGeneration(params(DisaggRequestType.GENERATION_ONLY, a).ctxRequestId(a.requestId()).build(),
-        null);
+        null, null);
   }
 
   private static DisaggregatedParams.Builder params(DisaggRequestType type, AttemptView a) {

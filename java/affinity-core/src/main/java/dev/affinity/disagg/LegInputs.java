@@ -17,6 +17,7 @@ import dev.affinity.routing.Selection;
 import dev.affinity.worker.TraceContext;
 import dev.affinity.worker.WorkerRequest;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * What one request's legs are built from: the request the legs carry (the client's, or after a resume the stream's
@@ -32,6 +33,10 @@ final class LegInputs {
   private int[] promptTokens;
   private Long contentKey;
   private ChatCompletionRequest contentKeyOf;
+  /** The forwarded ids ({@link #forwardedIds}) of {@link #forwardedOf}, and their base64 form once asked. */
+  private TokenIds forwarded;
+  private int[] forwardedOf;
+  private String forwardedBase64;
 
   LegInputs(DisaggSettings settings, AdmittedRequest admitted) {
     this.settings = settings;
@@ -139,15 +144,61 @@ final class LegInputs {
   }
 
   /**
-   * The request with these params, its own conversation id, and the prompt ids when known, in one copy: streaming
-   * off when {@code noStreaming}, the prompt as {@code promptIds} when given (the ids a context leg saw), and the
-   * leg's agent {@code priority} (null: none).
+   * A leg's body: the request with these params, its own conversation id, streaming off when {@code noStreaming}, the
+   * leg's agent {@code priority} (null: none), and the prompt ids when known: the ids a context leg saw
+   * ({@code promptIds}, or {@code promptIdsB64} as its answer spelled them), else the ids admission forwards. With
+   * {@link DisaggSettings#idsAsBase64()} a chat leg carries them as {@code prompt_token_ids_b64} (a context answer's
+   * string verbatim); with {@link DisaggSettings#stripGenerationHistory()} a chat {@code generation} leg carrying a
+   * context's ids keeps only the last message (TensorRT-LLM's {@code gen_strip_message_history}, tools kept).
    */
-  OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds, Double priority) {
-    TokenIds ids = promptIds != null ? promptIds
-        : promptTokens != null && !request.hasPromptTokenIds() && admitted.forwardTokens() ? TokenIds.of(promptTokens)
-        : null;
-    return request.forLeg(noStreaming, params,
-        conversationId() == null ? null : new ConversationParams(conversationId()), ids, priority);
+  OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds, String promptIdsB64,
+      boolean generation, Double priority) {
+    boolean fromContext = promptIds != null || promptIdsB64 != null;
+    TokenIds ids = fromContext ? promptIds : forwardedIds();
+    ConversationParams conversation = conversationId() == null ? null : new ConversationParams(conversationId());
+    if (!(request instanceof ChatCompletionRequest chat)) {
+      if (ids == null && promptIdsB64 != null) { // a completion's prompt is an array: the context's ids, decoded
+        ids = TokenIds.fromBase64(promptIdsB64, "prompt_token_ids_b64");
+      }
+      return request.forLeg(noStreaming, params, conversation, ids, priority);
+    }
+    String b64 = promptIdsB64 != null ? promptIdsB64
+        : ids != null && settings.idsAsBase64() ? (ids == forwarded ? forwardedBase64() : ids.toBase64()) : null;
+    boolean strip = generation && fromContext && settings.stripGenerationHistory() && chat.messages().size() > 1;
+    ChatCompletionRequest body = chat.forLeg(noStreaming, params, conversation, b64 == null ? ids : null, priority);
+    if (b64 == null && !strip) {
+      return body;
+    }
+    ChatCompletionRequest.Builder b = body.toBuilder();
+    if (b64 != null) {
+      b.promptTokenIds(null).promptTokenIdsB64(b64);
+    }
+    if (strip) {
+      b.messages(List.of(chat.messages().get(chat.messages().size() - 1)));
+    }
+    return b.build();
+  }
+
+  /**
+   * The ids admission forwards to the legs (one object for every leg of the request, so that a context answer that
+   * repeats them is not parsed: {@link dev.affinity.worker.EncodedResponse#read}), or null.
+   */
+  private TokenIds forwardedIds() {
+    if (promptTokens == null || request.hasPromptTokenIds() || !admitted.forwardTokens()) {
+      return null;
+    }
+    if (forwardedOf != promptTokens) {
+      forwarded = TokenIds.of(promptTokens);
+      forwardedBase64 = null;
+      forwardedOf = promptTokens;
+    }
+    return forwarded;
+  }
+
+  private String forwardedBase64() {
+    if (forwardedBase64 == null) {
+      forwardedBase64 = forwarded.toBase64();
+    }
+    return forwardedBase64;
   }
 }

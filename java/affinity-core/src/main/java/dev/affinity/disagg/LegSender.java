@@ -51,21 +51,31 @@ final class LegSender {
     AgentPriority.Leg prioritized = agentLeg(Fleet.CONTEXT, sel);
     KvRetention retention = agents.retentionFor(inputs.conversationId(), sel,
         () -> contextRouter.cacheCapacityTokens(sel.worker().id(), sel.rank()));
-    send(leg, attempt, sel, true, params, null, prioritized, retention);
+    send(leg, attempt, sel, inputs.legBody(true, params, null, null, false, priority(prioritized)), prioritized,
+        retention);
   }
 
-  /** Sends attempt {@code attempt}'s generation leg, the one that answers the client (streamed when it asked). */
-  void sendGeneration(Leg leg, long attempt, Selection sel, DisaggregatedParams params, TokenIds promptIds) {
-    send(leg, attempt, sel, false, params, promptIds, agentLeg(Fleet.GENERATION, sel), null);
+  /**
+   * Sends attempt {@code attempt}'s generation leg, the one that answers the client (streamed when it asked), with the
+   * prompt ids the context saw ({@code promptIds}, or {@code promptIdsB64} as its answer spelled them; both null: the
+   * request's own).
+   */
+  void sendGeneration(Leg leg, long attempt, Selection sel, DisaggregatedParams params, TokenIds promptIds,
+      String promptIdsB64) {
+    AgentPriority.Leg prioritized = agentLeg(Fleet.GENERATION, sel);
+    send(leg, attempt, sel, inputs.legBody(false, params, promptIds, promptIdsB64, true, priority(prioritized)),
+        prioritized, null);
   }
 
-  private void send(Leg leg, long attempt, Selection sel, boolean noStreaming, DisaggregatedParams params,
-      TokenIds promptIds, AgentPriority.Leg prioritized, KvRetention retention) {
-    OpenAiRequest body = inputs.legBody(noStreaming, params, promptIds,
-        prioritized == null ? null : prioritized.priority());
+  private void send(Leg leg, long attempt, Selection sel, OpenAiRequest body, AgentPriority.Leg prioritized,
+      KvRetention retention) {
     RequestTrace.LegTrace traced = trace.legSent(leg.fleet(), attempt, sel);
     leg.send(sel, inputs.workerRequest(attempt, leg.fleet(), sel, body, traced.context(), retention), traced,
         prioritized);
+  }
+
+  private static Double priority(AgentPriority.Leg prioritized) {
+    return prioritized == null ? null : prioritized.priority();
   }
 
   /**

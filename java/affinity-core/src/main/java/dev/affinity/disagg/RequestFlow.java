@@ -242,7 +242,7 @@ final class RequestFlow {
       heldContext = new HeldContext(ctx.selection().worker(), h.handoff());
     } else if (step instanceof Step.SendGeneration s) {
       gen = gen.sentNow();
-      sender.sendGeneration(generation, requestId, gen.selection(), s.params(), s.promptIds());
+      sender.sendGeneration(generation, requestId, gen.selection(), s.params(), s.promptIds(), s.promptIdsB64());
     } else if (step instanceof Step.DeliverWhole d) {
       close(() -> answer.whole(d.answer(), route));
     } else if (step instanceof Step.DeliverAnswer) {

@@ -22,10 +22,12 @@ interface Schedule {
   /** The schedule a configuration asks for: conditional disaggregation, generation-first or context-first. */
   static Schedule of(DisaggSettings settings) {
     if (settings.conditional()) {
-      return new ConditionalDisagg(settings.maxLocalPrefillLength(), new ContextFirst(style(settings)));
+      return new ConditionalDisagg(settings.maxLocalPrefillLength(),
+          new ContextFirst(style(settings), settings.idsAsBase64()));
     }
     return settings.scheduleStyle() == ScheduleStyle.GENERATION_FIRST
-        ? new GenerationFirst() : new ContextFirst(style(settings));
+        ? new GenerationFirst()
+        : new ContextFirst(style(settings), settings.idsAsBase64());
   }
 
   /** The schedule style the legs announce in their {@code disaggregated_params}. */

@@ -30,9 +30,10 @@ sealed interface Step {
 
   /**
    * Send the leg that answers the client to the chosen generation worker with these params (null: none, the worker
-   * serves the whole request) and the prompt ids the context saw (null: the request's own).
+   * serves the whole request) and the prompt ids the context saw (null: the request's own), as a JSON array or as the
+   * base64 int32 string its answer carried (relayed verbatim to a chat leg).
    */
-  record SendGeneration(DisaggregatedParams params, TokenIds promptIds) implements Step {}
+  record SendGeneration(DisaggregatedParams params, TokenIds promptIds, String promptIdsB64) implements Step {}
 
   /** The context leg's answer is the whole answer (it finished the request): deliver it, cancel the rest. */
   record DeliverWhole(EncodedResponse answer) implements Step {}

@@ -123,8 +123,13 @@ public record ChatCompletionRequest(
   }
 
   @Override
+  public TokenIds tokenPrompt() {
+    return promptTokenIds;
+  }
+
+  @Override
   public boolean hasPromptTokenIds() {
-    return promptTokenIds != null;
+    return promptTokenIds != null || promptTokenIdsB64 != null;
   }
 
   @Override

@@ -90,6 +90,11 @@ public record CompletionRequest(
   }
 
   @Override
+  public TokenIds tokenPrompt() {
+    return prompt instanceof Prompt.Tokens t ? t.ids() : null;
+  }
+
+  @Override
   public boolean hasPromptTokenIds() {
     return prompt instanceof Prompt.Tokens;
   }

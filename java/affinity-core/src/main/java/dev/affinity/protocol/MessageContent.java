@@ -41,15 +41,39 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
     return new Parts(parts);
   }
 
-  /** String content. */
-  record Text(String value) implements MessageContent {
+  /**
+   * String content.
+   *
+   * @param json the string as the client's body spelled it ({@link JsonString}), written back as it was; null when
+   *     the text did not come from a body. Equality and hash are the text's alone.
+   */
+  record Text(String value, JsonString json) implements MessageContent {
     public Text {
       Objects.requireNonNull(value, "value");
+    }
+
+    public Text(String value) {
+      this(value, null);
     }
 
     @Override
     public String text() {
       return value;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Text t && t.value.equals(value);
+    }
+
+    @Override
+    public int hashCode() {
+      return value.hashCode();
+    }
+
+    @Override
+    public String toString() {
+      return "Text[value=" + value + "]";
     }
   }
 
@@ -84,7 +108,11 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
     @Override
     public void serialize(MessageContent value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
       if (value instanceof Text t) {
-        gen.writeString(t.value());
+        if (t.json() != null) {
+          t.json().writeTo(gen, t.value());
+        } else {
+          gen.writeString(t.value());
+        }
       } else if (value instanceof Parts p) {
         gen.writeStartArray(p.parts(), p.parts().size());
         for (ContentPart part : p.parts()) {
@@ -102,7 +130,8 @@ public sealed interface MessageContent permits MessageContent.Text, MessageConte
     public MessageContent deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
       JsonToken t = p.currentToken();
       if (t == JsonToken.VALUE_STRING) {
-        return new Text(p.getText());
+        String text = p.getText();
+        return new Text(text, JsonString.read(p, ctxt));
       }
       if (t != JsonToken.START_ARRAY) {
         throw ProtocolException.invalidField("",

@@ -86,7 +86,13 @@ public sealed interface OpenAiRequest permits CompletionRequest, ChatCompletionR
     return null;
   }
 
-  /** Whether the client sent the prompt as token ids (a completion's token prompt, a chat's {@code prompt_token_ids}). */
+  /** The prompt as token ids (a completion's token prompt, a chat's {@code prompt_token_ids}), or null. */
+  TokenIds tokenPrompt();
+
+  /**
+   * Whether the client sent the prompt as token ids (a completion's token prompt, a chat's {@code prompt_token_ids} or
+   * {@code prompt_token_ids_b64}).
+   */
   boolean hasPromptTokenIds();
 
   /**

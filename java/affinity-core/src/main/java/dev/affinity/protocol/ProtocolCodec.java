@@ -111,8 +111,8 @@ public final class ProtocolCodec {
    * 400 naming the field, as {@link #parseChatCompletionRequest(byte[])}'s.
    */
   public ChatCompletionRequest parseChatCompletionRequest(JsonNode tree) throws ProtocolException {
-    return read(() -> SHARED.treeAsTokens(tree), ChatCompletionRequest.class, ProtocolException.BAD_REQUEST,
-        (parser, value) -> { });
+    return read(() -> SHARED.treeAsTokens(tree), READERS.get(ChatCompletionRequest.class),
+        ProtocolException.BAD_REQUEST, (parser, value) -> { });
   }
 
   /** Any protocol type from a client-side body (errors are 400). */
@@ -152,7 +152,16 @@ public final class ProtocolCodec {
    * {@link #parseChatCompletionResponse} then, which also names the error if it is not a valid answer.
    */
   public ResponseScan scanResponse(byte[] body, boolean chat, boolean relay) {
-    return ResponseScan.scan(this, body, chat, relay);
+    return scanResponse(body, chat, relay, null);
+  }
+
+  /**
+   * {@link #scanResponse(byte[], boolean, boolean)} of the answer to a leg that sent its prompt as {@code sent} (null:
+   * as text): an answer that is not relayed has its {@code prompt_token_ids} skipped, and {@code sent} stands for
+   * them ({@link ResponseScan#promptTokenIds()}).
+   */
+  public ResponseScan scanResponse(byte[] body, boolean chat, boolean relay, TokenIds sent) {
+    return ResponseScan.scan(this, body, chat, relay, sent);
   }
 
   /** A parser with the codec's settings (limits, number handling). */
@@ -201,7 +210,10 @@ public final class ProtocolCodec {
     if (clientText && type != JsonNode.class) {
       read(body, JsonNode.class, status);  // names the field of a lone surrogate, in the body's own terms
     }
-    return read(() -> SHARED.createParser(body), type, status, (parser, value) -> {
+    // a client's strings keep their spelling in the body, to be written to the legs as they were (JsonString)
+    ObjectReader reader = status == ProtocolException.BAD_REQUEST
+        ? READERS.get(type).withAttribute(JsonString.SOURCE, body) : READERS.get(type);
+    return read(() -> SHARED.createParser(body), reader, status, (parser, value) -> {
       if (clientText && value instanceof JsonNode tree) {
         LoneSurrogates.check(tree);
       }
@@ -224,12 +236,13 @@ public final class ProtocolCodec {
     void check(JsonParser parser, T value) throws IOException;
   }
 
-  /** One value of {@code type} from {@code source}; every error a {@link ProtocolException} of {@code status}. */
-  private <T> T read(ParserSource source, Class<T> type, int status, ReadCheck<T> after) {
+  /** One value read by {@code reader} from {@code source}; every error a {@link ProtocolException} of {@code status}. */
+  private <T> T read(ParserSource source, ObjectReader reader, int status, ReadCheck<T> after) {
     JsonParser parser = null;
+    Class<?> type = reader.getValueType().getRawClass();
     try {
       parser = source.open();
-      T value = READERS.get(type).readValue(parser);
+      T value = reader.readValue(parser);
       if (value == null) {
         throw ProtocolException.of(status, "body must be a JSON object but is null", null);
       }

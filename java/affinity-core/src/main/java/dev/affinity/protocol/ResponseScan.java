@@ -39,6 +39,7 @@ public final class ResponseScan {
   private final ProtocolCodec codec;
   private final UsageInfo usage;
   private final TokenIds promptTokenIds;
+  private final String promptTokenIdsB64;
   private final DisaggregatedParams firstParams;
   private final String firstFinishReason;
   private final int choiceCount;
@@ -51,6 +52,7 @@ public final class ResponseScan {
     this.codec = codec;
     this.usage = s.usage;
     this.promptTokenIds = s.promptTokenIds;
+    this.promptTokenIdsB64 = s.promptTokenIdsB64;
     this.firstParams = s.firstParams;
     this.firstFinishReason = s.firstFinishReason;
     this.choiceCount = s.choiceCount;
@@ -60,14 +62,14 @@ public final class ResponseScan {
   }
 
   /** The scan of {@code json}, or null when it gave up (see the class comment). */
-  static ResponseScan scan(ProtocolCodec codec, byte[] json, boolean chat, boolean relay) {
+  static ResponseScan scan(ProtocolCodec codec, byte[] json, boolean chat, boolean relay, TokenIds sent) {
     if (json == null) {
       return null;
     }
     ByteArrayBuilder out = relay ? new ByteArrayBuilder(json.length) : null;
     try (JsonParser p = codec.createParser(json);
         JsonGenerator g = relay ? codec.createGenerator(out) : null) {
-      ResponseScanner s = new ResponseScanner(codec, p, g, out, chat);
+      ResponseScanner s = new ResponseScanner(codec, p, g, out, chat, sent);
       s.answer();
       byte[] body = null;
       if (g != null) {
@@ -88,6 +90,11 @@ public final class ResponseScan {
   /** {@code prompt_token_ids}, or null. */
   public TokenIds promptTokenIds() {
     return promptTokenIds;
+  }
+
+  /** A chat answer's {@code prompt_token_ids_b64} (base64 int32 ids), or null. */
+  public String promptTokenIdsB64() {
+    return promptTokenIdsB64;
   }
 
   /** {@code choices[0].disaggregated_params}. */

@@ -14,8 +14,11 @@ import java.io.IOException;
 final class ResponseScanner extends JsonCopy {
   private final ByteArrayBuilder out;
   private final boolean chat;
+  /** The prompt ids the leg sent, which a worker's {@code prompt_token_ids} repeat; null when it sent text. */
+  private final TokenIds sent;
   UsageInfo usage;
   TokenIds promptTokenIds;
+  String promptTokenIdsB64;
   DisaggregatedParams firstParams;
   String firstFinishReason;
   /** How many choices the answer has. */
@@ -24,10 +27,12 @@ final class ResponseScanner extends JsonCopy {
   boolean firstOutput;
   int usageAt = -1;
 
-  ResponseScanner(ProtocolCodec codec, JsonParser p, JsonGenerator g, ByteArrayBuilder out, boolean chat) {
+  ResponseScanner(ProtocolCodec codec, JsonParser p, JsonGenerator g, ByteArrayBuilder out, boolean chat,
+      TokenIds sent) {
     super(codec, p, g);
     this.out = out;
     this.chat = chat;
+    this.sent = sent;
   }
 
   /** The top-level object ({@link CompletionResponse}, {@link ChatCompletionResponse}), then the end of input. */
@@ -49,9 +54,12 @@ final class ResponseScanner extends JsonCopy {
           choices(t);
         }
         case "usage" -> usage(t);
-        case "prompt_token_ids" -> promptTokenIds = tokenIds(name, t);
+        case "prompt_token_ids" -> promptTokenIds = promptTokenIds(name, t);
         case "prompt_token_ids_b64" -> {
           if (chat) {
+            if (t == JsonToken.VALUE_STRING) {
+              promptTokenIdsB64 = p.getText();
+            }
             string(name, t);
           } else {
             copyField(name);
@@ -69,6 +77,20 @@ final class ResponseScanner extends JsonCopy {
     if (p.nextToken() != null) {
       throw new GiveUp();
     }
+  }
+
+  /**
+   * {@code prompt_token_ids}: read, unless the leg sent its prompt as ids and this answer is not copied for a client.
+   * A worker answers with the ids it prefilled, which are the ids it was sent (TensorRT-LLM's
+   * {@code tensorrt_llm/serve/openai_server.py} returns the request's own {@code prompt_token_ids}), so the array is
+   * skipped and the sent ids stand for it: a context answer no longer costs a parse of the whole history's ids.
+   */
+  private TokenIds promptTokenIds(String name, JsonToken t) throws IOException {
+    if (sent != null && g == null && t == JsonToken.START_ARRAY) {
+      p.skipChildren();
+      return sent;
+    }
+    return tokenIds(name, t);
   }
 
   private void choices(JsonToken t) throws IOException {

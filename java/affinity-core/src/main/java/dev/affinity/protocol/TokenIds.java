@@ -11,6 +11,9 @@ import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Base64;
 import java.util.AbstractList;
 import java.util.Arrays;
 import java.util.List;
@@ -69,6 +72,37 @@ public final class TokenIds {
 
   public IntStream stream() {
     return Arrays.stream(ids);
+  }
+
+  /**
+   * The ids as TensorRT-LLM's {@code prompt_token_ids_b64} spells them: base64 (standard alphabet, padded) of the
+   * 32-bit little-endian integers one after another.
+   */
+  public String toBase64() {
+    ByteBuffer bytes = ByteBuffer.allocate(ids.length * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    bytes.asIntBuffer().put(ids);
+    return Base64.getEncoder().encodeToString(bytes.array());
+  }
+
+  /**
+   * The ids a {@code prompt_token_ids_b64} string spells ({@link #toBase64()}).
+   *
+   * @throws ProtocolException (400, naming {@code field}) when it is not base64 of whole 32-bit integers
+   */
+  public static TokenIds fromBase64(String base64, String field) {
+    byte[] bytes;
+    try {
+      bytes = Base64.getDecoder().decode(base64);
+    } catch (IllegalArgumentException e) {
+      throw ProtocolException.invalidField(field, "is not base64: " + e.getMessage());
+    }
+    if (bytes.length % Integer.BYTES != 0) {
+      throw ProtocolException.invalidField(field, "decodes to " + bytes.length
+          + " bytes, which are not whole 32-bit little-endian token ids");
+    }
+    int[] out = new int[bytes.length / Integer.BYTES];
+    ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(out);
+    return out.length == 0 ? EMPTY : new TokenIds(out);
   }
 
   /** An unmodifiable view. */

@@ -57,8 +57,17 @@ public final class EncodedResponse {
    * @throws ProtocolException (502) when it is not a valid answer
    */
   public static EncodedResponse read(byte[] json, boolean chat, boolean relay, ProtocolCodec codec) {
+    return read(json, chat, relay, codec, null);
+  }
+
+  /**
+   * {@link #read(byte[], boolean, boolean, ProtocolCodec)} of the answer to a leg that sent its prompt as the ids
+   * {@code sent} (null: as text): when not relayed, the answer's {@code prompt_token_ids} are skipped, not parsed, and
+   * {@link #promptTokenIds()} is {@code sent} ({@link ProtocolCodec#scanResponse(byte[], boolean, boolean, TokenIds)}).
+   */
+  public static EncodedResponse read(byte[] json, boolean chat, boolean relay, ProtocolCodec codec, TokenIds sent) {
     Objects.requireNonNull(codec, "codec");
-    ResponseScan scan = codec.scanResponse(json, chat, relay);
+    ResponseScan scan = codec.scanResponse(json, chat, relay, sent);
     if (scan == null) {
       return of(chat ? codec.parseChatCompletionResponse(json) : codec.parseCompletionResponse(json));
     }
@@ -74,6 +83,17 @@ public final class EncodedResponse {
   /** {@code prompt_token_ids}, or null. */
   public TokenIds promptTokenIds() {
     return scan != null ? scan.promptTokenIds() : parsed().promptTokenIds();
+  }
+
+  /**
+   * {@code prompt_token_ids_b64}, the prompt ids as base64 int32 (a worker asked for them so, upstream's
+   * {@code gen_tokids_ctxbytes}), or null.
+   */
+  public String promptTokenIdsB64() {
+    if (scan != null) {
+      return scan.promptTokenIdsB64();
+    }
+    return parsed() instanceof ChatCompletionResponse c ? c.promptTokenIdsB64() : null;
   }
 
   /** {@code choices[0].disaggregated_params} (none in the client's form). */

@@ -121,7 +121,7 @@ class ScheduleDecisionsTest {
     assertEquals(new Step.Select(Fleet.GENERATION), schedule.decide(attempt(none, none, false)));
 
     LegView holding = none.selected(selection("gen0", 100, 90));  // 10 uncached tokens <= 16
-    assertEquals(new Step.SendGeneration(null, null), schedule.decide(attempt(none, holding, false)));
+    assertEquals(new Step.SendGeneration(null, null, null), schedule.decide(attempt(none, holding, false)));
     assertSame(Step.WAIT, schedule.decide(attempt(none, holding.sentNow(), false)));
 
     for (Selection far : List.of(selection("gen0", 100, 80), selection("gen0", 100, 0))) {

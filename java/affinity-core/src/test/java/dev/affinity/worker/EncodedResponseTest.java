@@ -59,6 +59,26 @@ class EncodedResponseTest {
       + "\"usage\":{\"prompt_tokens\":3,\"total_tokens\":5,\"completion_tokens\":2,\"prompt_tokens_details\":null},"
       + "\"prompt_token_ids\":null,\"x\":1.50e-7}";
 
+  /**
+   * A context answer to a leg that sent its prompt as ids: the answer's {@code prompt_token_ids} (the same ids) are
+   * skipped, and the sent ids stand for them; a relayed answer, or a leg that sent text, still reads them.
+   */
+  @Test
+  void theSentIdsStandForAContextAnswersPromptIds() {
+    byte[] json = AFFINITY_GEN.getBytes(StandardCharsets.UTF_8);
+    TokenIds sent = TokenIds.of(41551, 757, 264);
+    EncodedResponse skipped = EncodedResponse.read(json, false, false, CODEC, sent);
+    assertTrue(sent == skipped.promptTokenIds(), "the sent ids themselves");
+    assertEquals(EncodedResponse.read(json, false, false, CODEC).usage(), skipped.usage());
+    assertEquals(EncodedResponse.read(json, false, false, CODEC).firstDisaggregatedParams(),
+        skipped.firstDisaggregatedParams());
+
+    TokenIds other = TokenIds.of(1, 2, 3);
+    EncodedResponse relayed = EncodedResponse.read(json, false, true, CODEC, other);
+    assertEquals(sent, relayed.promptTokenIds(), "a relayed answer is read and copied as it is");
+    assertEquals(sent, EncodedResponse.read(json, false, false, CODEC, null).promptTokenIds());
+  }
+
   @Test
   void relaysAnAffinityWorkersAnswerAsTheRecordsWriteIt() {
     byte[] json = AFFINITY_GEN.getBytes(StandardCharsets.UTF_8);

@@ -110,9 +110,12 @@ final class OpenAiTranslator {
     long created = System.currentTimeMillis() / 1000;
     TokenIds promptIds = ctxParams != null ? TokenIds.of(prompt) : null;
     if (body instanceof ChatCompletionRequest chat) {
+      // asked for base64 int32 ids (TensorRT-LLM's return_prompt_token_ids_b64): the string instead of the array
+      boolean b64 = promptIds != null && body.disaggregatedParams() != null
+          && Boolean.TRUE.equals(body.disaggregatedParams().returnPromptTokenIdsB64());
       return new ChatCompletionResponse("chatcmpl-" + requestId, "chat.completion", created, chat.model(),
           List.of(new ChatChoice(0, ChatMessage.of("assistant", text), null, finish, null, ctxParams, Map.of())),
-          usage(r), promptIds, null, Map.of());
+          usage(r), b64 ? null : promptIds, b64 ? promptIds.toBase64() : null, Map.of());
     }
     return new CompletionResponse("cmpl-" + requestId, "text_completion", created, body.model(),
         List.of(new CompletionChoice(0, text, null, null, finish, null, ctxParams, Map.of())), usage(r), promptIds,

@@ -241,7 +241,7 @@ public final class HttpWorker implements Worker {
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
       new LegExchange(call, http, pool, loop, codec, request.streaming(), request.body().isChat(),
-          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed).start();
+          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed, request.body().tokenPrompt()).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }

@@ -5,6 +5,7 @@ import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
@@ -46,6 +47,8 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
    * {@code cached_tokens} may count another tenant's blocks, so they read 0.
    */
   private final boolean hideCachedTokens;
+  /** The prompt ids the leg sent (null: text), which a whole answer's {@code prompt_token_ids} repeat. */
+  private final TokenIds sentIds;
   private Channel channel;
   private int status;
   private BodyBuffer body;
@@ -54,7 +57,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private Integer rank;
 
   LegExchange(HttpCall call, RequestTemplate request, ConnectionPool pool, EventLoop loop, ProtocolCodec codec,
-      boolean streaming, boolean chat, boolean relay, boolean hideCachedTokens) {
+      boolean streaming, boolean chat, boolean relay, boolean hideCachedTokens, TokenIds sentIds) {
     this.call = call;
     this.request = request;
     this.pool = pool;
@@ -64,6 +67,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
     this.chat = chat;
     this.relay = relay;
     this.hideCachedTokens = hideCachedTokens;
+    this.sentIds = sentIds;
   }
 
   /** Takes a connection and sends the leg. */
@@ -190,7 +194,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private void complete(byte[] bytes) {
     EncodedResponse answer;
     try {
-      answer = EncodedResponse.read(bytes, chat, relay, codec);
+      answer = EncodedResponse.read(bytes, chat, relay, codec, sentIds);
       if (hideCachedTokens && CachedTokens.told(answer.usage())) {
         answer = EncodedResponse.of(CachedTokens.hidden(answer.parsed()));
       }

@@ -40,6 +40,8 @@ final class FakeTrtllmServe implements AutoCloseable {
   static final int PROMPT_TOKENS = 4;
   static final int CACHED_TOKENS = 2;
   static final String OPAQUE_STATE = "AAEC";
+  /** The context answer's ids 1..{@value #PROMPT_TOKENS} as base64 int32 little-endian, when asked for them so. */
+  static final String PROMPT_IDS_B64 = "AQAAAAIAAAADAAAABAAAAA==";
   /** What {@code GET /v1/models} names, as a stock worker names the model it loaded. */
   static final String MODEL = "TinyLlama/TinyLlama-1.1B-Chat-v1.0";
 
@@ -432,10 +434,16 @@ final class FakeTrtllmServe implements AutoCloseable {
     dp.set("disagg_request_id", req.path("disaggregated_params").path("disagg_request_id"));
     dp.put("ctx_dp_rank", CTX_DP_RANK);
     r.set("usage", usage());
+    if (chat && req.path("disaggregated_params").path("return_prompt_token_ids_b64").asBoolean(false)) {
+      r.putNull("prompt_token_ids"); // asked for base64 int32 (upstream's gen_tokids_ctxbytes)
+      r.put("prompt_token_ids_b64", PROMPT_IDS_B64);
+      return r;
+    }
     ArrayNode ids = r.putArray("prompt_token_ids");
     for (int i = 1; i <= PROMPT_TOKENS; i++) {
       ids.add(i);
     }
+    r.putNull("prompt_token_ids_b64");
     return r;
   }
 

@@ -72,4 +72,56 @@ class TrtllmFleetEndToEndTest {
       }
     }
   }
+
+  /**
+   * Upstream's {@code gen_tokids_ctxbytes} and {@code gen_strip_message_history} (TensorRT-LLM's
+   * {@code tensorrt_llm/serve/openai_disagg_service.py}, {@code _get_ctx_request} and {@code _get_gen_request}): the
+   * context leg asks for base64 ids, the generation leg carries the context answer's string verbatim and only the last
+   * message (tools kept); without them, the ids as an array and every message.
+   */
+  @Test
+  void baseSixtyFourIdsAndAStrippedHistoryFollowUpstreamsOptions() throws Exception {
+    for (boolean on : new boolean[] {true, false}) {
+      try (FakeTrtllmServe ctx = FakeTrtllmServe.start(); FakeTrtllmServe gen = FakeTrtllmServe.start()) {
+        String yaml = """
+            hostname: 127.0.0.1
+            port: 8000
+            gen_tokids_ctxbytes: %s
+            gen_strip_message_history: %s
+            context_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+            generation_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+            affinity: {model: m}
+            """.formatted(on, on, ctx.port(), gen.port());
+        DisaggConfig cfg = ConfigLoader.parse(yaml, "fleet.yaml").config();
+        try (AffinityServer server = AffinityServer.start(cfg,
+            FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()))) {
+          String chat = "{\"model\": \"m\", \"max_tokens\": 3, \"tools\": [{\"type\": \"function\", \"function\": "
+              + "{\"name\": \"read\", \"parameters\": {}}}], \"messages\": [{\"role\": \"system\", \"content\": \"s\"}, "
+              + "{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"last\"}]}";
+          HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + server.port() + "/v1/chat/completions"))
+              .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(chat)).build(),
+              HttpResponse.BodyHandlers.ofString());
+          assertEquals(200, r.statusCode(), r.body());
+          assertTrue(r.body().contains("chatcmpl-gen"), r.body());
+
+          JsonNode cb = ctx.last("/v1/chat/completions").json();
+          assertEquals(on, cb.at("/disaggregated_params/return_prompt_token_ids_b64").asBoolean(false), cb.toString());
+          assertEquals(3, cb.path("messages").size(), "the context leg renders the whole history");
+          JsonNode gb = gen.last("/v1/chat/completions").json();
+          if (on) {
+            assertEquals(FakeTrtllmServe.PROMPT_IDS_B64, gb.path("prompt_token_ids_b64").asText(), gb.toString());
+            assertTrue(gb.path("prompt_token_ids").isMissingNode(), gb.toString());
+            assertEquals(1, gb.path("messages").size(), gb.toString());
+            assertEquals("last", gb.at("/messages/0/content").asText());
+          } else {
+            assertEquals("[1,2,3,4]", gb.path("prompt_token_ids").toString(), gb.toString());
+            assertTrue(gb.path("prompt_token_ids_b64").isMissingNode(), gb.toString());
+            assertEquals(3, gb.path("messages").size(), gb.toString());
+          }
+          assertEquals("read", gb.at("/tools/0/function/name").asText(), "tools are kept");
+        }
+      }
+    }
+  }
 }

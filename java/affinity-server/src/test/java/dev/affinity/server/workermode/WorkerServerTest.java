@@ -298,6 +298,46 @@ class WorkerServerTest {
     assertTrue(text(chunks).startsWith(text(ctxResponse)), "the context leg's one token comes first");
   }
 
+  /**
+   * Upstream's base64 ids ({@code gen_tokids_ctxbytes}): a chat context leg that sends {@code prompt_token_ids_b64} and
+   * asks {@code return_prompt_token_ids_b64} prefills those ids and answers them in the same form; the generation leg
+   * that carries only that string serves the request; a string that is not whole int32 ids is a 400 naming the field.
+   */
+  @Test
+  void baseSixtyFourPromptIdsGoInAndComeBackOut() throws Exception {
+    WorkerServer ctxServer = worker("ctx-b64", CONFIG, KEY);
+    WorkerServer genServer = worker("gen-b64", CONFIG, KEY);
+    HttpWorker ctx = client(ctxServer, KEY);
+    HttpWorker gen = client(genServer, KEY);
+    int[] ids = java.util.stream.IntStream.rangeClosed(1, 40).toArray();
+    String b64 = dev.affinity.protocol.TokenIds.of(ids).toBase64();
+    OpenAiRequest client = chat("""
+        {"model": "m", "messages": [{"role": "user", "content": "ignored: the ids are the prompt"}],
+         "prompt_token_ids_b64": "%s", "max_tokens": 4}""".formatted(b64));
+    long id = nextId++;
+    RecordingListener c = send(ctx, client.withDisaggregatedParams(DisaggregatedParams.builder(
+        DisaggRequestType.CONTEXT_ONLY).disaggRequestId(id).returnPromptTokenIdsB64(true).build()), null, -1);
+    c.awaitReport();
+    dev.affinity.protocol.ChatCompletionResponse answer = (dev.affinity.protocol.ChatCompletionResponse) c.response();
+    assertEquals(b64, answer.promptTokenIdsB64(), "the ids it prefilled, as it was asked for them");
+    assertNull(answer.promptTokenIds());
+    assertEquals(40, answer.usage().promptTokens());
+
+    DisaggregatedParams p = answer.firstDisaggregatedParams().orElseThrow().toBuilder()
+        .requestType(DisaggRequestType.GENERATION_ONLY).ctxUsage(answer.usage()).build();
+    RecordingListener g = send(gen, ((dev.affinity.protocol.ChatCompletionRequest) client).withDisaggregatedParams(p)
+        .withPromptTokenIdsB64(answer.promptTokenIdsB64()), null, -1);
+    g.awaitReport();
+    assertEquals(40, g.response().usage().promptTokens(), "the generation leg decoded the string");
+
+    RecordingListener bad = send(ctx, chat("""
+        {"model": "m", "messages": [{"role": "user", "content": "x"}], "prompt_token_ids_b64": "AQID",
+         "max_tokens": 1}"""), null, -1);
+    WorkerFailure f = bad.awaitFailure();
+    assertEquals(400, f.status(), f.toString());
+    assertTrue(f.message().contains("prompt_token_ids_b64"), f.toString());
+  }
+
   static String text(List<OpenAiStreamChunk> chunks) {
     StringBuilder sb = new StringBuilder();
     for (OpenAiStreamChunk chunk : chunks) {
