@@ -67,7 +67,8 @@ public final class ResponseScan {
       return null;
     }
     ByteArrayBuilder out = relay ? new ByteArrayBuilder(json.length) : null;
-    try (JsonParser p = codec.createParser(json);
+    byte[] scanned = sent != null && !relay ? withoutPromptIds(json) : json;
+    try (JsonParser p = codec.createParser(scanned);
         JsonGenerator g = relay ? codec.createGenerator(out) : null) {
       ResponseScanner s = new ResponseScanner(codec, p, g, out, chat, sent);
       s.answer();
@@ -80,6 +81,73 @@ public final class ResponseScan {
     } catch (IOException | RuntimeException e) {
       return null; // the record path decides: it parses what this pass does not handle, or names the error
     }
+  }
+
+  /**
+   * {@code json} with its top-level {@code prompt_token_ids} array, if it has one of plain integers, replaced by
+   * {@code []}: the answer to a leg that sent its ids ({@link ResponseScanner} lets the sent ids stand for them), so
+   * the history's ids are neither parsed nor even tokenized by the parser; one pass over the bytes that follows strings
+   * and nesting, and a copy of everything but the ids. The answer itself otherwise; what is not valid JSON is left to
+   * the parser to refuse.
+   */
+  static byte[] withoutPromptIds(byte[] json) {
+    int depth = 0;
+    for (int i = 0; i < json.length; i++) {
+      byte c = json[i];
+      if (c == '"') {
+        int end = i + 1;
+        while (end < json.length && json[end] != '"') {
+          end += json[end] == '\\' ? 2 : 1;
+        }
+        if (depth == 1 && isKey(json, i + 1, end)) {
+          int at = skipSpace(json, end + 1);
+          if (at < json.length && json[at] == ':') {
+            return excise(json, skipSpace(json, at + 1));
+          }
+        }
+        i = end;
+      } else if (c == '{' || c == '[') {
+        depth++;
+      } else if (c == '}' || c == ']') {
+        depth--;
+      }
+    }
+    return json;
+  }
+
+  private static final byte[] KEY = "prompt_token_ids".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  private static boolean isKey(byte[] json, int from, int to) {
+    return to - from == KEY.length && Arrays.equals(json, from, to, KEY, 0, KEY.length);
+  }
+
+  private static int skipSpace(byte[] json, int i) {
+    while (i < json.length && (json[i] == ' ' || json[i] == '\n' || json[i] == '\r' || json[i] == '\t')) {
+      i++;
+    }
+    return i;
+  }
+
+  /** {@code json} with the array of integers at {@code start} replaced by {@code []}; as it is when none is there. */
+  private static byte[] excise(byte[] json, int start) {
+    if (start >= json.length || json[start] != '[') {
+      return json;
+    }
+    int end = start + 1;
+    while (end < json.length && json[end] != ']') {
+      byte b = json[end];
+      if ((b < '0' || b > '9') && b != ',' && b != '-' && b != ' ' && b != '\n' && b != '\r' && b != '\t') {
+        return json;
+      }
+      end++;
+    }
+    if (end >= json.length) {
+      return json;
+    }
+    byte[] out = new byte[json.length - (end - start - 1)];
+    System.arraycopy(json, 0, out, 0, start + 1);
+    System.arraycopy(json, end, out, start + 1, json.length - end);
+    return out;
   }
 
   /** {@code usage}, or null. */
