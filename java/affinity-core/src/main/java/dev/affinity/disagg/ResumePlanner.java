@@ -3,6 +3,7 @@ package dev.affinity.disagg;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.frontend.AdmittedRequest;
 import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Router;
 import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.Worker;
@@ -72,7 +73,10 @@ final class ResumePlanner {
     resume.start(plan);
   }
 
-  /** The client's prompt ids: admission's, the client's own, or those the context worker reported. */
+  /**
+   * The client's prompt ids: admission's, the client's own, or those the context worker reported (as an array, or as
+   * base64 int32 when the leg asked for them so).
+   */
   private int[] originalPrompt(EncodedResponse reported) {
     if (admitted.promptTokens() != null && (admitted.forwardTokens() || reported == null
         || reported.promptTokenIds() == null)) {
@@ -82,6 +86,13 @@ final class ResumePlanner {
     if (sent != null) {
       return sent;
     }
-    return reported != null && reported.promptTokenIds() != null ? reported.promptTokenIds().toArray() : null;
+    if (reported == null) {
+      return null;
+    }
+    if (reported.promptTokenIds() != null) {
+      return reported.promptTokenIds().toArray();
+    }
+    return reported.promptTokenIdsB64() == null ? null
+        : TokenIds.fromBase64(reported.promptTokenIdsB64(), "prompt_token_ids_b64").toArray();
   }
 }

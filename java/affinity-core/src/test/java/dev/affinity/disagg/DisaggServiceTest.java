@@ -31,6 +31,7 @@ import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.protocol.TokenIds;
 import dev.affinity.routing.Fleet;
 import dev.affinity.routing.Router;
 import dev.affinity.routing.RouterContext;
@@ -892,6 +893,47 @@ class DisaggServiceTest {
     assertEquals(dev.affinity.routing.ContentKey.of(chat, ids), contentKeys.get(true),
         "upstream keys on the written-back ids too");
     assertNotEquals(contentKeys.get(false), contentKeys.get(true));
+  }
+
+  /**
+   * Upstream's {@code gen_tokids_ctxbytes}: the ids the frontend tokenized go to the context leg as
+   * {@code prompt_token_ids_b64}, which asks for its answer's ids so; with {@code gen_strip_message_history} the
+   * generation leg carries the context's ids and only the last message.
+   */
+  @Test
+  void withBase64IdsTheFrontendsIdsGoEncodedAndTheGenerationLegKeepsTheLastMessage() {
+    OpenAiRequest chat = new ProtocolCodec().parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": "
+        + "\"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2}")
+        .getBytes(StandardCharsets.UTF_8));
+    int[] ids = {5, 6, 7, 70_000};
+    ScriptedWorker c = new ScriptedWorker("ctx0", context("length"));
+    ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
+    service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
+    service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1,
+        Duration.ofSeconds(30), -1, true, true), ctxRouter, genRouter, new RequestIds(1, 0, clock::get), scheduler);
+    admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, admission.resolver(),
+        new PromptTokenizer() {
+          @Override
+          public int[] tokenize(OpenAiRequest request) {
+            return ids;
+          }
+
+          @Override
+          public boolean forwardsIds(OpenAiRequest request) {
+            return true;
+          }
+        });
+    RecordingSink sink = new RecordingSink();
+    handle(chat, headers(), sink);
+    dev.affinity.protocol.ChatCompletionRequest ctxLeg = (dev.affinity.protocol.ChatCompletionRequest) c.received.get(0).body();
+    assertEquals(TokenIds.of(ids).toBase64(), ctxLeg.promptTokenIdsB64());
+    assertNull(ctxLeg.promptTokenIds());
+    assertEquals(Boolean.TRUE, ctxLeg.disaggregatedParams().returnPromptTokenIdsB64());
+    assertEquals(2, ctxLeg.messages().size(), "the context leg keeps the history");
+    assertArrayEquals(ids, TokenIds.fromBase64(ctxLeg.promptTokenIdsB64(), "f").toArray());
+    dev.affinity.protocol.ChatCompletionRequest genLeg = (dev.affinity.protocol.ChatCompletionRequest) g.received.get(0).body();
+    assertEquals(List.of("hi"), genLeg.messageTexts(), "the generation leg carries the last message only");
+    assertTrue(genLeg.promptTokenIds() != null || genLeg.promptTokenIdsB64() != null, "and the context's ids");
   }
 
   @Test
