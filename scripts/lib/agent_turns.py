@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Agent turns through one frontend: the frontend's CPU per turn against the history an agent re-sends.
 
-Usage: agent_turns.py URL FRONTEND_PID [HISTORIES] [TURNS] [WARMUP] [FRESH]
+Usage: agent_turns.py URL FRONTEND_PID [HISTORIES] [TURNS] [WARMUP] [FRESH] [HOT]
 
 An agent turn is a chat that re-sends its whole history (a system prompt with tools, then user / assistant /
 tool-result turns, as a Claude Code session does) with one new user message. For each history length (tokens, as the
-frontend's usage reports them) the client sends WARMUP turns of JIT warm-up first (once, on a 16k history), then TURNS
+frontend's usage reports them) the client sends WARMUP turns of JIT warm-up first (once, on a 16k history), then the
+history's first sight and HOT (10) turns at its length, unmeasured (the JIT compiles again for larger sizes), then TURNS
 turns that share the history and differ in the last message, and reads the frontend's CPU (utime + stime from
 /proc/PID/stat) before and after: the CPU per turn. "First sight" sends FRESH histories of the largest length, each
 never seen before (its own words), one at a time. One request at a time (the client's own cost is not counted).
@@ -24,6 +25,7 @@ HISTORIES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "10000,50000
 TURNS = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 WARMUP = int(sys.argv[5]) if len(sys.argv) > 5 else 150
 FRESH = int(sys.argv[6]) if len(sys.argv) > 6 else 5
+HOT = int(sys.argv[7]) if len(sys.argv) > 7 else 10
 TICK = os.sysconf("SC_CLK_TCK")
 
 WORDS = ("the of and to in is for on that with as it be by this are from or at an file line function return value "
@@ -109,6 +111,7 @@ turns(warm, WARMUP, "warm-up")
 for h in HISTORIES:
     SESSION = f"agent-{h}"
     cpu, wall, prompt, size = turns(history(h, h), 1, "first")  # the history's first sight, not counted below
+    turns(history(h, h), HOT, "hot")  # turns at this length before the measured ones: the JIT's code for its sizes
     cpu, wall, prompt, size = turns(history(h, h), TURNS, "turn")
     print(f"RESULT turn history_tokens={prompt} body_bytes={size} cpu_ms={cpu * 1000:.2f} wall_ms={wall * 1000:.2f}",
           flush=True)

@@ -3,6 +3,9 @@ package dev.affinity.protocol;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.NumberOutput;
+import com.fasterxml.jackson.core.json.UTF8JsonGenerator;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
@@ -11,11 +14,13 @@ import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.Base64;
+import java.nio.charset.StandardCharsets;
 import java.util.AbstractList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.Objects;
 import java.util.RandomAccess;
@@ -31,8 +36,12 @@ import java.util.stream.IntStream;
 public final class TokenIds {
 
   private static final TokenIds EMPTY = new TokenIds(new int[0]);
+  /** Sequences at least this long keep their JSON once written ({@link #writeTo}). */
+  private static final int KEEP_JSON = 1024;
 
   private final int[] ids;
+  /** The JSON array, written once for a long sequence (a prompt's ids go to both legs of a request); else null. */
+  private volatile AsciiJson json;
 
   private TokenIds(int[] ids) {
     this.ids = ids;
@@ -164,9 +173,130 @@ public final class TokenIds {
     return n == 0 ? EMPTY : new TokenIds(n == buf.length ? buf : Arrays.copyOf(buf, n));
   }
 
-  /** Writes the ids as a JSON array, as the serializer does. */
+  /**
+   * Writes the ids as a JSON array, as the serializer does. A long sequence written as UTF-8 keeps its JSON the first
+   * time and copies it every next time: a prompt's ids go into the context leg's body and the generation leg's (one
+   * object: {@link ResponseScan}'s sent ids), and Jackson's number at a time was the frontend's largest cost per agent
+   * turn once the messages were copied as spelled (docs/benchmarks.md, "Agent turns against the history").
+   */
   void writeTo(JsonGenerator gen) throws IOException {
-    gen.writeArray(ids, 0, ids.length);
+    if (ids.length < KEEP_JSON || !(gen instanceof UTF8JsonGenerator)) {
+      gen.writeArray(ids, 0, ids.length);
+      return;
+    }
+    AsciiJson j = json;
+    if (j == null) {
+      j = new AsciiJson(jsonArray(ids));
+      json = j;
+    }
+    gen.writeRawValue(j);
+  }
+
+  /** {@code [1,2,3]}: the ids' JSON, as Jackson writes an int array. */
+  private static byte[] jsonArray(int[] ids) {
+    byte[] out = new byte[2 + ids.length * 12];
+    int at = 0;
+    out[at++] = '[';
+    for (int i = 0; i < ids.length; i++) {
+      if (i > 0) {
+        out[at++] = ',';
+      }
+      at = NumberOutput.outputInt(ids[i], out, at);
+    }
+    out[at++] = ']';
+    return Arrays.copyOf(out, at);
+  }
+
+  /**
+   * JSON text of ASCII characters that need no escaping (an array of numbers), as Jackson writes a raw value: its
+   * bytes copied as they are.
+   */
+  private static final class AsciiJson implements SerializableString {
+    private final byte[] bytes;
+
+    AsciiJson(byte[] bytes) {
+      this.bytes = bytes;
+    }
+
+    @Override
+    public String getValue() {
+      return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    @Override
+    public int charLength() {
+      return bytes.length;
+    }
+
+    @Override
+    public char[] asQuotedChars() {
+      return getValue().toCharArray();
+    }
+
+    @Override
+    public byte[] asUnquotedUTF8() {
+      return bytes;
+    }
+
+    @Override
+    public byte[] asQuotedUTF8() {
+      return bytes;
+    }
+
+    @Override
+    public int appendQuotedUTF8(byte[] buffer, int offset) {
+      return appendUnquotedUTF8(buffer, offset);
+    }
+
+    @Override
+    public int appendQuoted(char[] buffer, int offset) {
+      return appendUnquoted(buffer, offset);
+    }
+
+    @Override
+    public int appendUnquotedUTF8(byte[] buffer, int offset) {
+      if (offset + bytes.length > buffer.length) {
+        return -1;
+      }
+      System.arraycopy(bytes, 0, buffer, offset, bytes.length);
+      return bytes.length;
+    }
+
+    @Override
+    public int appendUnquoted(char[] buffer, int offset) {
+      if (offset + bytes.length > buffer.length) {
+        return -1;
+      }
+      for (int i = 0; i < bytes.length; i++) {
+        buffer[offset + i] = (char) bytes[i];
+      }
+      return bytes.length;
+    }
+
+    @Override
+    public int writeQuotedUTF8(OutputStream out) throws IOException {
+      return writeUnquotedUTF8(out);
+    }
+
+    @Override
+    public int writeUnquotedUTF8(OutputStream out) throws IOException {
+      out.write(bytes);
+      return bytes.length;
+    }
+
+    @Override
+    public int putQuotedUTF8(ByteBuffer buffer) {
+      return putUnquotedUTF8(buffer);
+    }
+
+    @Override
+    public int putUnquotedUTF8(ByteBuffer buffer) {
+      if (buffer.remaining() < bytes.length) {
+        return -1;
+      }
+      buffer.put(bytes);
+      return bytes.length;
+    }
   }
 
   static final class Deserializer extends JsonDeserializer<TokenIds> {
