@@ -6,6 +6,7 @@ import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -32,7 +33,8 @@ public record ChatCompletionRequest(
     @JsonProperty("model") String model,
     @JsonProperty("messages") List<ChatMessage> messages,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
-    @JsonProperty("prompt_token_ids_b64") String promptTokenIdsB64,
+    @JsonProperty("prompt_token_ids_b64") @JsonSerialize(using = TokenIds.Base64Serializer.class)
+    String promptTokenIdsB64,
     @JsonProperty("max_tokens") Integer maxTokens,
     @JsonProperty("max_completion_tokens") Integer maxCompletionTokens,
     @JsonProperty("temperature") Double temperature,

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.annotation.JsonAnySetter;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -24,7 +25,8 @@ public record ChatCompletionResponse(
     @JsonProperty("choices") List<ChatChoice> choices,
     @JsonProperty("usage") UsageInfo usage,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
-    @JsonProperty("prompt_token_ids_b64") String promptTokenIdsB64,
+    @JsonProperty("prompt_token_ids_b64") @JsonSerialize(using = TokenIds.Base64Serializer.class)
+    String promptTokenIdsB64,
     @JsonAnySetter @JsonAnyGetter Map<String, JsonNode> extra) implements OpenAiResponse {
 
   static final Set<String> FIELDS = Set.of(

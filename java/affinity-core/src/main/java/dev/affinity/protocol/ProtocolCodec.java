@@ -157,10 +157,10 @@ public final class ProtocolCodec {
 
   /**
    * {@link #scanResponse(byte[], boolean, boolean)} of the answer to a leg that sent its prompt as {@code sent} (null:
-   * as text): an answer that is not relayed has its {@code prompt_token_ids} skipped, and {@code sent} stands for
-   * them ({@link ResponseScan#promptTokenIds()}).
+   * as text): an answer that is not relayed has its {@code prompt_token_ids} (or {@code prompt_token_ids_b64}) skipped,
+   * and what the leg sent stands for them ({@link ResponseScan#promptTokenIds()}, {@link ResponseScan#promptTokenIdsB64()}).
    */
-  public ResponseScan scanResponse(byte[] body, boolean chat, boolean relay, TokenIds sent) {
+  public ResponseScan scanResponse(byte[] body, boolean chat, boolean relay, SentPrompt sent) {
     return ResponseScan.scan(this, body, chat, relay, sent);
   }
 

@@ -62,12 +62,12 @@ public final class ResponseScan {
   }
 
   /** The scan of {@code json}, or null when it gave up (see the class comment). */
-  static ResponseScan scan(ProtocolCodec codec, byte[] json, boolean chat, boolean relay, TokenIds sent) {
+  static ResponseScan scan(ProtocolCodec codec, byte[] json, boolean chat, boolean relay, SentPrompt sent) {
     if (json == null) {
       return null;
     }
     ByteArrayBuilder out = relay ? new ByteArrayBuilder(json.length) : null;
-    byte[] scanned = sent != null && !relay ? withoutPromptIds(json) : json;
+    byte[] scanned = sent != null && sent.ids() != null && !relay ? withoutPromptIds(json) : json;
     try (JsonParser p = codec.createParser(scanned);
         JsonGenerator g = relay ? codec.createGenerator(out) : null) {
       ResponseScanner s = new ResponseScanner(codec, p, g, out, chat, sent);

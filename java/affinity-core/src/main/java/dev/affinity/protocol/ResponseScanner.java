@@ -14,8 +14,8 @@ import java.io.IOException;
 final class ResponseScanner extends JsonCopy {
   private final ByteArrayBuilder out;
   private final boolean chat;
-  /** The prompt ids the leg sent, which a worker's {@code prompt_token_ids} repeat; null when it sent text. */
-  private final TokenIds sent;
+  /** The prompt the leg sent, which the worker's answer repeats; null when it sent text. */
+  private final SentPrompt sent;
   UsageInfo usage;
   TokenIds promptTokenIds;
   String promptTokenIdsB64;
@@ -28,7 +28,7 @@ final class ResponseScanner extends JsonCopy {
   int usageAt = -1;
 
   ResponseScanner(ProtocolCodec codec, JsonParser p, JsonGenerator g, ByteArrayBuilder out, boolean chat,
-      TokenIds sent) {
+      SentPrompt sent) {
     super(codec, p, g);
     this.out = out;
     this.chat = chat;
@@ -56,7 +56,9 @@ final class ResponseScanner extends JsonCopy {
         case "usage" -> usage(t);
         case "prompt_token_ids" -> promptTokenIds = promptTokenIds(name, t);
         case "prompt_token_ids_b64" -> {
-          if (chat) {
+          if (chat && g == null && sent != null && sent.base64() != null && t == JsonToken.VALUE_STRING) {
+            promptTokenIdsB64 = sent.base64(); // the string the leg sent, repeated: left unread (the parser skips it)
+          } else if (chat) {
             if (t == JsonToken.VALUE_STRING) {
               promptTokenIdsB64 = p.getText();
             }
@@ -86,9 +88,9 @@ final class ResponseScanner extends JsonCopy {
    * skipped and the sent ids stand for it: a context answer no longer costs a parse of the whole history's ids.
    */
   private TokenIds promptTokenIds(String name, JsonToken t) throws IOException {
-    if (sent != null && g == null && t == JsonToken.START_ARRAY) {
+    if (sent != null && sent.ids() != null && g == null && t == JsonToken.START_ARRAY) {
       p.skipChildren();
-      return sent;
+      return sent.ids();
     }
     return tokenIds(name, t);
   }

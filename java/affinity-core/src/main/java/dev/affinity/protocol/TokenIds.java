@@ -314,6 +314,35 @@ public final class TokenIds {
     }
   }
 
+  /**
+   * Writes a {@code prompt_token_ids_b64} string: base64 (standard alphabet and padding) needs no escaping, so a
+   * UTF-8 generator gets its bytes copied as they are, without the escape check of every character of a string that
+   * is a third larger than the ids; any other string (a client's junk) is escaped as usual.
+   */
+  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
+  static final class Base64Serializer extends JsonSerializer<String> {
+    @Override
+    public void serialize(String value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+      if (gen instanceof UTF8JsonGenerator && isBase64(value)) {
+        byte[] bytes = value.getBytes(StandardCharsets.ISO_8859_1);
+        gen.writeRawUTF8String(bytes, 0, bytes.length);
+      } else {
+        gen.writeString(value);
+      }
+    }
+
+    private static boolean isBase64(String s) {
+      for (int i = 0; i < s.length(); i++) {
+        char c = s.charAt(i);
+        if (!(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/'
+            || c == '=')) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
   private static final class ListView extends AbstractList<Integer> implements RandomAccess {
     private final int[] ids;
 

@@ -9,6 +9,7 @@ import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.ResponseScan;
+import dev.affinity.protocol.SentPrompt;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
 import java.util.Objects;
@@ -61,11 +62,11 @@ public final class EncodedResponse {
   }
 
   /**
-   * {@link #read(byte[], boolean, boolean, ProtocolCodec)} of the answer to a leg that sent its prompt as the ids
-   * {@code sent} (null: as text): when not relayed, the answer's {@code prompt_token_ids} are skipped, not parsed, and
-   * {@link #promptTokenIds()} is {@code sent} ({@link ProtocolCodec#scanResponse(byte[], boolean, boolean, TokenIds)}).
+   * {@link #read(byte[], boolean, boolean, ProtocolCodec)} of the answer to a leg that sent its prompt as ids
+   * ({@code sent}; null: as text): when not relayed, the answer's copy of them is skipped, not parsed, and what the leg
+   * sent stands for it ({@link ProtocolCodec#scanResponse(byte[], boolean, boolean, SentPrompt)}).
    */
-  public static EncodedResponse read(byte[] json, boolean chat, boolean relay, ProtocolCodec codec, TokenIds sent) {
+  public static EncodedResponse read(byte[] json, boolean chat, boolean relay, ProtocolCodec codec, SentPrompt sent) {
     Objects.requireNonNull(codec, "codec");
     ResponseScan scan = codec.scanResponse(json, chat, relay, sent);
     if (scan == null) {

@@ -46,6 +46,17 @@ class TokenIdsJsonTest {
   }
 
   @Test
+  void aBase64StringIsCopiedAsItIsAndAnyOtherStringEscaped() throws Exception {
+    for (String b64 : new String[] {TokenIds.of(1, 2, 151_643).toBase64(), "", "a\"b\\c\n", "é+/=", "AQ==\u0000"}) {
+      ChatCompletionRequest r = ChatCompletionRequest.builder("m", List.of(ChatMessage.of("user", "x")))
+          .promptTokenIdsB64(b64).build();
+      String written = new String(CODEC.toJsonBytes(r), StandardCharsets.UTF_8);
+      assertEquals(b64, PLAIN.readTree(written).get("prompt_token_ids_b64").asText(), written);
+      assertEquals(b64, CODEC.toTree(r).get("prompt_token_ids_b64").asText());
+    }
+  }
+
+  @Test
   void baseSixtyFourIsLittleEndianInt32() {
     assertEquals("AQAAAA==", TokenIds.of(1).toBase64(), "upstream's own example");
     int[] ids = {0, 1, 151_643, -1, Integer.MAX_VALUE};

@@ -19,6 +19,7 @@ import dev.affinity.protocol.OpenAiResponse;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
 import dev.affinity.protocol.ResponseScan;
+import dev.affinity.protocol.SentPrompt;
 import dev.affinity.protocol.TokenIds;
 import dev.affinity.protocol.UsageInfo;
 import java.math.BigDecimal;
@@ -67,14 +68,25 @@ class EncodedResponseTest {
   void theSentIdsStandForAContextAnswersPromptIds() {
     byte[] json = AFFINITY_GEN.getBytes(StandardCharsets.UTF_8);
     TokenIds sent = TokenIds.of(41551, 757, 264);
-    EncodedResponse skipped = EncodedResponse.read(json, false, false, CODEC, sent);
+    EncodedResponse skipped = EncodedResponse.read(json, false, false, CODEC, new SentPrompt(sent, null));
     assertTrue(sent == skipped.promptTokenIds(), "the sent ids themselves");
     assertEquals(EncodedResponse.read(json, false, false, CODEC).usage(), skipped.usage());
     assertEquals(EncodedResponse.read(json, false, false, CODEC).firstDisaggregatedParams(),
         skipped.firstDisaggregatedParams());
 
+    // a chat leg that sent base64 ids: the answer's string is left unread, the sent one stands for it
+    String sentB64 = TokenIds.of(41551, 757, 264).toBase64();
+    byte[] chat = ("{\"id\":\"c\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+        + "\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"length\"}],\"prompt_token_ids\":null,"
+        + "\"prompt_token_ids_b64\":\"" + sentB64 + "\"}").getBytes(StandardCharsets.UTF_8);
+    EncodedResponse b64 = EncodedResponse.read(chat, true, false, CODEC, new SentPrompt(null, new String(sentB64)));
+    assertEquals(sentB64, b64.promptTokenIdsB64());
+    assertEquals(sentB64, EncodedResponse.read(chat, true, false, CODEC, null).promptTokenIdsB64(), "read when not sent");
+    assertEquals(sentB64, EncodedResponse.read(chat, true, true, CODEC, new SentPrompt(null, "x")).promptTokenIdsB64(),
+        "read when relayed");
+
     TokenIds other = TokenIds.of(1, 2, 3);
-    EncodedResponse relayed = EncodedResponse.read(json, false, true, CODEC, other);
+    EncodedResponse relayed = EncodedResponse.read(json, false, true, CODEC, new SentPrompt(other, null));
     assertEquals(sent, relayed.promptTokenIds(), "a relayed answer is read and copied as it is");
     assertEquals(sent, EncodedResponse.read(json, false, false, CODEC, null).promptTokenIds());
   }

@@ -6,6 +6,7 @@ import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.SentPrompt;
 import dev.affinity.worker.Worker;
 import dev.affinity.worker.WorkerCall;
 import dev.affinity.worker.WorkerFailure;
@@ -241,7 +242,7 @@ public final class HttpWorker implements Worker {
           () -> call.fail(WorkerFailure.Kind.TIMEOUT, 0, "no complete answer within " + timeout),
           Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS));
       new LegExchange(call, http, pool, loop, codec, request.streaming(), request.body().isChat(),
-          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed, request.body().tokenPrompt()).start();
+          request.leg() != DisaggRequestType.CONTEXT_ONLY, saltMissed, SentPrompt.of(request.body())).start();
     } catch (RejectedExecutionException e) { // closed meanwhile
       call.fail(WorkerFailure.Kind.CONNECT, 0, "worker " + id + " is closed");
     }

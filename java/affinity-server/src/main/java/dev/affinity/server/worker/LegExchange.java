@@ -5,7 +5,7 @@ import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiStreamChunk;
 import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.protocol.ProtocolException;
-import dev.affinity.protocol.TokenIds;
+import dev.affinity.protocol.SentPrompt;
 import dev.affinity.protocol.UsageInfo;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
@@ -47,8 +47,8 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
    * {@code cached_tokens} may count another tenant's blocks, so they read 0.
    */
   private final boolean hideCachedTokens;
-  /** The prompt ids the leg sent (null: text), which a whole answer's {@code prompt_token_ids} repeat. */
-  private final TokenIds sentIds;
+  /** The prompt the leg sent as ids (null: text), which a whole answer repeats. */
+  private final SentPrompt sentIds;
   private Channel channel;
   private int status;
   private BodyBuffer body;
@@ -57,7 +57,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
   private Integer rank;
 
   LegExchange(HttpCall call, RequestTemplate request, ConnectionPool pool, EventLoop loop, ProtocolCodec codec,
-      boolean streaming, boolean chat, boolean relay, boolean hideCachedTokens, TokenIds sentIds) {
+      boolean streaming, boolean chat, boolean relay, boolean hideCachedTokens, SentPrompt sentIds) {
     this.call = call;
     this.request = request;
     this.pool = pool;

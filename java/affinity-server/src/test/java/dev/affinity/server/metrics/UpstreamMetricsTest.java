@@ -149,6 +149,15 @@ class UpstreamMetricsTest {
     assertTrue(shared.stream().allMatch(n -> n.startsWith("affinity_shared_kv_")), shared.toString());
     assertTrue(queried.containsAll(shared), "a panel for every shared-state series: " + shared + " queried " + queried);
     missing.removeAll(shared);
+    // affinity_prompt_prefix_*: registered only with a model tokenizer (affinity.tokenizer); here from
+    // PromptPrefixMeters over a real PromptPrefixes, rendered by the frontend's kind of registry
+    var prefixRegistry = new io.micrometer.prometheusmetrics.PrometheusMeterRegistry(
+        io.micrometer.prometheusmetrics.PrometheusConfig.DEFAULT);
+    PromptPrefixMeters.register(prefixRegistry, new dev.affinity.tokenizer.PromptPrefixes(1 << 20));
+    java.util.Set<String> prefixes = PrometheusText.parse(prefixRegistry.scrape()).names();
+    assertTrue(prefixes.stream().allMatch(n -> n.startsWith("affinity_prompt_prefix_")), prefixes.toString());
+    assertTrue(queried.containsAll(prefixes), "a panel for every kept-prompt series: " + prefixes + " queried " + queried);
+    missing.removeAll(prefixes);
     assertEquals(java.util.Set.of(), missing, "queried by a panel, absent from /metrics");
     for (String series : List.of("affinity_kv_event_gaps_cleared_total", "affinity_kv_event_restarts_total")) {
       assertTrue(queried.contains(series), "the dashboard should show " + series);
