@@ -319,7 +319,7 @@ public final class TokenIds {
    * UTF-8 generator gets its bytes copied as they are, without the escape check of every character of a string that
    * is a third larger than the ids; any other string (a client's junk) is escaped as usual.
    */
-  @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
+  // not @JacksonStdImpl: Blackbird would take the property for a plain string and write it with writeString
   static final class Base64Serializer extends JsonSerializer<String> {
     @Override
     public void serialize(String value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
