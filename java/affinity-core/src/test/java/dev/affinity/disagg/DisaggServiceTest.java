@@ -867,17 +867,7 @@ class DisaggServiceTest {
       ScriptedWorker g = new ScriptedWorker("gen0", generation(1));
       service(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1, List.of(c), List.of(g));
       admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, admission.resolver(),
-          new PromptTokenizer() {
-            @Override
-            public int[] tokenize(OpenAiRequest request) {
-              return ids;
-            }
-
-            @Override
-            public boolean forwardsIds(OpenAiRequest request) {
-              return forward;
-            }
-          });
+          fixedIds(ids, forward));
       handle(chat, headers(), new RecordingSink());
       dev.affinity.protocol.ChatCompletionRequest leg = (dev.affinity.protocol.ChatCompletionRequest) c.received.get(0).body();
       if (forward) {
@@ -912,17 +902,7 @@ class DisaggServiceTest {
     service = new DisaggService(new DisaggSettings(ScheduleStyle.CONTEXT_FIRST, SubagentScope.CONTEXT, 1,
         Duration.ofSeconds(30), -1, true, true), ctxRouter, genRouter, new RequestIds(1, 0, clock::get), scheduler);
     admission = new RequestAdmission(ClientRequestGuard.strict(), RequestAdmission.ANY_MODEL, admission.resolver(),
-        new PromptTokenizer() {
-          @Override
-          public int[] tokenize(OpenAiRequest request) {
-            return ids;
-          }
-
-          @Override
-          public boolean forwardsIds(OpenAiRequest request) {
-            return true;
-          }
-        });
+        fixedIds(ids, true));
     RecordingSink sink = new RecordingSink();
     handle(chat, headers(), sink);
     dev.affinity.protocol.ChatCompletionRequest ctxLeg = (dev.affinity.protocol.ChatCompletionRequest) c.received.get(0).body();
@@ -934,6 +914,21 @@ class DisaggServiceTest {
     dev.affinity.protocol.ChatCompletionRequest genLeg = (dev.affinity.protocol.ChatCompletionRequest) g.received.get(0).body();
     assertEquals(List.of("hi"), genLeg.messageTexts(), "the generation leg carries the last message only");
     assertTrue(genLeg.promptTokenIds() != null || genLeg.promptTokenIdsB64() != null, "and the context's ids");
+  }
+
+  /** A tokenizer that gives every request {@code ids}, forwarded to the legs when {@code forward}. */
+  private static PromptTokenizer fixedIds(int[] ids, boolean forward) {
+    return new PromptTokenizer() {
+      @Override
+      public int[] tokenize(OpenAiRequest request) {
+        return ids;
+      }
+
+      @Override
+      public boolean forwardsIds(OpenAiRequest request) {
+        return forward;
+      }
+    };
   }
 
   @Test
