@@ -321,21 +321,31 @@ public final class TokenIds {
    */
   // not @JacksonStdImpl: Blackbird would take the property for a plain string and write it with writeString
   static final class Base64Serializer extends JsonSerializer<String> {
-    @Override
-    public void serialize(String value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
-      if (gen instanceof UTF8JsonGenerator && isBase64(value)) {
-        byte[] bytes = value.getBytes(StandardCharsets.ISO_8859_1);
-        gen.writeRawUTF8String(bytes, 0, bytes.length);
-      } else {
-        gen.writeString(value);
+    /** The base64 alphabet and its padding, by byte. */
+    private static final boolean[] ALPHABET = new boolean[256];
+
+    static {
+      for (char c : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".toCharArray()) {
+        ALPHABET[c] = true;
       }
     }
 
-    private static boolean isBase64(String s) {
-      for (int i = 0; i < s.length(); i++) {
-        char c = s.charAt(i);
-        if (!(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/'
-            || c == '=')) {
+    @Override
+    public void serialize(String value, JsonGenerator gen, SerializerProvider serializers) throws IOException {
+      if (gen instanceof UTF8JsonGenerator) {
+        // a character outside Latin-1 turns into '?', which is not in the alphabet
+        byte[] bytes = value.getBytes(StandardCharsets.ISO_8859_1);
+        if (isBase64(bytes)) {
+          gen.writeRawUTF8String(bytes, 0, bytes.length);
+          return;
+        }
+      }
+      gen.writeString(value);
+    }
+
+    private static boolean isBase64(byte[] bytes) {
+      for (byte b : bytes) {
+        if (!ALPHABET[b & 0xff]) {
           return false;
         }
       }
