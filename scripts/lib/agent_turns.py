@@ -10,7 +10,8 @@ history's first sight and HOT (10) turns at its length, unmeasured (the JIT comp
 turns that share the history and differ in the last message, and reads the frontend's CPU (utime + stime from
 /proc/PID/stat) before and after: the CPU per turn. "First sight" sends FRESH histories of the largest length, each
 never seen before (its own words), one at a time. One request at a time (the client's own cost is not counted).
-Prints one RESULT line per measurement.
+Prints one RESULT line per measurement. API=messages sends the turns to /v1/messages (Anthropic's Messages API, as
+Claude Code does) instead of /v1/chat/completions.
 """
 import json
 import os
@@ -26,6 +27,7 @@ TURNS = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 WARMUP = int(sys.argv[5]) if len(sys.argv) > 5 else 150
 FRESH = int(sys.argv[6]) if len(sys.argv) > 6 else 5
 HOT = int(sys.argv[7]) if len(sys.argv) > 7 else 10
+API = os.environ.get("API", "chat")  # chat: /v1/chat/completions; messages: /v1/messages
 TICK = os.sysconf("SC_CLK_TCK")
 
 WORDS = ("the of and to in is for on that with as it be by this are from or at an file line function return value "
@@ -79,12 +81,18 @@ def history(seed, tokens):
 
 
 def post(messages):
-    body = json.dumps({"model": MODEL, "messages": messages, "max_tokens": 1}).encode()
-    req = urllib.request.Request(URL + "/v1/chat/completions", data=body,
+    if API == "messages":  # Anthropic's Messages API, as Claude Code sends its turns: the system prompt on its own
+        body = json.dumps({"model": MODEL, "system": messages[0]["content"], "messages": messages[1:],
+                           "max_tokens": 1}).encode()
+        path, usage = "/v1/messages", "input_tokens"
+    else:
+        body = json.dumps({"model": MODEL, "messages": messages, "max_tokens": 1}).encode()
+        path, usage = "/v1/chat/completions", "prompt_tokens"
+    req = urllib.request.Request(URL + path, data=body,
                                  headers={"content-type": "application/json", "x-session-id": SESSION})
     with urllib.request.urlopen(req, timeout=600) as r:
         answer = json.loads(r.read())
-    return answer["usage"]["prompt_tokens"], len(body)
+    return answer["usage"][usage], len(body)
 
 
 LAST_THREADS = {}
