@@ -84,7 +84,7 @@ def post(messages):
     if API == "messages":  # Anthropic's Messages API, as Claude Code sends its turns: the system prompt on its own
         body = json.dumps({"model": MODEL, "system": messages[0]["content"], "messages": messages[1:],
                            "max_tokens": 1}).encode()
-        path, usage = "/v1/messages", "input_tokens"
+        path, usage = "/v1/messages", None
     else:
         body = json.dumps({"model": MODEL, "messages": messages, "max_tokens": 1}).encode()
         path, usage = "/v1/chat/completions", "prompt_tokens"
@@ -92,7 +92,11 @@ def post(messages):
                                  headers={"content-type": "application/json", "x-session-id": SESSION})
     with urllib.request.urlopen(req, timeout=600) as r:
         answer = json.loads(r.read())
-    return answer["usage"][usage], len(body)
+    u = answer["usage"]
+    if usage is None:  # Anthropic's input_tokens leave out what was read from or written to the cache
+        return (u["input_tokens"] + (u.get("cache_read_input_tokens") or 0)
+                + (u.get("cache_creation_input_tokens") or 0)), len(body)
+    return u[usage], len(body)
 
 
 LAST_THREADS = {}

@@ -31,7 +31,7 @@ import java.util.Set;
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record ChatCompletionRequest(
     @JsonProperty("model") String model,
-    @JsonProperty("messages") List<ChatMessage> messages,
+    @JsonProperty("messages") @JsonSerialize(using = Messages.Serializer.class) List<ChatMessage> messages,
     @JsonProperty("prompt_token_ids") TokenIds promptTokenIds,
     @JsonProperty("prompt_token_ids_b64") @JsonSerialize(using = TokenIds.Base64Serializer.class)
     String promptTokenIdsB64,
@@ -76,7 +76,7 @@ public record ChatCompletionRequest(
   public ChatCompletionRequest {
     Json.required(model, "model");
     Json.required(messages, "messages");
-    messages = Json.list(messages, "messages");
+    messages = Messages.of(messages, "messages");
     if (messages.isEmpty()) {
       throw ProtocolException.invalidField("messages", "must contain at least one message");
     }

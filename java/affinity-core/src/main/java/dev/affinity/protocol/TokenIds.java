@@ -3,7 +3,6 @@ package dev.affinity.protocol;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.core.SerializableString;
 import com.fasterxml.jackson.core.io.NumberOutput;
 import com.fasterxml.jackson.core.json.UTF8JsonGenerator;
 import com.fasterxml.jackson.databind.DeserializationContext;
@@ -14,7 +13,6 @@ import com.fasterxml.jackson.databind.annotation.JacksonStdImpl;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -41,7 +39,7 @@ public final class TokenIds {
 
   private final int[] ids;
   /** The JSON array, written once for a long sequence (a prompt's ids go to both legs of a request); else null. */
-  private volatile AsciiJson json;
+  private volatile RawJson json;
 
   private TokenIds(int[] ids) {
     this.ids = ids;
@@ -184,9 +182,9 @@ public final class TokenIds {
       gen.writeArray(ids, 0, ids.length);
       return;
     }
-    AsciiJson j = json;
+    RawJson j = json;
     if (j == null) {
-      j = new AsciiJson(jsonArray(ids));
+      j = new RawJson(jsonArray(ids));
       json = j;
     }
     gen.writeRawValue(j);
@@ -205,98 +203,6 @@ public final class TokenIds {
     }
     out[at++] = ']';
     return Arrays.copyOf(out, at);
-  }
-
-  /**
-   * JSON text of ASCII characters that need no escaping (an array of numbers), as Jackson writes a raw value: its
-   * bytes copied as they are.
-   */
-  private static final class AsciiJson implements SerializableString {
-    private final byte[] bytes;
-
-    AsciiJson(byte[] bytes) {
-      this.bytes = bytes;
-    }
-
-    @Override
-    public String getValue() {
-      return new String(bytes, StandardCharsets.US_ASCII);
-    }
-
-    @Override
-    public int charLength() {
-      return bytes.length;
-    }
-
-    @Override
-    public char[] asQuotedChars() {
-      return getValue().toCharArray();
-    }
-
-    @Override
-    public byte[] asUnquotedUTF8() {
-      return bytes;
-    }
-
-    @Override
-    public byte[] asQuotedUTF8() {
-      return bytes;
-    }
-
-    @Override
-    public int appendQuotedUTF8(byte[] buffer, int offset) {
-      return appendUnquotedUTF8(buffer, offset);
-    }
-
-    @Override
-    public int appendQuoted(char[] buffer, int offset) {
-      return appendUnquoted(buffer, offset);
-    }
-
-    @Override
-    public int appendUnquotedUTF8(byte[] buffer, int offset) {
-      if (offset + bytes.length > buffer.length) {
-        return -1;
-      }
-      System.arraycopy(bytes, 0, buffer, offset, bytes.length);
-      return bytes.length;
-    }
-
-    @Override
-    public int appendUnquoted(char[] buffer, int offset) {
-      if (offset + bytes.length > buffer.length) {
-        return -1;
-      }
-      for (int i = 0; i < bytes.length; i++) {
-        buffer[offset + i] = (char) bytes[i];
-      }
-      return bytes.length;
-    }
-
-    @Override
-    public int writeQuotedUTF8(OutputStream out) throws IOException {
-      return writeUnquotedUTF8(out);
-    }
-
-    @Override
-    public int writeUnquotedUTF8(OutputStream out) throws IOException {
-      out.write(bytes);
-      return bytes.length;
-    }
-
-    @Override
-    public int putQuotedUTF8(ByteBuffer buffer) {
-      return putUnquotedUTF8(buffer);
-    }
-
-    @Override
-    public int putUnquotedUTF8(ByteBuffer buffer) {
-      if (buffer.remaining() < bytes.length) {
-        return -1;
-      }
-      buffer.put(bytes);
-      return bytes.length;
-    }
   }
 
   static final class Deserializer extends JsonDeserializer<TokenIds> {
