@@ -5,6 +5,7 @@ import dev.affinity.protocol.CompletionStreamResponse;
 import dev.affinity.protocol.DisaggRequestType;
 import dev.affinity.protocol.DisaggregatedParams;
 import dev.affinity.protocol.OpenAiStreamChunk;
+import dev.affinity.protocol.Utf8;
 import dev.affinity.worker.EncodedChunk;
 import dev.affinity.worker.EncodedResponse;
 import dev.affinity.worker.WorkerFailure;
@@ -92,11 +93,11 @@ final class AnswerContract {
     byte[] json = chunk.json();
     for (int at = ByteSearch.indexOf(json, CHOICES, 0); at >= 0;
         at = ByteSearch.indexOf(json, CHOICES, at + CHOICES.length)) {
-      int i = skipSpace(json, at + CHOICES.length);
+      int i = Utf8.skipJsonSpace(json, at + CHOICES.length);
       if (i < json.length && json[i] == ':') {
-        i = skipSpace(json, i + 1);
+        i = Utf8.skipJsonSpace(json, i + 1);
         if (i < json.length && json[i] == '[') {
-          i = skipSpace(json, i + 1);
+          i = Utf8.skipJsonSpace(json, i + 1);
           if (i < json.length && json[i] != ']') {
             return true;
           }
@@ -108,12 +109,5 @@ final class AnswerContract {
     } catch (RuntimeException unparsable) {
       return false;
     }
-  }
-
-  private static int skipSpace(byte[] b, int i) {
-    while (i < b.length && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) {
-      i++;
-    }
-    return i;
   }
 }

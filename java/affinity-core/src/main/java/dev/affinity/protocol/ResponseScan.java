@@ -100,9 +100,9 @@ public final class ResponseScan {
           end += json[end] == '\\' ? 2 : 1;
         }
         if (depth == 1 && isKey(json, i + 1, end)) {
-          int at = skipSpace(json, end + 1);
+          int at = Utf8.skipJsonSpace(json, end + 1);
           if (at < json.length && json[at] == ':') {
-            return excise(json, skipSpace(json, at + 1));
+            return excise(json, Utf8.skipJsonSpace(json, at + 1));
           }
         }
         i = end;
@@ -119,13 +119,6 @@ public final class ResponseScan {
 
   private static boolean isKey(byte[] json, int from, int to) {
     return to - from == KEY.length && Arrays.equals(json, from, to, KEY, 0, KEY.length);
-  }
-
-  private static int skipSpace(byte[] json, int i) {
-    while (i < json.length && (json[i] == ' ' || json[i] == '\n' || json[i] == '\r' || json[i] == '\t')) {
-      i++;
-    }
-    return i;
   }
 
   /** {@code json} with the array of integers at {@code start} replaced by {@code []}; as it is when none is there. */

@@ -53,6 +53,14 @@ public final class Utf8 {
     return -1;
   }
 
+  /** The first index from {@code i} on that is not JSON whitespace (space, tab, newline, carriage return). */
+  public static int skipJsonSpace(byte[] json, int i) {
+    while (i < json.length && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) {
+      i++;
+    }
+    return i;
+  }
+
   /**
    * A JSON body as UTF-8 bytes: without its UTF-8 byte order mark, if any.
    *
