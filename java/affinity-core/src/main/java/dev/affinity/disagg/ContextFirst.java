@@ -19,12 +19,10 @@ final class ContextFirst implements Schedule {
   /** Whether the context leg asks for its answer's prompt ids as base64 int32 (upstream's {@code gen_tokids_ctxbytes}). */
   private final boolean idsAsBase64;
 
-  /** {@code style}: what the legs announce in their {@code disaggregated_params}. */
-  ContextFirst(DisaggScheduleStyle style) {
-    this(style, false);
-  }
-
-  /** {@code idsAsBase64}: the context leg sets {@code return_prompt_token_ids_b64}. */
+  /**
+   * {@code style}: what the legs announce in their {@code disaggregated_params}; {@code idsAsBase64}: the context leg
+   * sets {@code return_prompt_token_ids_b64}.
+   */
   ContextFirst(DisaggScheduleStyle style, boolean idsAsBase64) {
     this.style = style;
     this.idsAsBase64 = idsAsBase64;

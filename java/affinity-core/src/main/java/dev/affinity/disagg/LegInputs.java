@@ -33,22 +33,26 @@ final class LegInputs {
   private int[] promptTokens;
   private Long contentKey;
   private ChatCompletionRequest contentKeyOf;
-  /** The forwarded ids ({@link #forwardedIds}) of {@link #forwardedOf}, and their base64 form once asked. */
+  /**
+   * The ids admission forwards to the legs, or null: one object for every leg of the request, so that a context
+   * answer that repeats them is not parsed ({@link dev.affinity.worker.EncodedResponse#read}) and their JSON is written
+   * once.
+   */
   private TokenIds forwarded;
-  private int[] forwardedOf;
-  private String forwardedBase64;
 
   LegInputs(DisaggSettings settings, AdmittedRequest admitted) {
     this.settings = settings;
     this.admitted = admitted;
     this.request = admitted.request();
     this.promptTokens = admitted.promptTokens();
+    this.forwarded = forwardedIds();
   }
 
   /** From now on the legs are built from a resumed stream's continuation. */
   void resume(StreamResume.Plan plan) {
     request = plan.body();
     promptTokens = plan.prompt();
+    forwarded = forwardedIds();
   }
 
   /** The request the legs are built from: the client's, or the continuation of a resumed stream. */
@@ -154,7 +158,7 @@ final class LegInputs {
   OpenAiRequest legBody(boolean noStreaming, DisaggregatedParams params, TokenIds promptIds, String promptIdsB64,
       boolean generation, Double priority) {
     boolean fromContext = promptIds != null || promptIdsB64 != null;
-    TokenIds ids = fromContext ? promptIds : forwardedIds();
+    TokenIds ids = fromContext ? promptIds : forwarded;
     ConversationParams conversation = conversationId() == null ? null : new ConversationParams(conversationId());
     if (!(request instanceof ChatCompletionRequest chat)) {
       if (ids == null && promptIdsB64 != null) { // a completion's prompt is an array: the context's ids, decoded
@@ -163,7 +167,7 @@ final class LegInputs {
       return request.forLeg(noStreaming, params, conversation, ids, priority);
     }
     String b64 = promptIdsB64 != null ? promptIdsB64
-        : ids != null && settings.idsAsBase64() ? (ids == forwarded ? forwardedBase64() : ids.toBase64()) : null;
+        : ids != null && settings.idsAsBase64() ? ids.toBase64() : null;
     boolean strip = generation && fromContext && settings.stripGenerationHistory() && chat.messages().size() > 1;
     ChatCompletionRequest body = chat.forLeg(noStreaming, params, conversation, b64 == null ? ids : null, priority);
     if (b64 == null && !strip) {
@@ -179,26 +183,9 @@ final class LegInputs {
     return b.build();
   }
 
-  /**
-   * The ids admission forwards to the legs (one object for every leg of the request, so that a context answer that
-   * repeats them is not parsed: {@link dev.affinity.worker.EncodedResponse#read}), or null.
-   */
+  /** The ids admission forwards to the legs of {@link #request}, or null (the client's own ids, or text). */
   private TokenIds forwardedIds() {
-    if (promptTokens == null || request.hasPromptTokenIds() || !admitted.forwardTokens()) {
-      return null;
-    }
-    if (forwardedOf != promptTokens) {
-      forwarded = TokenIds.of(promptTokens);
-      forwardedBase64 = null;
-      forwardedOf = promptTokens;
-    }
-    return forwarded;
-  }
-
-  private String forwardedBase64() {
-    if (forwardedBase64 == null) {
-      forwardedBase64 = forwarded.toBase64();
-    }
-    return forwardedBase64;
+    return promptTokens == null || request.hasPromptTokenIds() || !admitted.forwardTokens() ? null
+        : TokenIds.of(promptTokens);
   }
 }

@@ -1,5 +1,6 @@
 package dev.affinity.protocol;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.json.UTF8JsonGenerator;
 import com.fasterxml.jackson.core.util.ByteArrayBuilder;
@@ -48,29 +49,30 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
     return json != null;
   }
 
+  /** The messages' JSON array: written by {@code factory}'s generator the first time, kept after. */
+  private RawJson json(JsonFactory factory, SerializerProvider provider) throws IOException {
+    RawJson j = json;
+    if (j == null) {
+      ByteArrayBuilder out = new ByteArrayBuilder();
+      try (JsonGenerator g = factory.createGenerator(out)) {
+        Serializer.writeEach(this, g, provider);
+      }
+      j = new RawJson(out.toByteArray());
+      json = j;
+    }
+    return j;
+  }
+
   /** Writes the messages: a copy of their JSON, written once, to a UTF-8 generator; else message by message. */
   @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<List<ChatMessage>> {
     @Override
     public void serialize(List<ChatMessage> value, JsonGenerator gen, SerializerProvider provider) throws IOException {
-      if (value instanceof Messages m && gen instanceof UTF8JsonGenerator) {
-        RawJson j = m.json;
-        if (j == null) {
-          ByteArrayBuilder out = new ByteArrayBuilder();
-          try (JsonGenerator g = gen.getCodec() == null ? null : gen.getCodec().getFactory().createGenerator(out)) {
-            if (g == null) {
-              writeEach(value, gen, provider);
-              return;
-            }
-            writeEach(value, g, provider);
-          }
-          j = new RawJson(out.toByteArray());
-          m.json = j;
-        }
-        gen.writeRawValue(j);
-        return;
+      if (value instanceof Messages m && gen instanceof UTF8JsonGenerator && gen.getCodec() != null) {
+        gen.writeRawValue(m.json(gen.getCodec().getFactory(), provider));
+      } else {
+        writeEach(value, gen, provider);
       }
-      writeEach(value, gen, provider);
     }
 
     private static void writeEach(List<ChatMessage> value, JsonGenerator gen, SerializerProvider provider)

@@ -33,7 +33,7 @@ class ScheduleDecisionsTest {
   private static final DisaggregatedParams HANDOFF = DisaggregatedParams.builder(DisaggRequestType.CONTEXT_ONLY)
       .firstGenTokens(TokenIds.of(42)).ctxRequestId(777L).encodedOpaqueState("b3BhcXVl").disaggRequestId(ID).build();
 
-  private final ContextFirst contextFirst = new ContextFirst(DisaggScheduleStyle.CONTEXT_FIRST);
+  private final ContextFirst contextFirst = new ContextFirst(DisaggScheduleStyle.CONTEXT_FIRST, false);
 
   @Test
   void contextFirstRunsTheContextLegThenHandsItsKvToTheGenerationLeg() {
