@@ -37,9 +37,14 @@ public final class ModelTokenizer implements AutoCloseable {
   private final String fingerprint;
   private final TokenizerFile file;
   private final Map<String, String> specialTokens;
+  /** The Java encoder where it gives the Rust tokenizer's ids ({@link ByteLevelBpe}), else null. */
+  private final ByteLevelBpe bpe;
+  private final java.util.concurrent.atomic.LongAdder javaEncoded = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder rustEncoded = new java.util.concurrent.atomic.LongAdder();
 
   private ModelTokenizer(Path directory, HuggingFaceTokenizer tokenizer, ChatTemplates templates, SegmentCache segments,
-      String fingerprint, TokenizerFile file, Map<String, String> specialTokens) {
+      String fingerprint, TokenizerFile file, Map<String, String> specialTokens, ByteLevelBpe bpe) {
+    this.bpe = bpe;
     this.file = file;
     this.specialTokens = specialTokens;
     this.directory = directory;
@@ -57,6 +62,14 @@ public final class ModelTokenizer implements AutoCloseable {
    *     cannot be rendered
    */
   public static ModelTokenizer load(Path directory) {
+    return load(directory, true);
+  }
+
+  /**
+   * {@link #load(Path)}, with {@code javaEncoder} false to encode every text with the Rust tokenizer (the Java
+   * byte-level BPE off: for comparing the two).
+   */
+  public static ModelTokenizer load(Path directory, boolean javaEncoder) {
     Path dir = directory.toAbsolutePath().normalize();
     Path json = dir.resolve("tokenizer.json");
     if (!Files.isDirectory(dir)) {
@@ -97,8 +110,72 @@ public final class ModelTokenizer implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
     }
-    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), digest(bytes),
-        file, java.util.Collections.unmodifiableMap(special));
+    String digest = digest(bytes);
+    ByteLevelBpe bpe = null;
+    try {
+      bpe = javaEncoder ? javaEncoder(digest, bytes, file, hf) : null;
+    } catch (IOException | RuntimeException e) {
+      hf.close();
+      throw new IllegalArgumentException("cannot load " + json + ": " + e.getMessage(), e);
+    }
+    return new ModelTokenizer(dir, hf, templates, new SegmentCache(file, SegmentCache.DEFAULT_ENTRIES), digest,
+        file, java.util.Collections.unmodifiableMap(special), bpe);
+  }
+
+  /** Java encoders (or their absence) by tokenizer.json digest: a file loaded again reuses its encoder. */
+  private static final Map<String, Optional<ByteLevelBpe>> JAVA_ENCODERS = new LinkedHashMap<>(8, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Optional<ByteLevelBpe>> eldest) {
+      return size() > 4;
+    }
+  };
+
+  private static ByteLevelBpe javaEncoder(String digest, byte[] bytes, TokenizerFile file, HuggingFaceTokenizer hf)
+      throws IOException {
+    synchronized (JAVA_ENCODERS) {
+      Optional<ByteLevelBpe> known = JAVA_ENCODERS.get(digest);
+      if (known == null) {
+        known = Optional.ofNullable(checked(ByteLevelBpe.of(bytes, file), hf, file));
+        JAVA_ENCODERS.put(digest, known);
+      }
+      return known.orElse(null);
+    }
+  }
+
+  /**
+   * The Java encoder if it gives the Rust tokenizer's ids on a probe text (prose, code, contractions, digits,
+   * whitespace runs, accents, CJK, emoji and the tokenizer's added tokens) and every added token encodes alone to its
+   * id in the file, else null with a warning: a last guard against a tokenizer.json whose parts read alike but encode
+   * differently.
+   */
+  private static ByteLevelBpe checked(ByteLevelBpe bpe, HuggingFaceTokenizer hf, TokenizerFile file) {
+    if (bpe == null) {
+      return null;
+    }
+    StringBuilder probe = new StringBuilder("Hello, world! It's 2026-12-07; we'll   re-run \"tests\" 1234567 times."
+        + "\n\n\tdef f(x):\r\n    return x**2  # caf\u00e9 na\u00efve \u00c9COLE\n\u4f60\u597d\uff0c\u4e16\u754c\u3002"
+        + " \u3053\u3093\u306b\u3061\u306f \ud83d\ude00\ud83c\udf89 I'M SHE'S   \n \u00a0end");
+    file.addedTokens().keySet().stream().limit(64).forEach(t -> probe.append(t).append(" x").append(t));
+    for (Map.Entry<String, JsonNode> t : file.addedTokens().entrySet()) {
+      // the crate numbers added tokens itself (a token of the vocabulary keeps its id, the others follow it): the
+      // file's ids must be those
+      int[] id = rustIds(hf, t.getKey(), false);
+      if (id.length != 1 || id[0] != t.getValue().path("id").asInt(-1)) {
+        org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class).warn("added token {} has id {} in tokenizer.json"
+            + " but encodes to {}: every text is encoded by the Rust tokenizer", t.getKey(),
+            t.getValue().path("id"), java.util.Arrays.toString(id));
+        return null;
+      }
+    }
+    String text = probe.toString();
+    int[] inJava = bpe.encode(text);
+    int[] rust = rustIds(hf, text, false);
+    if (inJava == null || !java.util.Arrays.equals(inJava, rust)) {
+      org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class).warn("the Java encoder differs from the Rust tokenizer"
+          + " on a probe text: every text is encoded by the Rust tokenizer");
+      return null;
+    }
+    return bpe;
   }
 
   private static JsonNode readOptional(Path file) throws IOException {
@@ -216,6 +293,18 @@ public final class ModelTokenizer implements AutoCloseable {
    * (DJL's {@code Encoding}), which costs about as much again as the encoding; the same native call without them.
    */
   private int[] ids(String text, boolean addSpecialTokens) {
+    if (bpe != null && !addSpecialTokens) {
+      int[] ids = bpe.encode(text);
+      if (ids != null) {
+        javaEncoded.increment();
+        return ids;
+      }
+    }
+    rustEncoded.increment();
+    return rustIds(tokenizer, text, addSpecialTokens);
+  }
+
+  private static int[] rustIds(HuggingFaceTokenizer tokenizer, String text, boolean addSpecialTokens) {
     long encoding = TokenizersLibrary.LIB.encode(tokenizer.getHandle(), text, addSpecialTokens);
     long[] ids;
     try {
@@ -260,6 +349,28 @@ public final class ModelTokenizer implements AutoCloseable {
   /** {@link #renderChat} then {@link #encodeRendered}: {@code apply_chat_template(tokenize=True)}. */
   public int[] encodeChat(ChatInput input) {
     return encodeRendered(renderChat(input));
+  }
+
+  /** Whether texts without added special tokens are encoded in Java where it is exact ({@link ByteLevelBpe}). */
+  public boolean javaEncoder() {
+    return bpe != null;
+  }
+
+  /** The Java encoder's ids of {@code text}, or null where it leaves the text to the Rust tokenizer (tests). */
+  int[] javaEncoded(String text) {
+    return bpe == null ? null : bpe.encode(text);
+  }
+
+  /** The texts of the tokenizer's added tokens. */
+  java.util.Set<String> addedTokenTexts() {
+    return file.addedTokens().keySet();
+  }
+
+  /** Texts encoded so far by the Java encoder and by the Rust tokenizer. */
+  public record EncoderCounts(long java, long rust) {}
+
+  public EncoderCounts encoderCounts() {
+    return new EncoderCounts(javaEncoded.sum(), rustEncoded.sum());
   }
 
   /** How many rendered segments the cache answered and encoded. */

@@ -18,10 +18,19 @@ import java.util.Map;
  * @param shrink how many input chars the normalizer can turn into one ({@link #shrink}); 0: it may delete input
  * @param composes the composing normal form the normalizer applies (NFC or NFKC), or null
  * @param preTokens the bound its pre-tokenizer gives ({@link #minTokens})
+ * @param preTokenizer its {@code pre_tokenizer}, or null
+ * @param normalizer its {@code normalizer}, or null
  */
 record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize,
-    int longestToken, int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens) {
+    int longestToken, int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens,
+    JsonNode preTokenizer, JsonNode normalizer) {
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** A file without a pre-tokenizer or normalizer to read (tests of the segment cache). */
+  TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize, int longestToken,
+      int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens) {
+    this(addedTokens, firstSplitOnly, vocabularySize, longestToken, shrink, composes, preTokens, null, null);
+  }
 
   /** The longest token times the normalizer's shrink on texts already in its composed form (0: no bound). */
   int maxCharsPerToken(boolean composed) {
@@ -140,6 +149,6 @@ record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, 
       throw e.getCause();
     }
     return new TokenizerFile(added, firstOnly, size, longest, shrink, composes,
-        PreTokenBound.of(preTokenizer, normalizer, added.keySet()));
+        PreTokenBound.of(preTokenizer, normalizer, added.keySet()), preTokenizer, normalizer);
   }
 }
