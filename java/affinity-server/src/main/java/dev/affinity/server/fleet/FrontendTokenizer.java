@@ -6,6 +6,7 @@ import dev.affinity.nativebridge.worker.NativeWorker;
 import dev.affinity.server.codec.Codecs;
 import dev.affinity.server.metrics.PromptPrefixMeters;
 import dev.affinity.server.metrics.TimedPromptTokenizer;
+import dev.affinity.server.metrics.TokenizerEncoderMeters;
 import dev.affinity.tokenizer.ModelPromptTokenizer;
 import dev.affinity.tokenizer.PromptPrefixes;
 import dev.affinity.tokenizer.PromptRenderer;
@@ -43,6 +44,7 @@ final class FrontendTokenizer {
     if (modelCodecs != null) {
       PromptRenderer renderer = new PromptRenderer(modelCodecs.renderer().tokenizer(), new PromptPrefixes(prefixBytes));
       PromptPrefixMeters.register(registry, renderer.prefixes());
+      TokenizerEncoderMeters.register(registry, modelCodecs.renderer().tokenizer());
       return new Built(new TimedPromptTokenizer(new ModelPromptTokenizer(renderer,
           () -> modelCodecs.renderAlike(workers)), registry), renderer.prefixes());
     }

@@ -108,6 +108,10 @@ class ModelTokenizerServeTest {
       assertEquals(200, completion.statusCode(), completion.body());
       assertEquals(tokenizer.encode("Hello world", true).length,
           JSON.readTree(completion.body()).at("/usage/prompt_tokens").asInt(), "a completion gets Gemma's BOS");
+      String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
+          .build(), HttpResponse.BodyHandlers.ofString()).body();
+      assertEquals(0.0, metric(metrics, "affinity_tokenizer_encodes_total{engine=\"java\"}"), metrics);
+      assertTrue(metric(metrics, "affinity_tokenizer_encodes_total{engine=\"rust\"}") > 0, "Gemma 3 is Rust's");
     }
   }
 
@@ -141,6 +145,7 @@ class ModelTokenizerServeTest {
       assertTrue(metric(metrics, "affinity_prompt_prefix_bytes") > 0, metrics);
       assertTrue(metric(metrics, "affinity_prompt_prefix_tokens_total{source=\"reused\"}") > 0, metrics);
       assertEquals(1.0, metric(metrics, "affinity_prompt_prefix_turns_total{result=\"reused\"}"), metrics);
+      assertTrue(metric(metrics, "affinity_tokenizer_encodes_total{engine=\"java\"}") > 0, "Qwen3 is encoded in Java");
 
       // the client ends the session (X-Dynamo-Session-Final): its kept prompt goes with it
       HttpResponse<String> last = http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
