@@ -109,4 +109,32 @@ class JsonStringTest {
     assertEquals(MessageContent.of("a"), spelled);
     assertEquals(MessageContent.of("a").hashCode(), spelled.hashCode());
   }
+
+  /**
+   * A record's text is what a plain parser decodes from the same body, whatever the spelling; a string JSON does not
+   * allow (an unknown or short escape, a lone surrogate, a raw control character, an unterminated string) is refused
+   * with a 400, spelling kept or not.
+   */
+  @Test
+  void aRecordsTextIsWhatAPlainParserDecodesAndBadStringsAreRefused() throws Exception {
+    com.fasterxml.jackson.databind.ObjectMapper plain = new com.fasterxml.jackson.databind.ObjectMapper();
+    Random r = new Random(47);
+    for (int i = 0; i < 500; i++) {
+      StringBuilder spelled = new StringBuilder();
+      for (int n = r.nextInt(12); n >= 0; n--) {
+        spell(spelled, PIECES[r.nextInt(PIECES.length)], r);
+      }
+      String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + spelled + "\"}]}";
+      String byParser = plain.readTree(body).at("/messages/0/content").asText();
+      assertEquals(byParser, CODEC.parseChatCompletionRequest(body.getBytes(StandardCharsets.UTF_8)).messages().get(0)
+          .contentText(), body);
+    }
+    for (String bad : new String[] {"a\\qb", "\\u12", "\\u12g4", "x\\ud800y", "\\udc00", "\\ud83d\\u0041", "a\u0001b",
+        "tab\there", "\\"}) {
+      String body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + bad + "\"}]}";
+      ProtocolException e = org.junit.jupiter.api.Assertions.assertThrows(ProtocolException.class,
+          () -> CODEC.parseChatCompletionRequest(body.getBytes(StandardCharsets.UTF_8)), body);
+      assertEquals(400, e.status(), body);
+    }
+  }
 }
