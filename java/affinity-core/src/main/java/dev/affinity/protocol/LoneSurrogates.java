@@ -16,16 +16,42 @@ import java.util.Map;
 final class LoneSurrogates {
   private LoneSurrogates() {}
 
-  /** Whether the body's bytes contain an escape of a UTF-16 surrogate (it may be part of a valid pair). */
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+  private static final long BACKSLASHES = 0x5c5c5c5c5c5c5c5cL;
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGHS = 0x8080808080808080L;
+
+  /**
+   * Whether the body's bytes contain an escape of a UTF-16 surrogate (it may be part of a valid pair). Eight bytes at
+   * a time: only a word holding a backslash (a zero byte of the word XOR backslashes) is looked at byte by byte.
+   */
   static boolean mayContain(byte[] body) {
-    for (int i = 0, last = body.length - 6; i <= last; i++) {
-      if (body[i] == '\\' && body[i + 1] == 'u' && (body[i + 2] | 0x20) == 'd') {
-        int third = body[i + 3] | 0x20;
-        if (third == '8' || third == '9' || third == 'a' || third == 'b' || third == 'c' || third == 'd'
-            || third == 'e' || third == 'f') {
-          return true;
+    int last = body.length - 6;
+    int i = 0;
+    for (; i + 8 <= body.length; i += 8) {
+      long v = (long) LONGS.get(body, i) ^ BACKSLASHES;
+      if (((v - ONES) & ~v & HIGHS) != 0) {
+        for (int k = i; k < i + 8 && k <= last; k++) {
+          if (surrogateEscapeAt(body, k)) {
+            return true;
+          }
         }
       }
+    }
+    for (; i <= last; i++) {
+      if (surrogateEscapeAt(body, i)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static boolean surrogateEscapeAt(byte[] body, int i) {
+    if (body[i] == '\\' && body[i + 1] == 'u' && (body[i + 2] | 0x20) == 'd') {
+      int third = body[i + 3] | 0x20;
+      return third == '8' || third == '9' || third == 'a' || third == 'b' || third == 'c' || third == 'd'
+          || third == 'e' || third == 'f';
     }
     return false;
   }

@@ -75,4 +75,25 @@ class LoneSurrogatesTest {
         + "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}"));
     assertEquals("\uD800", r.choices().get(0).text());
   }
+
+  /** The word-at-a-time search finds a surrogate escape wherever it sits, as a byte-by-byte search does. */
+  @Test
+  void theWordAtATimeSearchAgreesWithAByteByByteOne() {
+    java.util.Random r = new java.util.Random(20261207);
+    String[] pieces = {"a", "\\", "\\u", "\\ud", "\\uD8", "\\ud83d", "\\uDFFF", "\\ue000", "\\u0041", "\\ucafe", "u",
+        "d8", " ", "\"", "\\\\ud800", "é"};
+    for (int n = 0; n < 5000; n++) {
+      StringBuilder sb = new StringBuilder();
+      for (int k = r.nextInt(20); k >= 0; k--) {
+        sb.append(pieces[r.nextInt(pieces.length)]);
+      }
+      byte[] body = sb.toString().getBytes(StandardCharsets.UTF_8);
+      boolean expected = false;
+      for (int i = 0; i + 6 <= body.length && !expected; i++) {
+        expected = body[i] == '\\' && body[i + 1] == 'u' && (body[i + 2] | 0x20) == 'd'
+            && "89abcdef".indexOf(body[i + 3] | 0x20) >= 0;
+      }
+      assertEquals(expected, LoneSurrogates.mayContain(body), sb.toString());
+    }
+  }
 }
