@@ -1,10 +1,8 @@
 package dev.affinity.tokenizer;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.util.BitSet;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
@@ -28,19 +26,13 @@ final class PreTokenBound {
   static final String GPT2_REGEX = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
   private final Pattern split;
-  private final Set<String> addedTokens;
-  private final int[] addedLengths;
-  private final BitSet addedFirstChars = new BitSet();
+  private final TokenMatcher addedTokens;
 
   private PreTokenBound(Pattern split, Set<String> added) {
     this.split = split;
-    this.addedTokens = Set.copyOf(added);
-    TreeSet<Integer> lengths = new TreeSet<>();
-    for (String t : addedTokens) {
-      lengths.add(t.length());
-      addedFirstChars.set(t.charAt(0));
-    }
-    this.addedLengths = lengths.stream().mapToInt(Integer::intValue).toArray();
+    java.util.Map<String, Integer> tokens = new java.util.HashMap<>();
+    added.forEach(t -> tokens.put(t, 0));
+    this.addedTokens = new TokenMatcher(tokens);
   }
 
   /**
@@ -140,28 +132,15 @@ final class PreTokenBound {
   long pieces(String text) {
     long n = 0;
     int from = 0;
-    for (int i = 0; i < text.length(); i++) {
-      if (!addedFirstChars.get(text.charAt(i))) {
-        continue;
-      }
-      int len = addedAt(text, i);
-      if (len > 0) {
+    for (int i = 0; i < text.length() && !addedTokens.isEmpty(); i++) {
+      String token = addedTokens.at(text, i, text.length());  // leftmost-longest, as the tokenizer matches
+      if (token != null) {
         n += Math.max(0, regexPieces(text, from, i) - 2);
-        from = i + len;
+        from = i + token.length();
         i = from - 1;
       }
     }
     return n + regexPieces(text, from, text.length());
-  }
-
-  private int addedAt(String text, int i) {
-    for (int k = addedLengths.length - 1; k >= 0; k--) {  // leftmost-longest, as the tokenizer matches
-      int len = addedLengths[k];
-      if (i + len <= text.length() && addedTokens.contains(text.substring(i, i + len))) {
-        return len;
-      }
-    }
-    return 0;
   }
 
   /** Matches of the split regex in {@code text[from, to)} and the non-empty gaps between them. */

@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -29,27 +28,23 @@ public final class SegmentCache {
   /** Segments shorter than this are encoded again rather than cached. */
   static final int MIN_CACHED_CHARS = 64;
 
-  private final Map<String, Integer> splitTokens = new HashMap<>();
-  private final int[] lengths;
-  private final java.util.BitSet firstChars = new java.util.BitSet();
+  private final TokenMatcher splitTokens;
   private final boolean whole;
   private final Map<String, int[]> cache;
   private final AtomicLong hits = new AtomicLong();
   private final AtomicLong misses = new AtomicLong();
 
   SegmentCache(TokenizerFile file, int entries) {
-    TreeSet<Integer> distinct = new TreeSet<>((a, b) -> Integer.compare(b, a));
+    Map<String, Integer> split = new HashMap<>();
     for (Map.Entry<String, JsonNode> e : file.addedTokens().entrySet()) {
       JsonNode t = e.getValue();
       if (t.path("special").asBoolean(false) && !t.path("normalized").asBoolean(false)
           && !t.path("lstrip").asBoolean(false) && !t.path("rstrip").asBoolean(false)
-          && !t.path("single_word").asBoolean(false) && !e.getKey().isEmpty() && t.path("id").canConvertToInt()) {
-        splitTokens.put(e.getKey(), t.get("id").asInt());
-        distinct.add(e.getKey().length());
-        firstChars.set(e.getKey().charAt(0));
+          && !t.path("single_word").asBoolean(false) && t.path("id").canConvertToInt()) {
+        split.put(e.getKey(), t.get("id").asInt());
       }
     }
-    this.lengths = distinct.stream().mapToInt(Integer::intValue).toArray();
+    this.splitTokens = new TokenMatcher(split);
     this.whole = file.firstSplitOnly() || splitTokens.isEmpty();
     this.cache = new LinkedHashMap<>(256, 0.75f, true) {
       @Override
@@ -81,7 +76,7 @@ public final class SegmentCache {
 
   /** The longest split token, in chars: a scan at {@code i} reads up to {@code i + maxSplitChars()}. */
   int maxSplitChars() {
-    return lengths.length == 0 ? 0 : lengths[0];
+    return splitTokens.maxLength();
   }
 
   /**
@@ -95,7 +90,7 @@ public final class SegmentCache {
     int segmentStart = from;
     int i = from;
     while (i < text.length()) {
-      String token = tokenAt(text, i);
+      String token = splitTokens.at(text, i, text.length());
       if (token == null) {
         i++;
         continue;
@@ -108,7 +103,7 @@ public final class SegmentCache {
       if (starts != null) {
         starts.add(i, total);
       }
-      parts.add(new int[] {splitTokens.get(token)});
+      parts.add(new int[] {splitTokens.id(token)});
       total++;
       i += token.length();
       segmentStart = i;
@@ -202,22 +197,6 @@ public final class SegmentCache {
     }
   }
 
-  /** The longest split token starting at {@code i}, or null. */
-  private String tokenAt(String text, int i) {
-    if (!firstChars.get(text.charAt(i))) {
-      return null;
-    }
-    for (int len : lengths) {
-      if (i + len <= text.length()) {
-        String candidate = text.substring(i, i + len);
-        if (splitTokens.containsKey(candidate)) {
-          return candidate;
-        }
-      }
-    }
-    return null;
-  }
-
   private int[] segment(String piece, Function<String, int[]> encoder) {
     if (piece.length() < MIN_CACHED_CHARS) {
       return encoder.apply(piece);
@@ -240,6 +219,6 @@ public final class SegmentCache {
 
   @Override
   public String toString() {
-    return "SegmentCache" + Arrays.toString(lengths);
+    return "SegmentCache[" + splitTokens.maxLength() + "]";
   }
 }
