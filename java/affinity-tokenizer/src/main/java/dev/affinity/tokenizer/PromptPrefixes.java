@@ -161,14 +161,22 @@ public final class PromptPrefixes {
 
   /** The index of the first char where {@code a} and {@code b} differ (the shorter's length when one starts the other). */
   static int mismatch(String a, String b) {
+    // String.regionMatches compares a char at a time (a quarter of the tokenizing thread's time at a 163k-token
+    // history); copied a chunk at a time (getChars: a vectorized copy), the chunks compare vectorized (Arrays.mismatch)
     int n = Math.min(a.length(), b.length());
-    int i = 0;
-    while (i + 512 <= n && a.regionMatches(i, b, i, 512)) {
-      i += 512;
+    char[] x = new char[MISMATCH_CHUNK];
+    char[] y = new char[MISMATCH_CHUNK];
+    for (int i = 0; i < n; i += MISMATCH_CHUNK) {
+      int len = Math.min(MISMATCH_CHUNK, n - i);
+      a.getChars(i, i + len, x, 0);
+      b.getChars(i, i + len, y, 0);
+      int at = Arrays.mismatch(x, 0, len, y, 0, len);
+      if (at >= 0) {
+        return i + at;
+      }
     }
-    while (i < n && a.charAt(i) == b.charAt(i)) {
-      i++;
-    }
-    return i;
+    return n;
   }
+
+  private static final int MISMATCH_CHUNK = 4096;
 }

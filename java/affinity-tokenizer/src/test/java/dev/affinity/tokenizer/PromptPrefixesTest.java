@@ -174,6 +174,16 @@ class PromptPrefixesTest {
     assertEquals(5000, PromptPrefixes.mismatch(a, a));
     assertEquals(1234, PromptPrefixes.mismatch(a, a.substring(0, 1234) + "r" + a.substring(1235)));
     assertEquals(4999, PromptPrefixes.mismatch(a, a.substring(0, 4999) + "日"));
+    // around the comparison's chunks, with a text of one byte a char against one of two
+    String b = "ab日".repeat(4000);
+    for (int at : new int[] {0, 1, 4095, 4096, 4097, 8191, 8192, 11999}) {
+      String changed = b.substring(0, at) + (b.charAt(at) == 'x' ? 'y' : 'x') + b.substring(at + 1);
+      assertEquals(at, PromptPrefixes.mismatch(b, changed), "at " + at);
+      assertEquals(at, PromptPrefixes.mismatch(changed, b), "at " + at);
+    }
+    String latin = "z".repeat(9000);
+    assertEquals(8500, PromptPrefixes.mismatch(latin, "z".repeat(8500) + "日" + "z".repeat(499)));
+    assertEquals(9000, PromptPrefixes.mismatch(latin, latin + "日"));
   }
 
   // --- exactness with the real tokenizers ---
