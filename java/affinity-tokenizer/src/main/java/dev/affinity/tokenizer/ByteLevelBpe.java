@@ -366,6 +366,14 @@ final class ByteLevelBpe {
     if (!knownCharacters(text)) {
       return null;
     }
+    try {
+      return encodeKnown(text);
+    } catch (StackOverflowError e) {
+      return null;  // a regex whose repetitions recurse in Java's engine, on a long piece: the Rust tokenizer's
+    }
+  }
+
+  private int[] encodeKnown(String text) {
     Ids out = new Ids(Math.max(16, text.length() / 3));
     Matcher[] matchers = new Matcher[splits.length];
     for (int k = 0; k < splits.length; k++) {

@@ -163,6 +163,26 @@ class ByteLevelBpeTest {
     assertTrue(inJava > 1000);
   }
 
+  /** Long runs of one kind (a word of 100k letters, whitespace, digits, punctuation, a blob) encode as Rust's. */
+  @ParameterizedTest
+  @ValueSource(strings = {TestModels.QWEN3, TestModels.LLAMA3, TestModels.DEEPSEEK_V3})
+  void longRunsEncodeAsTheRustTokenizer(String family) {
+    ModelTokenizer[] t = pair(family);
+    StringBuilder blob = new StringBuilder();
+    SplittableRandom rng = new SplittableRandom(7);
+    String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 100_000; i++) {
+      blob.append(alphabet.charAt(rng.nextInt(alphabet.length())));
+    }
+    for (String text : new String[] {"a".repeat(100_000), "ab".repeat(50_000), " ".repeat(100_000),
+        " ".repeat(100_000) + "x", "\n".repeat(50_000), "7".repeat(100_000), "=".repeat(100_000), "-+".repeat(50_000),
+        "\u4f60".repeat(50_000), blob.toString()}) {
+      int[] java = t[0].javaEncoded(text);
+      assertNotNull(java, family);
+      assertArrayEquals(t[1].encode(text, false), java, family + ": " + text.substring(0, 8) + "...");
+    }
+  }
+
   @Test
   void aTokenizerThatIsNotByteLevelIsEncodedByRust() {
     ModelTokenizer gemma = ModelTokenizer.load(TestModels.dir(TestModels.GEMMA3));
@@ -253,6 +273,24 @@ class ByteLevelBpeTest {
     Path gap = dir(tmp, "gap", tokenizerJson(List.<String[]>of(new String[] {"a", "b"}), "", added.replace("257", "400")));
     try (ModelTokenizer t = ModelTokenizer.load(gap)) {
       assertFalse(t.javaEncoder());
+    }
+  }
+
+  /** A regex whose repetition recurses in Java's engine overflows the stack on a long piece: Rust encodes that text. */
+  @Test
+  void aRegexThatOverflowsJavasStackLeavesTheTextToRust(@TempDir Path tmp) throws IOException {
+    String json = tokenizerJson(List.<String[]>of(new String[] {"a", "b"}), "", "")
+        .replace("\" ?\\\\p{L}+|\\\\p{N}|\\\\s+|[^\\\\s\\\\p{L}\\\\p{N}]+\"", "\"(?:a|b)+|[^ab]+\"");
+    assertTrue(json.contains("(?:a|b)+"), json.substring(0, 300));
+    Path d = dir(tmp, "t", json);
+    try (ModelTokenizer java = ModelTokenizer.load(d, true); ModelTokenizer rust = ModelTokenizer.load(d, false)) {
+      assertTrue(java.javaEncoder());
+      assertArrayEquals(rust.encode("ab cab", false), java.encode("ab cab", false));
+      String long_ = "ab".repeat(200_000);
+      assertNull(java.javaEncoded(long_), "Java's regex engine recursed too deep");
+      long rustBefore = java.encoderCounts().rust();
+      assertArrayEquals(rust.encode(long_, false), java.encode(long_, false));
+      assertEquals(rustBefore + 1, java.encoderCounts().rust());
     }
   }
 
