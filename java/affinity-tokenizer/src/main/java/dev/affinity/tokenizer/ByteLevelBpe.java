@@ -20,8 +20,8 @@ import java.util.regex.PatternSyntaxException;
 
 /**
  * Hugging Face's byte-level BPE (GPT-2's scheme, as Qwen, Llama 3 and DeepSeek ship it), encoded in Java: a text to
- * the ids the Rust {@code tokenizers} crate gives for {@code encode(text, add_special_tokens=False)}, without a native
- * call, and with a cache of words already seen, so that a first sight of a long history costs a fraction of the Rust
+ * the ids the Rust {@code tokenizers} crate gives for {@code encode(text, add_special_tokens=False)} (and, where its
+ * post-processor only puts special tokens around them, for {@code add_special_tokens=True}), without a native call, and with a cache of words already seen, so that a first sight of a long history costs a fraction of the Rust
  * tokenizer's time.
  *
  * <p>The steps are the crate's, in its order: added tokens cut out of the raw text, leftmost-longest
@@ -55,11 +55,18 @@ final class ByteLevelBpe {
   private final PairMerges merges;
   /** Token text to id, for {@code ignore_merges}; null without it. */
   private final Map<String, Integer> wholeWords;
+  /**
+   * The ids the post-processor puts before and after a text's when special tokens are added ({@code [bos]} and
+   * {@code []} for Llama 3, none for Qwen3 and DeepSeek V3), or null where the post-processor is not one this encoder
+   * reads (then such texts go to the Rust tokenizer).
+   */
+  private final int[][] specialAffixes;
   private final ConcurrentHashMap<String, int[]> words = new ConcurrentHashMap<>();
   private final AtomicInteger cached = new AtomicInteger();
 
   private ByteLevelBpe(TokenMatcher rawTokens, TokenMatcher normalizedTokens, boolean nfc, Pattern[] splits,
-      int[] byteIds, PairMerges merges, Map<String, Integer> wholeWords) {
+      int[] byteIds, PairMerges merges, Map<String, Integer> wholeWords, int[][] specialAffixes) {
+    this.specialAffixes = specialAffixes;
     this.rawTokens = rawTokens;
     this.normalizedTokens = normalizedTokens;
     this.nfc = nfc;
@@ -223,7 +230,72 @@ final class ByteLevelBpe {
       }
     }
     return new ByteLevelBpe(new TokenMatcher(raw), new TokenMatcher(normalized), nfc,
-        splitPatterns(file.preTokenizer()), byteIds, merges, ignoreMerges ? vocab : null);
+        splitPatterns(file.preTokenizer()), byteIds, merges, ignoreMerges ? vocab : null,
+        specialAffixes(file.postProcessor()));
+  }
+
+  /**
+   * What a post-processor adds around a single text's ids: none, a {@code ByteLevel} one (it trims offsets only), a
+   * {@code TemplateProcessing} whose {@code single} template is special tokens around the sequence {@code A}, or a
+   * {@code Sequence} of these with at most one template; null for any other.
+   */
+  static int[][] specialAffixes(JsonNode post) {
+    if (post == null || post.isNull() || post.path("type").asText().equals("ByteLevel")) {
+      return new int[][] {new int[0], new int[0]};
+    }
+    if (post.path("type").asText().equals("Sequence")) {
+      int[][] found = {new int[0], new int[0]};
+      int templates = 0;
+      for (JsonNode step : post.path("processors")) {
+        int[][] a = specialAffixes(step);
+        if (a == null || (a[0].length + a[1].length > 0 && templates++ > 0)) {
+          return null;
+        }
+        if (a[0].length + a[1].length > 0) {
+          found = a;
+        }
+      }
+      return found;
+    }
+    if (!post.path("type").asText().equals("TemplateProcessing")) {
+      return null;
+    }
+    List<Integer> before = new ArrayList<>();
+    List<Integer> after = new ArrayList<>();
+    boolean sequence = false;
+    for (JsonNode piece : post.path("single")) {
+      if (piece.has("Sequence") && piece.path("Sequence").path("id").asText().equals("A") && !sequence) {
+        sequence = true;
+      } else if (piece.has("SpecialToken")) {
+        JsonNode ids = post.path("special_tokens").path(piece.path("SpecialToken").path("id").asText()).path("ids");
+        if (!ids.isArray() || ids.isEmpty()) {
+          return null;
+        }
+        for (JsonNode id : ids) {
+          (sequence ? after : before).add(id.asInt());
+        }
+      } else {
+        return null;
+      }
+    }
+    return sequence ? new int[][] {before.stream().mapToInt(Integer::intValue).toArray(),
+        after.stream().mapToInt(Integer::intValue).toArray()} : null;
+  }
+
+  /**
+   * The ids of {@code text} with the special tokens the post-processor adds ({@code encode(text)}, as a completion
+   * prompt is encoded); null where this encoder leaves the text, or such texts, to the Rust tokenizer.
+   */
+  int[] encodeWithSpecialTokens(String text) {
+    int[] ids = specialAffixes == null ? null : encode(text);
+    if (ids == null || specialAffixes[0].length + specialAffixes[1].length == 0) {
+      return ids;
+    }
+    int[] out = new int[specialAffixes[0].length + ids.length + specialAffixes[1].length];
+    System.arraycopy(specialAffixes[0], 0, out, 0, specialAffixes[0].length);
+    System.arraycopy(ids, 0, out, specialAffixes[0].length, ids.length);
+    System.arraycopy(specialAffixes[1], 0, out, specialAffixes[0].length + ids.length, specialAffixes[1].length);
+    return out;
   }
 
   /** "NONE" or "NFC" for a normalizer this encoder applies, else null. */

@@ -170,7 +170,9 @@ public final class ModelTokenizer implements AutoCloseable {
     String text = probe.toString();
     int[] inJava = bpe.encode(text);
     int[] rust = rustIds(hf, text, false);
-    if (inJava == null || !java.util.Arrays.equals(inJava, rust)) {
+    int[] withSpecial = bpe.encodeWithSpecialTokens(text);
+    if (inJava == null || !java.util.Arrays.equals(inJava, rust)
+        || (withSpecial != null && !java.util.Arrays.equals(withSpecial, rustIds(hf, text, true)))) {
       org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class).warn("the Java encoder differs from the Rust tokenizer"
           + " on a probe text: every text is encoded by the Rust tokenizer");
       return null;
@@ -293,8 +295,8 @@ public final class ModelTokenizer implements AutoCloseable {
    * (DJL's {@code Encoding}), which costs about as much again as the encoding; the same native call without them.
    */
   private int[] ids(String text, boolean addSpecialTokens) {
-    if (bpe != null && !addSpecialTokens) {
-      int[] ids = bpe.encode(text);
+    if (bpe != null) {
+      int[] ids = addSpecialTokens ? bpe.encodeWithSpecialTokens(text) : bpe.encode(text);
       if (ids != null) {
         javaEncoded.increment();
         return ids;
@@ -351,7 +353,7 @@ public final class ModelTokenizer implements AutoCloseable {
     return encodeRendered(renderChat(input));
   }
 
-  /** Whether texts without added special tokens are encoded in Java where it is exact ({@link ByteLevelBpe}). */
+  /** Whether texts are encoded in Java where it is exact ({@link ByteLevelBpe}). */
   public boolean javaEncoder() {
     return bpe != null;
   }

@@ -20,16 +20,17 @@ import java.util.Map;
  * @param preTokens the bound its pre-tokenizer gives ({@link #minTokens})
  * @param preTokenizer its {@code pre_tokenizer}, or null
  * @param normalizer its {@code normalizer}, or null
+ * @param postProcessor its {@code post_processor}, or null
  */
 record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize,
     int longestToken, int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens,
-    JsonNode preTokenizer, JsonNode normalizer) {
+    JsonNode preTokenizer, JsonNode normalizer, JsonNode postProcessor) {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** A file without a pre-tokenizer or normalizer to read (tests of the segment cache). */
   TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize, int longestToken,
       int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens) {
-    this(addedTokens, firstSplitOnly, vocabularySize, longestToken, shrink, composes, preTokens, null, null);
+    this(addedTokens, firstSplitOnly, vocabularySize, longestToken, shrink, composes, preTokens, null, null, null);
   }
 
   /** The longest token times the normalizer's shrink on texts already in its composed form (0: no bound). */
@@ -93,6 +94,7 @@ record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, 
     java.text.Normalizer.Form composes = null;
     JsonNode preTokenizer = null;
     JsonNode normalizer = null;
+    JsonNode postProcessor = null;
     try (JsonParser p = JSON.createParser(json)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
         throw new IOException("not a JSON object");
@@ -131,6 +133,8 @@ record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, 
               p.skipChildren();
             }
           }
+        } else if ("post_processor".equals(field)) {
+          postProcessor = p.readValueAsTree();
         } else if ("pre_tokenizer".equals(field) || "normalizer".equals(field)) {
           JsonNode node = p.readValueAsTree();
           firstOnly |= node != null && node.toString().contains("\"prepend_scheme\":\"first\"");
@@ -149,6 +153,6 @@ record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, 
       throw e.getCause();
     }
     return new TokenizerFile(added, firstOnly, size, longest, shrink, composes,
-        PreTokenBound.of(preTokenizer, normalizer, added.keySet()), preTokenizer, normalizer);
+        PreTokenBound.of(preTokenizer, normalizer, added.keySet()), preTokenizer, normalizer, postProcessor);
   }
 }

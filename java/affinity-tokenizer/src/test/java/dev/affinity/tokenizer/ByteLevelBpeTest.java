@@ -106,9 +106,14 @@ class ByteLevelBpeTest {
       assertArrayEquals(t[1].encode(text, false), t[0].encode(text, false), family + ": " + c.get("name"));
       assertArrayEquals(t[1].encodeChat(input), t[0].encodeChat(input), family + ": " + c.get("name"));
     }
-    for (String prompt : JSON.readValue(Path.of("src/test/resources/prompt-corpus.json").toFile(), String[].class)) {
+    long javaBefore = t[0].encoderCounts().java();
+    String[] prompts = JSON.readValue(Path.of("src/test/resources/prompt-corpus.json").toFile(), String[].class);
+    for (String prompt : prompts) {
       assertArrayEquals(t[1].encode(prompt, false), t[0].encode(prompt, false), family + ": " + prompt);
+      // a completion prompt: the post-processor's special tokens around it (Llama 3's BOS)
+      assertArrayEquals(t[1].encode(prompt, true), t[0].encode(prompt, true), family + ", special tokens: " + prompt);
     }
+    assertTrue(t[0].encoderCounts().java() - javaBefore > prompts.length, "with special tokens too, in Java");
   }
 
   /** Fragments that random texts are built of; those after {@link #STABLE} leave the Java encoder's ranges. */
@@ -316,6 +321,23 @@ class ByteLevelBpeTest {
         }
       }
     }
+  }
+
+  @Test
+  void postProcessorsAddTheirSpecialTokensAroundTheText() throws IOException {
+    assertArrayEquals(new int[0], ByteLevelBpe.specialAffixes(null)[0]);
+    assertArrayEquals(new int[0], ByteLevelBpe.specialAffixes(JSON.readTree("{\"type\":\"ByteLevel\"}"))[1]);
+    String template = "{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\"}},"
+        + "{\"Sequence\":{\"id\":\"A\"}},{\"SpecialToken\":{\"id\":\"</s>\"}}],\"special_tokens\":{"
+        + "\"<s>\":{\"ids\":[1]},\"</s>\":{\"ids\":[2]}}}";
+    int[][] affixes = ByteLevelBpe.specialAffixes(JSON.readTree(
+        "{\"type\":\"Sequence\",\"processors\":[{\"type\":\"ByteLevel\"}," + template + "]}"));
+    assertArrayEquals(new int[] {1}, affixes[0]);
+    assertArrayEquals(new int[] {2}, affixes[1]);
+    assertNull(ByteLevelBpe.specialAffixes(JSON.readTree("{\"type\":\"RobertaProcessing\"}")));
+    assertNull(ByteLevelBpe.specialAffixes(JSON.readTree(
+        "{\"type\":\"Sequence\",\"processors\":[" + template + "," + template + "]}")), "two templates");
+    assertNull(ByteLevelBpe.specialAffixes(JSON.readTree(template.replace("\"ids\":[2]", "\"ids\":[]"))));
   }
 
   @Test
