@@ -76,34 +76,12 @@ final class ByteLevelBpe {
     this.wholeWords = wholeWords;
   }
 
-  /** What this encoder cannot do for a tokenizer.json, or null when it encodes it exactly. */
-  static String unsupported(TokenizerFile file) {
-    if (splitPatterns(file.preTokenizer()) == null) {
-      return "the pre-tokenizer is not regex splits ending in a byte-level one";
-    }
-    String n = normalizerForm(file.normalizer());
-    if (n == null) {
-      return "the normalizer is not none or NFC";
-    }
-    for (JsonNode t : file.addedTokens().values()) {
-      if (t.path("lstrip").asBoolean(false) || t.path("rstrip").asBoolean(false)
-          || t.path("single_word").asBoolean(false) || !t.path("id").canConvertToInt()) {
-        return "an added token takes neighbouring whitespace or word boundaries";
-      }
-    }
-    return null;
-  }
-
   /**
    * The encoder of a tokenizer.json ({@code json}, already read into {@code file}), or null (with the reason logged
    * at debug) where it would not give the Rust tokenizer's ids.
    */
   static ByteLevelBpe of(byte[] json, TokenizerFile file) throws IOException {
     try {
-      String why = unsupported(file);
-      if (why != null) {
-        throw new Unsupported(why);
-      }
       return read(json, file);
     } catch (Unsupported e) {
       LOG.debug("encoded by the Rust tokenizer alone: {}", e.getMessage());
@@ -119,6 +97,20 @@ final class ByteLevelBpe {
   }
 
   private static ByteLevelBpe read(byte[] json, TokenizerFile file) throws IOException, Unsupported {
+    Pattern[] splits = splitPatterns(file.preTokenizer());
+    if (splits == null) {
+      throw new Unsupported("the pre-tokenizer is not regex splits ending in a byte-level one");
+    }
+    String form = normalizerForm(file.normalizer());
+    if (form == null) {
+      throw new Unsupported("the normalizer is not none or NFC");
+    }
+    for (JsonNode t : file.addedTokens().values()) {
+      if (t.path("lstrip").asBoolean(false) || t.path("rstrip").asBoolean(false)
+          || t.path("single_word").asBoolean(false) || !t.path("id").canConvertToInt()) {
+        throw new Unsupported("an added token takes neighbouring whitespace or word boundaries");
+      }
+    }
     Map<String, Integer> vocab = new HashMap<>();
     List<String[]> mergeList = new ArrayList<>();
     boolean ignoreMerges = false;
@@ -220,7 +212,7 @@ final class ByteLevelBpe {
     }
     Map<String, Integer> raw = new HashMap<>();
     Map<String, Integer> normalized = new HashMap<>();
-    boolean nfc = "NFC".equals(normalizerForm(file.normalizer()));
+    boolean nfc = form.equals("NFC");
     for (Map.Entry<String, JsonNode> e : file.addedTokens().entrySet()) {
       int id = e.getValue().get("id").asInt();
       if (e.getValue().path("normalized").asBoolean(!e.getValue().path("special").asBoolean(false))) {
@@ -229,8 +221,8 @@ final class ByteLevelBpe {
         raw.put(e.getKey(), id);
       }
     }
-    return new ByteLevelBpe(new TokenMatcher(raw), new TokenMatcher(normalized), nfc,
-        splitPatterns(file.preTokenizer()), byteIds, merges, ignoreMerges ? vocab : null,
+    return new ByteLevelBpe(new TokenMatcher(raw), new TokenMatcher(normalized), nfc, splits, byteIds, merges,
+        ignoreMerges ? vocab : null,
         specialAffixes(file.postProcessor()));
   }
 

@@ -29,6 +29,7 @@ import java.util.Optional;
  */
 public final class ModelTokenizer implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class);
 
   private final Path directory;
   private final HuggingFaceTokenizer tokenizer;
@@ -161,9 +162,8 @@ public final class ModelTokenizer implements AutoCloseable {
       // file's ids must be those
       int[] id = rustIds(hf, t.getKey(), false);
       if (id.length != 1 || id[0] != t.getValue().path("id").asInt(-1)) {
-        org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class).warn("added token {} has id {} in tokenizer.json"
-            + " but encodes to {}: every text is encoded by the Rust tokenizer", t.getKey(),
-            t.getValue().path("id"), java.util.Arrays.toString(id));
+        LOG.warn("added token {} has id {} in tokenizer.json but encodes to {}: every text is encoded by the Rust"
+            + " tokenizer", t.getKey(), t.getValue().path("id"), java.util.Arrays.toString(id));
         return null;
       }
     }
@@ -173,8 +173,8 @@ public final class ModelTokenizer implements AutoCloseable {
     int[] withSpecial = bpe.encodeWithSpecialTokens(text);
     if (inJava == null || !java.util.Arrays.equals(inJava, rust)
         || (withSpecial != null && !java.util.Arrays.equals(withSpecial, rustIds(hf, text, true)))) {
-      org.slf4j.LoggerFactory.getLogger(ModelTokenizer.class).warn("the Java encoder differs from the Rust tokenizer"
-          + " on a probe text: every text is encoded by the Rust tokenizer");
+      LOG.warn("the Java encoder differs from the Rust tokenizer on a probe text: every text is encoded by the Rust"
+          + " tokenizer");
       return null;
     }
     return bpe;

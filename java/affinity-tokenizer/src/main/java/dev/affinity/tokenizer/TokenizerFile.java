@@ -27,7 +27,7 @@ record TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, 
     JsonNode preTokenizer, JsonNode normalizer, JsonNode postProcessor) {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** A file without a pre-tokenizer or normalizer to read (tests of the segment cache). */
+  /** A file without a pre-tokenizer, normalizer or post-processor to read (tests of the segment cache). */
   TokenizerFile(Map<String, JsonNode> addedTokens, boolean firstSplitOnly, int vocabularySize, int longestToken,
       int shrink, java.text.Normalizer.Form composes, PreTokenBound preTokens) {
     this(addedTokens, firstSplitOnly, vocabularySize, longestToken, shrink, composes, preTokens, null, null, null);
