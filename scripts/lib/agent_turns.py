@@ -142,7 +142,7 @@ print(f"RESULT first_sight history_tokens={prompt} cpu_ms={cpus[len(cpus) // 2] 
 with urllib.request.urlopen(URL + "/metrics", timeout=30) as r:
     metrics = {}
     for line in r.read().decode().splitlines():
-        if line.startswith("affinity_prompt_prefix_") and not line.startswith("#"):
+        if line.startswith(("affinity_prompt_prefix_", "affinity_kept_turn_")) and not line.startswith("#"):
             name, value = line.rsplit(" ", 1)
             metrics[name] = float(value)
 entries = metrics.get("affinity_prompt_prefix_entries", 0)
@@ -152,3 +152,12 @@ if entries:
     print(f"RESULT prompt_prefixes entries={entries:.0f} bytes={metrics.get('affinity_prompt_prefix_bytes', 0):.0f} "
           f"bytes_per_entry={metrics.get('affinity_prompt_prefix_bytes', 0) / entries:.0f} "
           f"reused_tokens={reused:.0f} encoded_tokens={encoded:.0f}", flush=True)
+# what the kept turns cost (affinity_kept_turn_*: the chat bodies and legs' ids kept per conversation)
+turns_kept = metrics.get("affinity_kept_turn_entries", 0)
+if turns_kept:
+    kept = [metrics.get("affinity_kept_turn_" + k, 0) for k in (
+        "bytes", 'bodies_total{result="reused"}', 'bodies_total{result="whole"}', 'body_bytes_total{source="reused"}',
+        'body_bytes_total{source="read"}', "followed_ids_total")]
+    print(f"RESULT kept_turns entries={turns_kept:.0f} bytes={kept[0]:.0f} bytes_per_entry={kept[0] / turns_kept:.0f} "
+          f"bodies_reused={kept[1]:.0f} bodies_whole={kept[2]:.0f} body_bytes_reused={kept[3]:.0f} "
+          f"body_bytes_read={kept[4]:.0f} ids_followed={kept[5]:.0f}", flush=True)

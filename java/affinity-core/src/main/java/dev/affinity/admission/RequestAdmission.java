@@ -14,6 +14,7 @@ import dev.affinity.protocol.ErrorResponse;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.OpenAiRequest;
 import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TokenIds;
 import java.util.Objects;
 import java.util.function.Predicate;
 
@@ -36,6 +37,7 @@ public final class RequestAdmission {
   private final ConversationResolver resolver;
   private final PromptTokenizer tokenizer;
   private final PromptLimit limit;
+  private final KeptTurns keptTurns;
 
   /**
    * @param servesModel whether a request may name a model ({@link #ANY_MODEL} to accept all)
@@ -53,6 +55,15 @@ public final class RequestAdmission {
    */
   public RequestAdmission(ClientRequestGuard guard, Predicate<String> servesModel, ConversationResolver resolver,
       PromptTokenizer tokenizer, PromptLimit limit) {
+    this(guard, servesModel, resolver, tokenizer, limit, KeptTurns.none(resolver.settings()));
+  }
+
+  /**
+   * @param keptTurns each conversation's last turn ({@link KeptTurns}): the legs' ids follow its ids' JSON
+   */
+  public RequestAdmission(ClientRequestGuard guard, Predicate<String> servesModel, ConversationResolver resolver,
+      PromptTokenizer tokenizer, PromptLimit limit, KeptTurns keptTurns) {
+    this.keptTurns = Objects.requireNonNull(keptTurns, "keptTurns");
     this.guard = Objects.requireNonNull(guard, "guard");
     this.servesModel = Objects.requireNonNull(servesModel, "servesModel");
     this.resolver = Objects.requireNonNull(resolver, "resolver");
@@ -74,6 +85,10 @@ public final class RequestAdmission {
   /** Whether admitting {@code request} tokenizes a long prompt ({@link PromptTokenizer#isLong}): admit it off the loop. */
   public boolean tokenizesLong(OpenAiRequest request) {
     return tokenizer.isLong(request);
+  }
+
+  public KeptTurns keptTurns() {
+    return keptTurns;
   }
 
   public ConversationResolver resolver() {
@@ -99,14 +114,15 @@ public final class RequestAdmission {
       int[] tokens = tokenizer.tokenize(request, resolution);
       limit.check(request, tokens);
       boolean forward = tokens != null && tokenizer.forwardsIds(request);
+      TokenIds legIds = forward && !request.hasPromptTokenIds() ? keptTurns.legIds(headers, tokens) : null;
       if (resolution.tenant() == null) {
-        return new AdmittedRequest(request, headers, resolution, tokens, request.cacheSalt(), forward);
+        return new AdmittedRequest(request, headers, resolution, tokens, request.cacheSalt(), forward, legIds);
       }
       // Tenant isolation: the tenant salts the KV cache (its own salt, if any, after it). A chat body
       // carries the salt to every worker; other requests' salt reaches the routers and in-process executors.
       String salt = resolution.tenant() + (request.cacheSalt() == null ? "" : "/" + request.cacheSalt());
       OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
-      return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward);
+      return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward, legIds);
     } catch (ProtocolException e) {
       throw new RequestRejectedException(e);
     } catch (InvalidHeaderException e) {

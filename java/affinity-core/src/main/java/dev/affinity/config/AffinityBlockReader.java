@@ -26,7 +26,7 @@ final class AffinityBlockReader {
       "require_internal_auth", "allow_unauthenticated_cluster_storage", "selection_ttl_seconds", "max_prompt_tokens", "tenant_isolation", "worker_max_connections", "session_final_header",
       "session_idle_ttl_seconds", "soft_placement_margin", "io_threads", "max_queued_requests", "max_queued_tokens",
       "warm_up_requests", "agent_priority", "agent_priority_promotion_seconds", "kv_retention", "workers", "shared_state",
-      "prompt_prefix_bytes");
+      "prompt_prefix_bytes", "kept_turn_bytes");
   private static final java.util.Set<String> KNOWN = java.util.Set.copyOf(KNOWN_ORDER);
 
   private final YamlReader r;
@@ -103,6 +103,7 @@ final class AffinityBlockReader {
     long maxQueuedTokens = d.maxQueuedTokens();
     int warmUp = d.warmUpRequests();
     long prefixBytes = d.promptPrefixBytes();
+    long keptTurnBytes = d.keptTurnBytes();
     boolean agentPriority = d.agent().priority();
     double promotion = d.agent().priorityPromotionSeconds();
     boolean kvRetention = d.agent().kvRetention();
@@ -153,6 +154,7 @@ final class AffinityBlockReader {
         case "max_queued_tokens" -> maxQueuedTokens = r.integer(v, k, 1, Long.MAX_VALUE).orElse(maxQueuedTokens);
         case "warm_up_requests" -> warmUp = r.integer(v, k, 0, 10_000_000).map(Long::intValue).orElse(warmUp);
         case "prompt_prefix_bytes" -> prefixBytes = r.integer(v, k, 0, Long.MAX_VALUE).orElse(prefixBytes);
+        case "kept_turn_bytes" -> keptTurnBytes = r.integer(v, k, 0, Long.MAX_VALUE).orElse(keptTurnBytes);
         case "agent_priority" -> agentPriority = r.bool(v, k).orElse(agentPriority);
         case "agent_priority_promotion_seconds" -> promotion = r.number(v, k, 0).orElse(promotion);
         case "kv_retention" -> kvRetention = r.bool(v, k).orElse(kvRetention);
@@ -197,7 +199,7 @@ final class AffinityBlockReader {
     return new AffinityBlock(new AffinitySettings(model, headers, debug, accessLog, keys, allowParams, timeout, maxBody,
         tokenizer, requireAuth, openStorage, selectionTtl, maxPrompt, tenants,
         maxConnections, finalHeader, idleTtl, softMargin, ioThreads, maxQueuedRequests, maxQueuedTokens, warmUp,
-        new AgentSettings(agentPriority, promotion, kvRetention), shared, prefixBytes), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
+        new AgentSettings(agentPriority, promotion, kvRetention), shared, prefixBytes, keptTurnBytes), ctx, gen, requireNode == null ? t.getKeyNode() : requireNode.getValueNode());
   }
 
   /**

@@ -74,7 +74,8 @@ public record AffinitySettings(
     int warmUpRequests,
     AgentSettings agent,
     Optional<SharedStateSettings> sharedState,
-    long promptPrefixBytes) {
+    long promptPrefixBytes,
+    long keptTurnBytes) {
 
   /**
    * {@code prompt_prefix_bytes} when it is not set (-1): derived, an eighth of the JVM's heap and at most
@@ -87,6 +88,19 @@ public record AffinitySettings(
   /** {@code prompt_prefix_bytes}, or when it is not set an eighth of {@code maxHeapBytes}, at most 256 MiB. */
   public long promptPrefixBudget(long maxHeapBytes) {
     return promptPrefixBytes >= 0 ? promptPrefixBytes : Math.min(MAX_DERIVED_PROMPT_PREFIX_BYTES, maxHeapBytes / 8);
+  }
+
+  /**
+   * {@code kept_turn_bytes} when it is not set (-1): derived as {@code prompt_prefix_bytes} is ({@link #keptTurnBudget}).
+   * The memory each conversation's last turn as the frontend read and wrote it (its chat body, its legs' ids' JSON)
+   * may take in all, kept so that the next turn reads and writes only what changed
+   * ({@code dev.affinity.admission.KeptTurns}).
+   */
+  public static final long DEFAULT_KEPT_TURN_BYTES = -1;
+
+  /** {@code kept_turn_bytes}, or when it is not set an eighth of {@code maxHeapBytes}, at most 256 MiB. */
+  public long keptTurnBudget(long maxHeapBytes) {
+    return keptTurnBytes >= 0 ? keptTurnBytes : Math.min(MAX_DERIVED_PROMPT_PREFIX_BYTES, maxHeapBytes / 8);
   }
 
   /**
@@ -157,7 +171,8 @@ public record AffinitySettings(
     return new AffinitySettings(Optional.empty(), DEFAULT_SESSION_HEADERS, false, Optional.empty(), List.of(), false,
         180.0, 16L * 1024 * 1024, "cl100k_base", false, false, 180.0, 0, false, 0, DEFAULT_SESSION_FINAL_HEADER,
         DEFAULT_SESSION_IDLE_TTL_SECONDS, OptionalDouble.empty(), 0, 0, 0, DEFAULT_WARM_UP_REQUESTS,
-        AgentSettings.defaults(), Optional.empty(), DEFAULT_PROMPT_PREFIX_BYTES);
+        AgentSettings.defaults(), Optional.empty(), DEFAULT_PROMPT_PREFIX_BYTES,
+        DEFAULT_KEPT_TURN_BYTES);
   }
 
   /** These settings with {@code apiKeys} in place of theirs. */
@@ -166,7 +181,7 @@ public record AffinitySettings(
         requestTimeoutSeconds, maxRequestBodyBytes, tokenizer, requireInternalAuth, allowUnauthenticatedClusterStorage,
         selectionTtlSeconds, maxPromptTokens,
         tenantIsolation, workerMaxConnections, sessionFinalHeader, sessionIdleTtlSeconds, softPlacementMargin, ioThreads,
-        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent, sharedState, promptPrefixBytes);
+        maxQueuedRequests, maxQueuedTokens, warmUpRequests, agent, sharedState, promptPrefixBytes, keptTurnBytes);
   }
 
   /** The configured model, or {@value #DEFAULT_MODEL}. */

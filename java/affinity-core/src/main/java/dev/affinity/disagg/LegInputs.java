@@ -185,7 +185,11 @@ final class LegInputs {
 
   /** The ids admission forwards to the legs of {@link #request}, or null (the client's own ids, or text). */
   private TokenIds forwardedIds() {
-    return promptTokens == null || request.hasPromptTokenIds() || !admitted.forwardTokens() ? null
+    if (promptTokens == null || request.hasPromptTokenIds() || !admitted.forwardTokens()) {
+      return null;
+    }
+    // admission's object, whose JSON follows the conversation's last turn's, unless a resume changed the ids
+    return admitted.legIds() != null && promptTokens == admitted.promptTokens() ? admitted.legIds()
         : TokenIds.of(promptTokens);
   }
 }

@@ -3,6 +3,7 @@ package dev.affinity.frontend;
 import dev.affinity.conversation.HeaderSource;
 import dev.affinity.conversation.Resolution;
 import dev.affinity.protocol.OpenAiRequest;
+import dev.affinity.protocol.TokenIds;
 import java.util.Objects;
 
 /**
@@ -18,9 +19,17 @@ import java.util.Objects;
  *     prefixed by its tenant), or null; the routers' block keys and in-process executors use it
  * @param forwardTokens whether {@code promptTokens} replace the prompt on the legs (workers then skip tokenizing);
  *     false when the workers would render a chat otherwise (the chat goes as text)
+ * @param legIds {@code promptTokens} as the one object every leg carries, its JSON following the conversation's last
+ *     turn's ({@link dev.affinity.admission.KeptTurns#legIds}); null: made from {@code promptTokens} when needed
  */
 public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
-    String cacheSalt, boolean forwardTokens) {
+    String cacheSalt, boolean forwardTokens, TokenIds legIds) {
+
+  /** An admitted request whose legs' ids are made from {@code promptTokens}. */
+  public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
+      String cacheSalt, boolean forwardTokens) {
+    this(request, headers, resolution, promptTokens, cacheSalt, forwardTokens, null);
+  }
 
   /** An admitted request whose salt is its body's. */
   public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens) {

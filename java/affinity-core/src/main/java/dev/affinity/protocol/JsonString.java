@@ -19,6 +19,11 @@ public record JsonString(byte[] source, int from, int to) {
 
   /** The attribute under which a body's bytes reach the deserializers ({@link ProtocolCodec}'s client reads). */
   static final Object SOURCE = JsonString.class;
+  /**
+   * The attribute that asks for each spelling to be copied out of the body ({@link ProtocolCodec#parseKeptChatRequest}):
+   * a request kept beyond its body holds only its own strings' bytes.
+   */
+  static final Object OWN = new Object();
 
   /**
    * The string {@code p} has just read ({@link JsonParser#getText()} called), as the body spelled it; null when the
@@ -33,6 +38,10 @@ public record JsonString(byte[] source, int from, int to) {
     if (start < 0 || end > source.length || end - start < 2 || source[(int) start] != '"'
         || source[(int) end - 1] != '"') {
       return null;
+    }
+    if (ctxt.getAttribute(OWN) != null) {
+      return new JsonString(java.util.Arrays.copyOfRange(source, (int) start + 1, (int) end - 1), 0,
+          (int) (end - start - 2));
     }
     return new JsonString(source, (int) start + 1, (int) end - 1);
   }

@@ -106,6 +106,15 @@ public final class ProtocolCodec {
   }
 
   /**
+   * A {@code /v1/chat/completions} body whose request is kept beyond the body (a conversation's last turn,
+   * {@code dev.affinity.admission.KeptTurns}): each message text's spelling ({@link JsonString}) is copied out of the
+   * body, so that the request does not hold the body's bytes.
+   */
+  public ChatCompletionRequest parseKeptChatRequest(byte[] body) throws ProtocolException {
+    return read(body, ChatCompletionRequest.class, ProtocolException.BAD_REQUEST, true);
+  }
+
+  /**
    * A chat request from a JSON tree already built and checked as text (an Anthropic Messages or Responses body
    * converted to a chat request): read from the tree, with no bytes written and parsed again in between; errors are
    * 400 naming the field, as {@link #parseChatCompletionRequest(byte[])}'s.
@@ -203,6 +212,10 @@ public final class ProtocolCodec {
   // ---- error mapping ----
 
   private <T> T read(byte[] body, Class<T> type, int status) {
+    return read(body, type, status, false);
+  }
+
+  private <T> T read(byte[] body, Class<T> type, int status, boolean ownSpellings) {
     if (body == null || isBlank(body)) {
       throw ProtocolException.of(status, "body is empty; expected a JSON object", null);
     }
@@ -213,6 +226,9 @@ public final class ProtocolCodec {
     // a client's strings keep their spelling in the body, to be written to the legs as they were (JsonString)
     ObjectReader reader = status == ProtocolException.BAD_REQUEST
         ? READERS.get(type).withAttribute(JsonString.SOURCE, body) : READERS.get(type);
+    if (ownSpellings) {
+      reader = reader.withAttribute(JsonString.OWN, Boolean.TRUE);
+    }
     return read(() -> SHARED.createParser(body), reader, status, (parser, value) -> {
       if (clientText && value instanceof JsonNode tree) {
         LoneSurrogates.check(tree);

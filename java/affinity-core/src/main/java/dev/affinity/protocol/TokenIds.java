@@ -35,14 +35,57 @@ public final class TokenIds {
 
   private static final TokenIds EMPTY = new TokenIds(new int[0]);
   /** Sequences at least this long keep their JSON once written ({@link #writeTo}). */
-  private static final int KEEP_JSON = 1024;
+  public static final int KEEP_JSON = 1024;
+  /** Ids per chunk of kept JSON: a sequence that follows another copies its JSON a whole chunk at a time. */
+  static final int CHUNK = 1024;
 
   private final int[] ids;
   /** The JSON array, written once for a long sequence (a prompt's ids go to both legs of a request); else null. */
-  private volatile RawJson json;
+  private volatile Written json;
+  /**
+   * The sequence this one follows ({@link #following}), whose JSON is copied where the two agree; dropped once this
+   * one's JSON is written, so that a conversation's turns do not hold each other.
+   */
+  private volatile TokenIds base;
 
   private TokenIds(int[] ids) {
     this.ids = ids;
+  }
+
+  /**
+   * A sequence's JSON once written, and where each chunk of {@link #CHUNK} ids starts in it: {@code marks[0]} is
+   * after the {@code [}, {@code marks[j]} the comma before id {@code j * CHUNK}.
+   */
+  private record Written(RawJson raw, byte[] bytes, int[] marks) {}
+
+  /**
+   * {@code ids} (not copied: the caller must not change them) as the next turn of a conversation whose last sequence
+   * was {@code previous}: when written, the JSON of the chunks of ids the two share from the start is copied from
+   * {@code previous}'s, and only the rest is written (an agent's turn re-sends its whole history: the ids' digits were
+   * a quarter of the frontend's event loop per turn, docs/benchmarks.md, "Agent turns against the history"). The ids
+   * are compared, so the JSON is the same as {@link #of}'s whatever {@code previous} holds.
+   */
+  public static TokenIds following(TokenIds previous, int[] ids) {
+    Objects.requireNonNull(ids, "ids");
+    if (ids.length == 0) {
+      return EMPTY;
+    }
+    TokenIds t = new TokenIds(ids);
+    if (previous != null && previous.json != null && ids.length >= KEEP_JSON) {
+      t.base = previous;
+    }
+    return t;
+  }
+
+  /** Whether this sequence's JSON is written and kept (a long sequence written once through a UTF-8 generator). */
+  public boolean jsonKept() {
+    return json != null;
+  }
+
+  /** The bytes of JSON this sequence keeps: 0 before it is written. */
+  public long keptJsonBytes() {
+    Written w = json;
+    return w == null ? 0 : w.bytes.length + 4L * w.marks.length;
   }
 
   /** A copy of {@code ids}. */
@@ -182,27 +225,61 @@ public final class TokenIds {
       gen.writeArray(ids, 0, ids.length);
       return;
     }
-    RawJson j = json;
-    if (j == null) {
-      j = new RawJson(jsonArray(ids));
-      json = j;
+    Written w = json;
+    if (w == null) {
+      w = jsonArray(ids, base);
+      json = w;
+      base = null;
     }
-    gen.writeRawValue(j);
+    gen.writeRawValue(w.raw);
   }
 
-  /** {@code [1,2,3]}: the ids' JSON, as Jackson writes an int array. */
-  private static byte[] jsonArray(int[] ids) {
-    byte[] out = new byte[2 + ids.length * 12];
-    int at = 0;
-    out[at++] = '[';
-    for (int i = 0; i < ids.length; i++) {
+  /** How many ids the JSON copied from {@code base}'s covers (whole chunks they share from the start); 0 without. */
+  static int sharedChunks(int[] ids, TokenIds base) {
+    Written w = base == null ? null : base.json;
+    if (w == null) {
+      return 0;
+    }
+    int m = Arrays.mismatch(base.ids, ids);
+    int same = m < 0 ? ids.length : m;
+    // chunk c's start is known up to the base's last chunk, and its end (its ']') when the base is whole chunks
+    return Math.min(same / CHUNK, base.ids.length / CHUNK == w.marks.length ? w.marks.length : w.marks.length - 1)
+        * CHUNK;
+  }
+
+  /**
+   * {@code [1,2,3]}: the ids' JSON, as Jackson writes an int array; the chunks {@code base} shares with them copied
+   * from its JSON.
+   */
+  private static Written jsonArray(int[] ids, TokenIds base) {
+    int from = sharedChunks(ids, base);
+    int[] marks = new int[(ids.length + CHUNK - 1) / CHUNK];
+    byte[] out;
+    int at;
+    if (from == 0) {
+      out = new byte[2 + ids.length * 12];
+      out[0] = '[';
+      at = 1;
+    } else {
+      Written w = base.json;
+      int chunks = from / CHUNK;
+      at = chunks < w.marks.length ? w.marks[chunks] : w.bytes.length - 1;
+      out = new byte[at + 1 + (ids.length - from) * 12];
+      System.arraycopy(w.bytes, 0, out, 0, at);
+      System.arraycopy(w.marks, 0, marks, 0, chunks);
+    }
+    for (int i = from; i < ids.length; i++) {
+      if (i % CHUNK == 0) {
+        marks[i / CHUNK] = at;
+      }
       if (i > 0) {
         out[at++] = ',';
       }
       at = NumberOutput.outputInt(ids[i], out, at);
     }
     out[at++] = ']';
-    return Arrays.copyOf(out, at);
+    byte[] bytes = Arrays.copyOf(out, at);
+    return new Written(new RawJson(bytes), bytes, marks);
   }
 
   static final class Deserializer extends JsonDeserializer<TokenIds> {

@@ -277,6 +277,8 @@ class ConfigLoaderTest {
             "test.yaml:2:24: affinity.prompt_prefix_bytes: expected an integer in [0, "),
         Arguments.of("affinity:\n  prompt_prefix_bytes: 1GB\n" + MINIMAL,
             "test.yaml:2:24: affinity.prompt_prefix_bytes: expected an integer"),
+        Arguments.of("affinity:\n  kept_turn_bytes: -5\n" + MINIMAL,
+            "test.yaml:2:20: affinity.kept_turn_bytes: expected an integer in [0, "),
         Arguments.of("affinity:\n  debug_header: true\n" + MINIMAL, "test.yaml:2:3: affinity.debug_header: unknown key"),
         Arguments.of("affinity:\n  request_timeout_seconds: 0\n" + MINIMAL,
             "affinity.request_timeout_seconds: expected a number > 0.0, found 0"),
@@ -399,6 +401,17 @@ class ConfigLoaderTest {
     assertEquals(5000, parse("affinity:\n  prompt_prefix_bytes: 5000\n" + MINIMAL).config().affinity()
         .promptPrefixBudget(8L << 30), "as set");
     assertEquals(0, parse("affinity:\n  prompt_prefix_bytes: 0\n" + MINIMAL).config().affinity().promptPrefixBytes(),
+        "none kept");
+  }
+
+  @Test
+  void keptTurnBytesParse() {
+    AffinitySettings unset = parse(MINIMAL).config().affinity();
+    assertEquals(64L << 20, unset.keptTurnBudget(512L << 20), "an eighth of the heap");
+    assertEquals(256L << 20, unset.keptTurnBudget(8L << 30), "at most 256 MiB");
+    assertEquals(7000, parse("affinity:\n  kept_turn_bytes: 7000\n" + MINIMAL).config().affinity()
+        .keptTurnBudget(8L << 30), "as set");
+    assertEquals(0, parse("affinity:\n  kept_turn_bytes: 0\n" + MINIMAL).config().affinity().keptTurnBudget(8L << 30),
         "none kept");
   }
 

@@ -1,5 +1,8 @@
 package dev.affinity.server.fleet;
 
+import dev.affinity.admission.KeptTurns;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.server.metrics.KeptTurnMeters;
 import dev.affinity.admission.PromptTokenizer;
 import dev.affinity.config.ConfigException;
 import dev.affinity.config.ConfigProblem;
@@ -242,10 +245,17 @@ public final class AffinityServer implements AutoCloseable {
     for (Router r : List.of(ctxRouter, genRouter)) {
       routerMeters.add(new RouterMeters(registry, r, r == ctxRouter ? "context" : "generation"));
     }
+    // each conversation's last turn as read and written, so that the next reads and writes what it adds
+    KeptTurns keptTurns = new KeptTurns(ConversationSettings.from(config),
+        config.affinity().keptTurnBudget(Runtime.getRuntime().maxMemory()));
+    KeptTurnMeters.register(registry, keptTurns);
     sessions = FrontendSessions.start(config, service, List.of(ctxRouter, genRouter), parentLinks, this::workers,
-        tokenizing::sessionEnded, sessionWork, registry);
+        id -> {
+          tokenizing.sessionEnded(id);
+          keptTurns.forget(id);
+        }, sessionWork, registry);
     FleetBackend.Parts parts = new FleetBackend.Parts(config, sessions.handler(), parentLinks, perfLog, routerMeters, ctxRouter,
-        genRouter, models, storage, membership, sharedKv);
+        genRouter, models, storage, membership, sharedKv, keptTurns);
     frontend = FrontendServer.start(options, new FleetBackend(parts, tokenizer, PromptLimits.of(config, embedded),
         PromptLimits.queueLimit(config, embedded)), registry, io);
     if (membership != null) {

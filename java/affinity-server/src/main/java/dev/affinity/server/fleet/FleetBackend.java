@@ -1,5 +1,6 @@
 package dev.affinity.server.fleet;
 
+import dev.affinity.admission.KeptTurns;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -45,7 +46,7 @@ final class FleetBackend implements FrontendBackend {
   /** The parts of the assembled server this backend reads; the routers' worker lists change as workers come and go. */
   record Parts(DisaggConfig config, CompletionHandler handler, ParentLinks parentLinks, PerfMetricsLog perfLog,
       List<RouterMeters> routerMeters, Router ctxRouter, Router genRouter, WorkerModels models,
-      ClusterStorage storage, ClusterMembership membership, SharedKvEvents sharedKv) {}
+      ClusterStorage storage, ClusterMembership membership, SharedKvEvents sharedKv, KeptTurns keptTurns) {}
 
   private final Parts parts;
   private final PromptTokenizer tokenizer;
@@ -67,6 +68,11 @@ final class FleetBackend implements FrontendBackend {
   @Override
   public PromptLimit promptLimit() {
     return promptLimit;
+  }
+
+  @Override
+  public Optional<KeptTurns> keptTurns() {
+    return Optional.of(parts.keptTurns());
   }
 
   @Override

@@ -55,19 +55,24 @@ final class CompletionEndpoint {
     ObjectNode echo = null;
     try {
       HeaderSource headers = headerSource(exchange.meta().headers());
-      byte[] json = dev.affinity.protocol.Utf8.jsonBody(fc.backend.requestBody(body, headers));
+      byte[] received = fc.backend.requestBody(body, headers);
       OpenAiRequest request;
-      if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
-        countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);
-        return;
-      } else if (endpoint == Endpoint.MESSAGES) {
-        request = AnthropicRequests.toChat(json, fc.codec, false);
-      } else if (endpoint == Endpoint.RESPONSES) {
-        ResponsesRequests.Converted converted = ResponsesRequests.toChat(json, fc.codec);
-        request = converted.chat();
-        echo = converted.echo();
+      if (chat) {  // a conversation's turn reuses its last body where the bytes agree
+        request = fc.admission.keptTurns().parseChat(headers, received, fc.codec);
       } else {
-        request = chat ? fc.codec.parseChatCompletionRequest(json) : fc.codec.parseCompletionRequest(json);
+        byte[] json = dev.affinity.protocol.Utf8.jsonBody(received);
+        if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
+          countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);
+          return;
+        } else if (endpoint == Endpoint.MESSAGES) {
+          request = AnthropicRequests.toChat(json, fc.codec, false);
+        } else if (endpoint == Endpoint.RESPONSES) {
+          ResponsesRequests.Converted converted = ResponsesRequests.toChat(json, fc.codec);
+          request = converted.chat();
+          echo = converted.echo();
+        } else {
+          request = fc.codec.parseCompletionRequest(json);
+        }
       }
       // the work in flight, counted before tokenizing (a queue of huge prompts waiting to be tokenized is work too)
       long tokens = QueueLimit.tokensOf(request);

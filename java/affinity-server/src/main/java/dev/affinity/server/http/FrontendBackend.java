@@ -66,6 +66,14 @@ public interface FrontendBackend {
   }
 
   /**
+   * Each conversation's kept last turn ({@link dev.affinity.admission.KeptTurns}); by default none: nothing kept,
+   * every body read whole.
+   */
+  default java.util.Optional<dev.affinity.admission.KeptTurns> keptTurns() {
+    return java.util.Optional.empty();
+  }
+
+  /**
    * Model names the backend serves (added to {@link FrontendOptions#models()}); a request naming any
    * other model gets 404. When both lists are empty every model name is accepted.
    */

@@ -2,6 +2,7 @@ package dev.affinity.server.http;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.affinity.admission.ClientRequestGuard;
+import dev.affinity.admission.KeptTurns;
 import dev.affinity.admission.RequestAdmission;
 import dev.affinity.conversation.AffinityRoots;
 import dev.affinity.conversation.ConversationResolver;
@@ -54,7 +55,8 @@ final class FrontendContext {
         new ClientRequestGuard(options.allowClientDisaggregatedParams(), options.allowRequestChatTemplate()),
         this::serves, new ConversationResolver(options.routing(), UUID::randomUUID,
             new AffinityRoots(backend.parentLinks().orElseGet(LocalParentLinks::withDefaults), AffinityRoots.DEFAULT_MAX_DEPTH)),
-        backend.tokenizer(), backend.promptLimit());
+        backend.tokenizer(), backend.promptLimit(),
+        backend.keptTurns().orElseGet(() -> KeptTurns.none(options.routing())));
     this.channels = channels;
   }
 

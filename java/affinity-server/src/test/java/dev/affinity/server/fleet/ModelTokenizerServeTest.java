@@ -146,6 +146,11 @@ class ModelTokenizerServeTest {
       assertTrue(metric(metrics, "affinity_prompt_prefix_tokens_total{source=\"reused\"}") > 0, metrics);
       assertEquals(1.0, metric(metrics, "affinity_prompt_prefix_turns_total{result=\"reused\"}"), metrics);
       assertTrue(metric(metrics, "affinity_tokenizer_encodes_total{engine=\"java\"}") > 0, "Qwen3 is encoded in Java");
+      // the second body was read from the first where their bytes agree (affinity.kept_turn_bytes)
+      assertEquals(1.0, metric(metrics, "affinity_kept_turn_bodies_total{result=\"reused\"}"), metrics);
+      assertEquals(1.0, metric(metrics, "affinity_kept_turn_bodies_total{result=\"whole\"}"), metrics);
+      assertTrue(metric(metrics, "affinity_kept_turn_body_bytes_total{source=\"reused\"}") > 0, metrics);
+      assertEquals(1.0, metric(metrics, "affinity_kept_turn_entries"), metrics);
 
       // the client ends the session (X-Dynamo-Session-Final): its kept prompt goes with it
       HttpResponse<String> last = http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
@@ -156,6 +161,7 @@ class ModelTokenizerServeTest {
       String after = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
           .build(), HttpResponse.BodyHandlers.ofString()).body();
       assertEquals(0.0, metric(after, "affinity_prompt_prefix_entries"), after);
+      assertEquals(0.0, metric(after, "affinity_kept_turn_entries"), after);
     }
   }
 

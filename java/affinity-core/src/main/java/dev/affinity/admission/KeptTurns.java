@@ -1,0 +1,274 @@
+package dev.affinity.admission;
+
+import dev.affinity.conversation.ConversationResolver;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatMessage;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TokenIds;
+import dev.affinity.protocol.Utf8;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Each conversation's last turn as the frontend read and wrote it, so that the next turn, which re-sends the whole
+ * history with a little more, costs what it adds (docs/benchmarks.md, "Agent turns against the history"):
+ *
+ * <ul>
+ *   <li><b>the chat body</b> ({@link #parseChat}): the new body's bytes are compared with the last one's; the
+ *       messages that lie whole within the bytes they share are the last request's messages, and only the body
+ *       without them is read;
+ *   <li><b>the ids the legs carry</b> ({@link #legIds}): their JSON is copied from the last turn's where the ids agree
+ *       ({@link TokenIds#following}).
+ * </ul>
+ *
+ * Both are exact: bytes and ids are compared, never assumed, and what cannot be shown the same is read or written
+ * whole. A body the reuse cannot read (a bad one) is read whole, so its 400 names the field and place as always.
+ * A turn is kept under the conversation's session header ({@link ConversationSettings#sessionHeaders()}, the first
+ * present, in its tenant's namespace under tenant isolation); a request without one keeps nothing.
+ *
+ * <p>Bounded by bytes: a kept body counts four times its length (its bytes; its decoded texts, at most two bytes a
+ * byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}), kept ids eleven bytes an id
+ * (the ids, and at most seven bytes of JSON each); least recently used first out, and a turn larger than the whole
+ * budget is not kept. Thread-safe.
+ */
+public final class KeptTurns {
+  private static final int ENTRY_OVERHEAD = 160;
+  private static final int BYTES_PER_BODY_BYTE = 4;
+  private static final int BYTES_PER_ID = 11;
+
+  private final ConversationSettings settings;
+  private final long budget;
+  private final LinkedHashMap<String, Turn> turns = new LinkedHashMap<>(64, 0.75f, true);
+  private long bytes;
+  private final AtomicLong reusedBodies = new AtomicLong();
+  private final AtomicLong wholeBodies = new AtomicLong();
+  private final AtomicLong reusedBodyBytes = new AtomicLong();
+  private final AtomicLong readBodyBytes = new AtomicLong();
+  private final AtomicLong followedIds = new AtomicLong();
+  private final AtomicLong evictions = new AtomicLong();
+
+  /** {@code budgetBytes}: the most the kept turns may take; 0 keeps none (every body is read whole). */
+  public KeptTurns(ConversationSettings settings, long budgetBytes) {
+    if (budgetBytes < 0) {
+      throw new IllegalArgumentException("budgetBytes must be >= 0: " + budgetBytes);
+    }
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.budget = budgetBytes;
+  }
+
+  /** Keeps nothing. */
+  public static KeptTurns none(ConversationSettings settings) {
+    return new KeptTurns(settings, 0);
+  }
+
+  /** What a turn keeps: its body as read, and the ids its legs carried (either may be null). */
+  private record Turn(Body body, TokenIds ids, long bytes) {}
+
+  /** A body, the request read from it, and where its messages end in it. */
+  private record Body(byte[] bytes, ChatCompletionRequest request, MessageSpans spans) {}
+
+  /**
+   * What the kept turns did so far.
+   *
+   * @param reusedBodies chat bodies read from the last turn's where they agree
+   * @param wholeBodies chat bodies of a conversation read whole (a first turn, or nothing shared)
+   * @param reusedBodyBytes bytes of those bodies not read again
+   * @param readBodyBytes bytes read
+   * @param followedIds legs' ids whose JSON follows the last turn's
+   * @param entries conversations kept
+   * @param bytes what they take
+   * @param evictions conversations dropped for room
+   */
+  public record Stats(long reusedBodies, long wholeBodies, long reusedBodyBytes, long readBodyBytes,
+      long followedIds, int entries, long bytes, long evictions) {}
+
+  public Stats stats() {
+    synchronized (turns) {
+      return new Stats(reusedBodies.get(), wholeBodies.get(), reusedBodyBytes.get(), readBodyBytes.get(),
+          followedIds.get(), turns.size(), bytes, evictions.get());
+    }
+  }
+
+  public long budgetBytes() {
+    return budget;
+  }
+
+  /**
+   * The key a request's turn is kept under: its first session header's value (stripped), in its tenant's namespace
+   * under tenant isolation; null without one, or when the value is not a valid id (resolution rejects it).
+   */
+  String key(HeaderSource headers) {
+    if (budget == 0) {
+      return null;
+    }
+    for (String name : settings.sessionHeaders()) {
+      String value = headers.first(name);
+      if (value != null && !value.isBlank()) {
+        if (ConversationResolver.problemWith(value) != null) {
+          return null;
+        }
+        String id = value.strip();
+        return settings.tenantIsolation() ? ConversationResolver.tenantOf(headers) + "/" + id : id;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A {@code /v1/chat/completions} body as received (a UTF-8 byte order mark allowed): read as
+   * {@link ProtocolCodec#parseChatCompletionRequest} reads it, reusing its conversation's last body where the bytes
+   * agree; kept as the conversation's last body.
+   *
+   * @throws ProtocolException 400, as {@link Utf8#jsonBody} and the codec say, for a bad body
+   */
+  public ChatCompletionRequest parseChat(HeaderSource headers, byte[] received, ProtocolCodec codec) {
+    String key = key(headers);
+    if (key == null) {
+      return codec.parseChatCompletionRequest(Utf8.jsonBody(received));
+    }
+    Turn last;
+    synchronized (turns) {
+      last = turns.get(key);
+    }
+    Body body = last == null || last.body == null ? null : following(last.body, received, codec);
+    if (body == null) {
+      byte[] json = Utf8.jsonBody(received);
+      ChatCompletionRequest request = codec.parseKeptChatRequest(json);
+      wholeBodies.incrementAndGet();
+      readBodyBytes.addAndGet(json.length);
+      MessageSpans spans = MessageSpans.of(json, json.length);
+      if (spans == null || spans.ends().length != request.messages().size()) {
+        return request;  // where its messages lie is not certain: nothing to reuse next time
+      }
+      body = new Body(json, request, spans);
+    }
+    Body kept = body;
+    update(key, t -> new Turn(kept, t == null ? null : t.ids, 0));
+    return body.request;
+  }
+
+  /**
+   * {@code received} read from {@code last}: the messages within the bytes they share are {@code last}'s, and only
+   * the rest of the body (the members before {@code messages}, the new messages, the members after) is parsed.
+   * Null when nothing can be reused this way or the rest does not read (the body is then read whole).
+   */
+  private Body following(Body last, byte[] received, ProtocolCodec codec) {
+    int m = Arrays.mismatch(last.bytes, received);
+    if (m < 0) {
+      reusedBodies.incrementAndGet();
+      reusedBodyBytes.addAndGet(received.length);
+      return last;  // the same body again (a retry)
+    }
+    int[] ends = last.spans.ends();
+    int k = Arrays.binarySearch(ends, m);
+    k = k >= 0 ? k : -k - 1;  // messages ending before m
+    if (k == 0) {
+      return null;
+    }
+    int after = ends[k - 1] + 1;
+    int i = MessageSpans.skipSpace(received, after, received.length);
+    if (i >= received.length || received[i] != ',' || Utf8.firstInvalid(received, after, received.length) >= 0) {
+      return null;
+    }
+    int rest = i + 1;
+    int open = last.spans.open();
+    byte[] tail = new byte[open + 1 + received.length - rest];
+    System.arraycopy(received, 0, tail, 0, open + 1);
+    System.arraycopy(received, rest, tail, open + 1, received.length - rest);
+    ChatCompletionRequest read;
+    try {
+      read = codec.parseKeptChatRequest(tail);
+    } catch (ProtocolException e) {
+      return null;  // read whole: the error names the body's own field and place
+    }
+    MessageSpans tailSpans = MessageSpans.of(tail, tail.length);
+    if (tailSpans == null || tailSpans.open() != open || tailSpans.ends().length != read.messages().size()) {
+      return null;
+    }
+    List<ChatMessage> messages = new ArrayList<>(k + read.messages().size());
+    messages.addAll(last.request.messages().subList(0, k));
+    messages.addAll(read.messages());
+    int[] allEnds = Arrays.copyOf(ends, k + tailSpans.ends().length);
+    for (int j = 0; j < tailSpans.ends().length; j++) {
+      allEnds[k + j] = tailSpans.ends()[j] - (open + 1) + rest;
+    }
+    reusedBodies.incrementAndGet();
+    reusedBodyBytes.addAndGet(rest - (open + 1));
+    readBodyBytes.addAndGet(tail.length);
+    return new Body(received, read.withMessages(messages), new MessageSpans(open, allEnds));
+  }
+
+  /**
+   * The ids {@code request}'s legs carry ({@code ids}, not copied: never changed after), as one object whose JSON is
+   * written once for all legs and copied from its conversation's last turn's where the ids agree; kept as the
+   * conversation's last.
+   */
+  public TokenIds legIds(HeaderSource headers, int[] ids) {
+    String key = ids.length < TokenIds.KEEP_JSON ? null : key(headers);
+    if (key == null) {
+      return TokenIds.of(ids);
+    }
+    Turn last;
+    synchronized (turns) {
+      last = turns.get(key);
+    }
+    TokenIds next = TokenIds.following(last == null ? null : last.ids, ids);
+    if (last != null && last.ids != null && last.ids.jsonKept()) {
+      followedIds.incrementAndGet();
+    }
+    update(key, t -> new Turn(t == null ? null : t.body, next, 0));
+    return next;
+  }
+
+  /**
+   * A session ended or expired: its kept turn goes. {@code conversationId} is the resolution's (a session header's
+   * value, in its tenant's namespace), which is the key the turn was kept under.
+   */
+  public void forget(String conversationId) {
+    synchronized (turns) {
+      Turn t = turns.remove(conversationId);
+      if (t != null) {
+        bytes -= t.bytes;
+      }
+    }
+  }
+
+  private long sizeOf(String key, Turn t) {
+    return ENTRY_OVERHEAD + 2L * key.length()
+        + (t.body == null ? 0 : (long) BYTES_PER_BODY_BYTE * t.body.bytes.length + 4L * t.body.spans.ends().length)
+        + (t.ids == null ? 0 : (long) BYTES_PER_ID * t.ids.size());
+  }
+
+  private void update(String key, java.util.function.UnaryOperator<Turn> change) {
+    synchronized (turns) {
+      Turn old = turns.remove(key);
+      if (old != null) {
+        bytes -= old.bytes;
+      }
+      Turn t = change.apply(old);
+      long size = sizeOf(key, t);
+      if (size > budget) {
+        return;
+      }
+      turns.put(key, new Turn(t.body, t.ids, size));
+      bytes += size;
+      var it = turns.entrySet().iterator();
+      while (bytes > budget && it.hasNext()) {
+        var e = it.next();
+        if (e.getKey().equals(key)) {
+          continue;
+        }
+        bytes -= e.getValue().bytes;
+        it.remove();
+        evictions.incrementAndGet();
+      }
+    }
+  }
+}

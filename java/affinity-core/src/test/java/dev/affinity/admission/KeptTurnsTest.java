@@ -1,0 +1,312 @@
+package dev.affinity.admission;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.affinity.config.SubagentScope;
+import dev.affinity.conversation.ConversationSettings;
+import dev.affinity.conversation.HeaderSource;
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ConversationParams;
+import dev.affinity.protocol.ProtocolCodec;
+import dev.affinity.protocol.ProtocolException;
+import dev.affinity.protocol.TokenIds;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A conversation's turn read from its last body ({@link KeptTurns#parseChat}) is the request a whole read gives, and
+ * writes the same leg bodies, over random conversations whose turns add messages, rewrite earlier ones, change the
+ * members around {@code messages}, repeat themselves and change their spacing; a bad turn gets the whole read's
+ * error; the legs' ids whose JSON follows the last turn's ({@link KeptTurns#legIds}) write the JSON of a fresh
+ * sequence.
+ */
+class KeptTurnsTest {
+  private static final ProtocolCodec CODEC = new ProtocolCodec();
+  private static final ConversationSettings SETTINGS = new ConversationSettings(List.of("x-session-id"),
+      Optional.empty(), SubagentScope.CONTEXT);
+  private static final String[] PIECES = {"a", "Z", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "é", "中", "😀",
+      "{\"k\": [1, 2]}", "def f(x):\n    return \"x\"\n", "\u2028", "<|im_end|>", "}]", ",{", "\"messages\":[",
+      "lorem ipsum dolor sit amet "};
+  private static final String[] SPACE = {"", " ", "\n", "\n  ", "\t"};
+
+  private static HeaderSource session(String id) {
+    return HeaderSource.of(Map.of("X-Session-Id", id));
+  }
+
+  private static void spell(StringBuilder json, String piece, Random r) {
+    for (int i = 0; i < piece.length(); i++) {
+      char c = piece.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        json.append(r.nextBoolean() ? String.format("\\u%04x\\u%04x", (int) c, (int) piece.charAt(i + 1))
+            : piece.substring(i, i + 2));
+        i++;
+      } else if (c == '"' || c == '\\') {
+        json.append(r.nextBoolean() ? "\\" + c : String.format("\\u%04x", (int) c));
+      } else if (c < 0x20) {
+        json.append(c == '\n' && r.nextBoolean() ? "\\n" : String.format("\\u%04X", (int) c));
+      } else if (r.nextInt(8) == 0) {
+        json.append(String.format("\\u%04x", (int) c));
+      } else {
+        json.append(c);
+      }
+    }
+  }
+
+  private static String text(Random r) {
+    StringBuilder sb = new StringBuilder("\"");
+    for (int n = r.nextInt(10); n >= 0; n--) {
+      spell(sb, PIECES[r.nextInt(PIECES.length)], r);
+    }
+    return sb.append('"').toString();
+  }
+
+  /** A message as a client spells it: string content, text parts, a tool call, a tool answer, null content. */
+  private static String message(Random r) {
+    String sp = SPACE[r.nextInt(SPACE.length)];
+    return switch (r.nextInt(6)) {
+      case 0 -> "{\"role\":" + sp + "\"system\"," + sp + "\"content\":" + text(r) + "}";
+      case 1 -> "{" + sp + "\"content\":" + sp + "[{\"type\":\"text\",\"text\":" + text(r) + "}]," + sp
+          + "\"role\":\"user\"}";
+      case 2 -> "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_" + r.nextInt(1000)
+          + "\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":" + text(r) + "}}]}";
+      case 3 -> "{\"role\":\"tool\",\"tool_call_id\":\"call_" + r.nextInt(1000) + "\",\"content\":" + text(r) + "}";
+      case 4 -> "{\"role\":\"assistant\",\"content\":" + text(r) + ",\"reasoning_content\":" + text(r)
+          + ",\"cache_control\":{\"type\":\"ephemeral\"}}";
+      default -> "{\"role\":\"user\"," + sp + "\"content\":" + text(r) + "}";
+    };
+  }
+
+  /** One conversation as it goes: its messages' spellings, the members around them, the spacing. */
+  private static final class Conversation {
+    final List<String> messages = new ArrayList<>();
+    String before = "\"model\":\"m\",";
+    String after = ",\"max_tokens\":16";
+    String comma = ",";
+
+    String body() {
+      return "{" + before + "\"messages\":[" + String.join(comma, messages) + "]" + after + "}";
+    }
+
+    void next(Random r) {
+      int what = r.nextInt(10);
+      if (what < 5 || messages.isEmpty()) {
+        for (int n = 1 + r.nextInt(3); n > 0; n--) {
+          messages.add(message(r));
+        }
+      } else if (what == 5) {
+        messages.set(r.nextInt(messages.size()), message(r));  // a template-like rewrite of an earlier turn
+      } else if (what == 6) {
+        after = r.nextBoolean() ? ",\"max_tokens\":" + r.nextInt(100) + ",\"stream\":" + r.nextBoolean()
+            : ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]"
+                + ", \"temperature\": 0.5";
+      } else if (what == 7) {
+        before = r.nextBoolean() ? "\"model\":\"m\"," : "\"max_tokens\":" + r.nextInt(100) + ", \"model\" : \"m\" , ";
+      } else if (what == 8) {
+        comma = "," + SPACE[r.nextInt(SPACE.length)];
+      }  // else: the same body again
+    }
+  }
+
+  private static void assertSameRead(ChatCompletionRequest whole, ChatCompletionRequest kept, String body) {
+    assertEquals(whole, kept, body);
+    assertArrayEquals(CODEC.toJsonBytes(whole), CODEC.toJsonBytes(kept), body);
+    ConversationParams c = new ConversationParams("c");
+    assertArrayEquals(CODEC.toJsonBytes(whole.forLeg(true, null, c, TokenIds.of(1, 2))),
+        CODEC.toJsonBytes(kept.forLeg(true, null, c, TokenIds.of(1, 2))), body);
+  }
+
+  @Test
+  void aTurnReadFromTheLastBodyIsTheRequestAWholeReadGives() {
+    Random r = new Random(47);
+    KeptTurns kept = new KeptTurns(SETTINGS, 64L << 20);
+    for (int conversation = 0; conversation < 60; conversation++) {
+      Conversation c = new Conversation();
+      HeaderSource h = session("s" + (conversation % 7));  // sessions reused by other conversations too
+      for (int turn = 0; turn < 25; turn++) {
+        c.next(r);
+        byte[] body = c.body().getBytes(StandardCharsets.UTF_8);
+        ChatCompletionRequest whole = CODEC.parseChatCompletionRequest(body);
+        assertSameRead(whole, kept.parseChat(h, body, CODEC), c.body());
+      }
+    }
+    KeptTurns.Stats s = kept.stats();
+    assertTrue(s.reusedBodies() > 600, s.toString());
+    assertTrue(s.reusedBodyBytes() > s.readBodyBytes(), s.toString());
+  }
+
+  @Test
+  void aBadTurnAfterAGoodOneGetsTheWholeReadsError() {
+    Random r = new Random(7);
+    KeptTurns kept = new KeptTurns(SETTINGS, 64L << 20);
+    HeaderSource h = session("bad");
+    Conversation c = new Conversation();
+    for (int i = 0; i < 5; i++) {
+      c.next(r);
+    }
+    kept.parseChat(h, c.body().getBytes(StandardCharsets.UTF_8), CODEC);
+    String good = c.body();
+    String[] bad = {
+        good.replace("]" + c.after, ",{\"content\":\"no role\"}]" + c.after),  // a new message without its role
+        good.replace("]" + c.after, ",{\"role\":\"user\",\"content\":12}]" + c.after),
+        good.replace("]" + c.after, ",{\"role\":\"user\",\"content\":\"x\"]" + c.after),  // malformed
+        good.replace("]" + c.after, "]" + c.after + ",\"max_tokens\":\"many\""),
+        good + " trailing",
+        good.replace("]" + c.after, ",{\"role\":\"user\",\"content\":\"\\ud800 lone\"}]" + c.after),
+    };
+    for (String b : bad) {
+      byte[] bytes = b.getBytes(StandardCharsets.UTF_8);
+      ProtocolException whole = assertThrows(ProtocolException.class, () -> CODEC.parseChatCompletionRequest(bytes));
+      ProtocolException read = assertThrows(ProtocolException.class, () -> kept.parseChat(h, bytes, CODEC), b);
+      assertEquals(whole.getMessage(), read.getMessage(), b);
+      assertEquals(whole.status(), read.status(), b);
+      assertEquals(whole.field(), read.field(), b);
+    }
+    // invalid UTF-8 in the new part: the offset in the body's own terms
+    byte[] base = good.replace("]" + c.after, ",{\"role\":\"user\",\"content\":\"xx\"}]" + c.after)
+        .getBytes(StandardCharsets.UTF_8);
+    int at = base.length - c.after.length() - 5;
+    base[at] = (byte) 0xff;
+    ProtocolException whole = assertThrows(ProtocolException.class,
+        () -> dev.affinity.protocol.Utf8.jsonBody(base));
+    ProtocolException read = assertThrows(ProtocolException.class, () -> kept.parseChat(h, base, CODEC));
+    assertEquals(whole.getMessage(), read.getMessage());
+    // and the last good turn is still the one kept
+    c.next(r);
+    c.messages.add("{\"role\":\"user\",\"content\":\"again\"}");
+    byte[] next = c.body().getBytes(StandardCharsets.UTF_8);
+    long reused = kept.stats().reusedBodies();
+    assertSameRead(CODEC.parseChatCompletionRequest(next), kept.parseChat(h, next, CODEC), c.body());
+    assertEquals(reused + 1, kept.stats().reusedBodies());
+  }
+
+  @Test
+  void theSameBodyAgainIsTheSameRequest() {
+    KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);
+    byte[] body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}".getBytes(StandardCharsets.UTF_8);
+    ChatCompletionRequest first = kept.parseChat(session("a"), body, CODEC);
+    assertSame(first, kept.parseChat(session("a"), body.clone(), CODEC));
+  }
+
+  @Test
+  void withoutASessionHeaderOrABudgetNothingIsKept() {
+    byte[] body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}".getBytes(StandardCharsets.UTF_8);
+    KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);
+    kept.parseChat(HeaderSource.NONE, body, CODEC);
+    kept.parseChat(session(" "), body, CODEC);
+    kept.parseChat(session("bad\u0001id"), body, CODEC);
+    assertEquals(0, kept.stats().entries());
+    KeptTurns none = KeptTurns.none(SETTINGS);
+    none.parseChat(session("a"), body, CODEC);
+    assertEquals(new KeptTurns.Stats(0, 0, 0, 0, 0, 0, 0, 0), none.stats());
+  }
+
+  @Test
+  void aBodyWithAByteOrderMarkIsReadAsTheCodecReadsIt() {
+    KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);
+    String json = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"user\",\"content\":\"x\"}]}";
+    byte[] plain = json.getBytes(StandardCharsets.UTF_8);
+    byte[] bom = new byte[plain.length + 3];
+    bom[0] = (byte) 0xef;
+    bom[1] = (byte) 0xbb;
+    bom[2] = (byte) 0xbf;
+    System.arraycopy(plain, 0, bom, 3, plain.length);
+    assertEquals(CODEC.parseChatCompletionRequest(plain), kept.parseChat(session("a"), plain, CODEC));
+    assertEquals(CODEC.parseChatCompletionRequest(plain), kept.parseChat(session("a"), bom, CODEC));
+    assertEquals(CODEC.parseChatCompletionRequest(plain), kept.parseChat(session("a"), plain, CODEC));
+  }
+
+  @Test
+  void theBudgetBoundsTheTurnsLeastRecentlyUsedFirstAndAnEndedSessionGoes() {
+    byte[] body = ("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(1000) + "\"}]}")
+        .getBytes(StandardCharsets.UTF_8);
+    KeptTurns kept = new KeptTurns(SETTINGS, 3 * (4 * body.length + 200));
+    for (String s : List.of("a", "b", "c", "d")) {
+      kept.parseChat(session(s), body, CODEC);
+    }
+    KeptTurns.Stats s = kept.stats();
+    assertEquals(3, s.entries(), s.toString());
+    assertEquals(1, s.evictions());
+    assertTrue(s.bytes() <= kept.budgetBytes());
+    kept.forget("c");
+    assertEquals(2, kept.stats().entries());
+    KeptTurns tiny = new KeptTurns(SETTINGS, 100);
+    tiny.parseChat(session("a"), body, CODEC);
+    assertEquals(0, tiny.stats().entries());
+  }
+
+  @Test
+  void underTenantIsolationATurnIsKeptInItsTenantsNamespace() {
+    KeptTurns kept = new KeptTurns(new ConversationSettings(List.of("x-session-id"), Optional.empty(),
+        SubagentScope.CONTEXT, true), 1 << 20);
+    assertEquals(dev.affinity.conversation.ConversationResolver.tenantOf(session("s")) + "/s", kept.key(session("s")));
+  }
+
+  @Test
+  void whereMessagesLieIsFoundOrNotClaimed() {
+    String body = "{\"model\":\"m\", \"x\": {\"messages\": [1]}, \"messages\" : [ {\"role\":\"user\",\"content\":\"}]\"} ,"
+        + "{\"role\":\"user\",\"content\":\"b\"}\n], \"n\": [1, {\"a\": \"]\"}]}";
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    MessageSpans s = MessageSpans.of(b, b.length);
+    assertNotNull(s);
+    assertEquals(body.indexOf("[ {"), s.open());
+    assertEquals(2, s.ends().length);
+    assertEquals('}', body.charAt(s.ends()[0]));
+    assertEquals(body.indexOf("} ,"), s.ends()[0]);
+    assertEquals(body.indexOf("}\n]"), s.ends()[1]);
+    for (String unclaimed : List.of(
+        "{\"mess\\u0061ges\":[{\"role\":\"user\",\"content\":\"a\"}]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"messages\":[{\"role\":\"user\",\"content\":\"b\"}]}",
+        "{\"messages\":[\"a\"]}",
+        "{\"model\":\"m\"}")) {
+      byte[] u = unclaimed.getBytes(StandardCharsets.UTF_8);
+      assertNull(MessageSpans.of(u, u.length), unclaimed);
+    }
+  }
+
+  @Test
+  void legIdsWriteTheJsonOfAFreshSequenceWhateverTheLastTurnShares() {
+    Random r = new Random(1024);
+    KeptTurns kept = new KeptTurns(SETTINGS, 64L << 20);
+    HeaderSource h = session("ids");
+    int[] ids = new int[0];
+    int followed = 0;
+    for (int turn = 0; turn < 80; turn++) {
+      int keep = switch (r.nextInt(5)) {
+        case 0 -> ids.length;  // the history grows
+        case 1 -> ids.length / TokenIds.KEEP_JSON * TokenIds.KEEP_JSON;  // cut at a chunk's edge
+        case 2 -> r.nextInt(ids.length + 1);  // rewritten from anywhere
+        case 3 -> Math.max(0, ids.length - 1);
+        default -> 0;
+      };
+      int[] next = Arrays.copyOf(ids, keep + r.nextInt(3000) + (r.nextInt(4) == 0 ? 0 : 1));
+      for (int i = keep; i < next.length; i++) {
+        next[i] = r.nextInt(5) == 0 ? -r.nextInt(Integer.MAX_VALUE) - 1 : r.nextInt(r.nextBoolean() ? 10 : 200_000);
+      }
+      if (r.nextInt(10) == 0) {
+        next = ids.clone();  // the same ids again
+      }
+      long before = kept.stats().followedIds();
+      TokenIds legs = kept.legIds(h, next);
+      followed += (int) (kept.stats().followedIds() - before);
+      for (int leg = 0; leg < 2; leg++) {  // written for the context leg, copied for the generation leg
+        assertArrayEquals(CODEC.toJsonBytes(Map.of("ids", TokenIds.of(next))), CODEC.toJsonBytes(Map.of("ids", legs)),
+            "turn " + turn);
+      }
+      assertEquals(TokenIds.of(next), legs);
+      ids = next;
+    }
+    assertTrue(followed > 30, "followed " + followed);
+  }
+}
