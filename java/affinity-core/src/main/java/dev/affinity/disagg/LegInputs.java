@@ -78,7 +78,7 @@ final class LegInputs {
       b.text(request.routingText());
     }
     if (request instanceof ChatCompletionRequest chat) {
-      b.contentKey(contentKey(chat));
+      b.contentKey(() -> contentKey(chat));  // when a router asks (kv_cache_aware), on this flow's thread
     }
     return b.build();
   }

@@ -20,7 +20,9 @@ public final class RoutingRequest {
   private final int[] tokens;
   private final int numTokens;
   private final int textLength;
-  private final Long contentKey;
+  /** kv_cache_aware's content key, computed when a router first asks (a hash of the first two messages' text). */
+  private final java.util.function.Supplier<Long> contentKeySource;
+  private volatile Object contentKey;
   private final String cacheSalt;
   private final int maxNewTokens;
   private final String text;
@@ -36,7 +38,7 @@ public final class RoutingRequest {
     this.textLength = b.text != null ? b.text.length() : b.textLength;
     int chars = b.text != null ? b.text.length() : b.textLength;
     this.numTokens = b.tokens != null ? b.tokens.length : Math.max(1, chars / 4);
-    this.contentKey = b.contentKey;
+    this.contentKeySource = b.contentKey;
     this.cacheSalt = b.cacheSalt;
     this.maxNewTokens = b.maxNewTokens;
     this.text = b.text;
@@ -87,10 +89,21 @@ public final class RoutingRequest {
     return textLength;
   }
 
-  /** kv_cache_aware's content-affinity key (chat requests), or null. */
+  /**
+   * kv_cache_aware's content-affinity key (chat requests), or null; computed on the first call, since only that
+   * router reads it and it hashes the first two messages' text (an agent's system prompt: tens of kilobytes a turn).
+   */
   public Long contentKey() {
-    return contentKey;
+    Object k = contentKey;
+    if (k == null) {
+      Long computed = contentKeySource == null ? null : contentKeySource.get();
+      k = computed == null ? NO_KEY : computed;
+      contentKey = k;
+    }
+    return k == NO_KEY ? null : (Long) k;
   }
+
+  private static final Object NO_KEY = new Object();
 
   public String cacheSalt() {
     return cacheSalt;
@@ -131,7 +144,7 @@ public final class RoutingRequest {
     private String affinityId;
     private int[] tokens;
     private int textLength;
-    private Long contentKey;
+    private java.util.function.Supplier<Long> contentKey;
     private String cacheSalt;
     private int maxNewTokens = 1;
     private String text;
@@ -167,6 +180,12 @@ public final class RoutingRequest {
     }
 
     public Builder contentKey(Long v) {
+      contentKey = v == null ? null : () -> v;
+      return this;
+    }
+
+    /** The content key, computed by {@code v} when a router first asks for it ({@link #contentKey()}). */
+    public Builder contentKey(java.util.function.Supplier<Long> v) {
       contentKey = v;
       return this;
     }
