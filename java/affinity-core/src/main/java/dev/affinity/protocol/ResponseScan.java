@@ -125,6 +125,23 @@ public final class ResponseScan {
     }
   }
 
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGH = 0x8080808080808080L;
+
+  /**
+   * Whether each of the eight bytes of {@code w} is a digit, {@code ,} or {@code -}: ASCII, within
+   * {@code [0x2C, 0x39]}, and neither {@code .} (0x2E) nor {@code /} (0x2F).
+   */
+  static boolean digitsAndCommas(long w) {
+    if ((w & HIGH) != 0 || ((w + 0x54 * ONES) & HIGH) != HIGH || ((w + 0x46 * ONES) & HIGH) != 0) {
+      return false;
+    }
+    long dots = (w & 0xFEFEFEFEFEFEFEFEL) ^ 0x2E2E2E2E2E2E2E2EL;  // a zero byte where . or /
+    return ((dots - ONES) & ~dots & HIGH) == 0;
+  }
+
   private static boolean isKey(byte[] json, int from, int to) {
     return to - from == KEY.length && Arrays.equals(json, from, to, KEY, 0, KEY.length);
   }
@@ -135,7 +152,13 @@ public final class ResponseScan {
       return json;
     }
     int end = start + 1;
-    while (end < json.length && IN_INT_ARRAY[json[end] & 0xff]) {  // one table load a byte: this runs over every id
+    while (end < json.length) {  // this runs over every id: eight bytes at a time while they are digits and commas
+      while (end + Long.BYTES <= json.length && digitsAndCommas((long) LONGS.get(json, end))) {
+        end += Long.BYTES;
+      }
+      if (end >= json.length || !IN_INT_ARRAY[json[end] & 0xff]) {
+        break;
+      }
       end++;
     }
     if (end >= json.length || json[end] != ']') {

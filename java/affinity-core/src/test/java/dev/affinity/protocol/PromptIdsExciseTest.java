@@ -62,4 +62,31 @@ class PromptIdsExciseTest {
       assertSame(bytes, ResponseScan.withoutPromptIds(bytes), answer);
     }
   }
+
+  /** The eight-byte check of the ids' scan says what a byte-by-byte check of digits, commas and minus signs says. */
+  @Test
+  void theEightByteCheckAgreesWithTheByteByByteOne() {
+    Random r = new Random(8);
+    byte[] likely = "0123456789,-./+ ]\n\u0000".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+    for (int i = 0; i < 2_000_000; i++) {
+      byte[] b = new byte[8];
+      boolean expected = true;
+      for (int k = 0; k < 8; k++) {
+        b[k] = r.nextInt(4) == 0 ? (byte) r.nextInt(256) : likely[r.nextInt(likely.length)];
+        char c = (char) (b[k] & 0xff);
+        expected &= c >= '0' && c <= '9' || c == ',' || c == '-';
+      }
+      long w = java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+      assertEquals(expected, ResponseScan.digitsAndCommas(w), java.util.Arrays.toString(b));
+    }
+    for (int v = 0; v < 256; v++) {  // every byte value in every place, among digits
+      for (int k = 0; k < 8; k++) {
+        byte[] b = "12,-3456".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+        b[k] = (byte) v;
+        boolean expected = v >= '0' && v <= '9' || v == ',' || v == '-';
+        long w = java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        assertEquals(expected, ResponseScan.digitsAndCommas(w), "byte " + v + " at " + k);
+      }
+    }
+  }
 }
