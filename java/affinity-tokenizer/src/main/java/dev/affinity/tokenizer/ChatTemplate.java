@@ -107,6 +107,11 @@ public final class ChatTemplate {
     return template;
   }
 
+  /** The engine's global context, shared by every render (tests check that renders leave it as it was). */
+  Context globalContext() {
+    return jinjava.getGlobalContext();
+  }
+
   /** The template's source as the model ships it. */
   public String source() {
     return source;
@@ -123,7 +128,7 @@ public final class ChatTemplate {
     // A context under the shared global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root context,
     // which registers every built-in filter, function and tag again by reflection on each render (about half of a
     // 2k-token chat's render); the template's own assignments stay in this context either way.
-    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, new Context(jinjava.getGlobalContext()),
+    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, new RenderContext(jinjava.getGlobalContext()),
         jinjava.getGlobalConfig());
     Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
     bindings.putAll(input.kwargs());
@@ -270,5 +275,27 @@ public final class ChatTemplate {
       int spaces = indent == null ? -1 : indent instanceof Number n ? n.intValue() : Integer.parseInt(indent.toString());
       return new dev.affinity.protocol.PythonJsonDumps(spaces, item, key, sort, false, false).write(var);
     }
+  }
+
+  /**
+   * A render's own context under the shared global one. jinjava records every expression, value and function a
+   * render resolves in its context and in each context above it (for callers who ask which variables a template used;
+   * jinjava itself never reads them): under the shared global context that was a plain {@code HashSet} written by
+   * every render on every tokenizing thread at once, a data race, and a hash and insert per property access. A render
+   * keeps none of it, and nothing goes up to the global context.
+   */
+  private static final class RenderContext extends Context {
+    RenderContext(Context parent) {
+      super(parent);
+    }
+
+    @Override
+    public void addResolvedExpression(String expression) {}
+
+    @Override
+    public void addResolvedValue(String value) {}
+
+    @Override
+    public void addResolvedFunction(String function) {}
   }
 }

@@ -381,4 +381,31 @@ class ChatTemplateTest {
     assertEquals("b=1;a=s;", render("{% for k, v in tools[0].items() %}{{ k }}={{ v }};{% endfor %}", MESSAGES,
         List.of(tool), Map.of(), Map.of()));
   }
+
+  /**
+   * Renders leave the shared global context as it was: jinjava records what each render resolves in every context
+   * above it, which under the global one was a plain set written by concurrent renders (ChatTemplate.RenderContext).
+   */
+  @Test
+  void rendersOnManyThreadsLeaveTheSharedGlobalContextAsItWas() throws Exception {
+    ChatTemplate t = ChatTemplate.compile("{% for m in messages %}{{ m.role }}: {{ m.content.strip() }}"
+        + "{% if m.content.startswith('x') %}!{% endif %};{% endfor %}", "test", Map.of());
+    var pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+    try {
+      List<java.util.concurrent.Future<String>> renders = new java.util.ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        String text = "x" + i;
+        renders.add(pool.submit(() -> t.render(new ChatInput(List.of(Map.of("role", "user", "content", text)), null,
+            true, Map.of()))));
+      }
+      for (int i = 0; i < renders.size(); i++) {
+        assertEquals("user: x" + i + "!;", renders.get(i).get());
+      }
+    } finally {
+      pool.shutdown();
+    }
+    assertTrue(t.globalContext().getResolvedValues().isEmpty(), t.globalContext().getResolvedValues().toString());
+    assertTrue(t.globalContext().getResolvedExpressions().isEmpty(),
+        t.globalContext().getResolvedExpressions().toString());
+  }
 }
