@@ -28,6 +28,8 @@ WARMUP = int(sys.argv[5]) if len(sys.argv) > 5 else 150
 FRESH = int(sys.argv[6]) if len(sys.argv) > 6 else 5
 HOT = int(sys.argv[7]) if len(sys.argv) > 7 else 10
 API = os.environ.get("API", "chat")  # chat: /v1/chat/completions; messages: /v1/messages
+# tokens one turn adds (a user and an assistant message): 3000 by default; the Claude Code traces' median is 855
+TURN_TOKENS = int(os.environ.get("TURN_TOKENS", "3000"))
 TICK = os.sysconf("SC_CLK_TCK")
 
 WORDS = ("the of and to in is for on that with as it be by this are from or at an file line function return value "
@@ -72,7 +74,7 @@ def history(seed, tokens):
     total = 2000
     turn = 0
     while total < tokens:
-        n = min(3000, tokens - total)
+        n = min(TURN_TOKENS, tokens - total)
         messages.append({"role": "user", "content": f"step {turn}: " + text(rng, n // 3)})
         messages.append({"role": "assistant", "content": text(rng, n - n // 3)})
         total += n

@@ -35,6 +35,7 @@ public final class ChatTemplate {
   private static final CompositeELResolver RESOLVER = new CompositeELResolver();
 
   static {
+    RESOLVER.add(new CallLookups());
     RESOLVER.add(new PythonStrings());
     RESOLVER.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_WRITE);
   }

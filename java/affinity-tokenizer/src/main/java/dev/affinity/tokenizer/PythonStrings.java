@@ -217,7 +217,11 @@ final class PythonStrings extends ELResolver {
     return out.toString();
   }
 
-  // Resolution of properties is left to the resolvers after this one.
+  /** The methods {@link #call} knows: the names a template calls on a string. */
+  static final java.util.Set<String> METHODS = java.util.Set.of("strip", "lstrip", "rstrip", "startswith", "endswith",
+      "split", "upper", "lower", "title", "capitalize", "replace", "find", "count", "isspace", "isdigit", "join");
+
+  // Resolution of properties is left to the resolvers after this one (a string's method names: CallLookups).
   @Override
   public Object getValue(ELContext context, Object base, Object property) {
     return null;
