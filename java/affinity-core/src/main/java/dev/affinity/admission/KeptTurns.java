@@ -1,5 +1,6 @@
 package dev.affinity.admission;
 
+import dev.affinity.anthropic.AnthropicRequests;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.conversation.ConversationSettings;
 import dev.affinity.conversation.HeaderSource;
@@ -24,6 +25,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li><b>the chat body</b> ({@link #parseChat}): the new body's bytes are compared with the last one's; the
  *       messages that lie whole within the bytes they share are the last request's messages, and only the body
  *       without them is read;
+ *   <li><b>the Messages body</b> ({@link #parseMessages}, {@code /v1/messages}, as Claude Code sends its turns): the
+ *       same, the chat messages of the Anthropic messages within the shared bytes taken from the last conversion;
  *   <li><b>the ids the legs carry</b> ({@link #legIds}): their JSON is copied from the last turn's where the ids agree
  *       ({@link TokenIds#following}).
  * </ul>
@@ -33,7 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * A turn is kept under the conversation's session header ({@link ConversationSettings#sessionHeaders()}, the first
  * present, in its tenant's namespace under tenant isolation); a request without one keeps nothing.
  *
- * <p>Bounded by bytes: a kept body counts four times its length (its bytes; its decoded texts, at most two bytes a
+ * <p>Bounded by bytes: a kept body (chat or Messages) counts four times its length (its bytes; its decoded texts, at most two bytes a
  * byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}), kept ids eleven bytes an id
  * (the ids, and at most seven bytes of JSON each); least recently used first out, and a turn larger than the whole
  * budget is not kept. Thread-safe.
@@ -68,11 +71,28 @@ public final class KeptTurns {
     return new KeptTurns(settings, 0);
   }
 
-  /** What a turn keeps: its body as read, and the ids its legs carried (either may be null). */
-  private record Turn(Body body, TokenIds ids, long bytes) {}
+  /** What a turn keeps: its chat or Messages body as read, and the ids its legs carried (any may be null). */
+  private record Turn(Body body, MessagesBody messagesBody, TokenIds ids, long bytes) {
+    Turn withBody(Body b) {
+      return new Turn(b, messagesBody, ids, bytes);
+    }
 
-  /** A body, the request read from it, and where its messages end in it. */
+    Turn withMessagesBody(MessagesBody b) {
+      return new Turn(body, b, ids, bytes);
+    }
+
+    Turn withIds(TokenIds i) {
+      return new Turn(body, messagesBody, i, bytes);
+    }
+  }
+
+  private static final Turn EMPTY = new Turn(null, null, null, 0);
+
+  /** A chat body, the request read from it, and where its messages end in it. */
   private record Body(byte[] bytes, ChatCompletionRequest request, MessageSpans spans) {}
+
+  /** A Messages ({@code /v1/messages}) body, its chat request and where each message's chat messages end. */
+  private record MessagesBody(byte[] bytes, AnthropicRequests.Counted counted, MessageSpans spans) {}
 
   /**
    * What the kept turns did so far.
@@ -150,8 +170,136 @@ public final class KeptTurns {
       body = new Body(json, request, spans);
     }
     Body kept = body;
-    update(key, t -> new Turn(kept, t == null ? null : t.ids, 0));
+    update(key, t -> t.withBody(kept));
     return body.request;
+  }
+
+  /**
+   * A {@code /v1/messages} body as received: converted to its chat request as
+   * {@link AnthropicRequests#toChat(byte[], ProtocolCodec, boolean)} converts it, reusing its conversation's last
+   * Messages body where the bytes agree (the chat messages of the Anthropic messages within them: the conversion is
+   * message by message); kept as the conversation's last. Bodies whose system-role messages lead the list (folded into
+   * the system prompt) are read whole.
+   *
+   * @throws ProtocolException 400, as the conversion says, for a bad body
+   */
+  public ChatCompletionRequest parseMessages(HeaderSource headers, byte[] received, ProtocolCodec codec) {
+    String key = key(headers);
+    if (key == null) {
+      return AnthropicRequests.toChat(Utf8.jsonBody(received), codec, false);
+    }
+    Turn last;
+    synchronized (turns) {
+      last = turns.get(key);
+    }
+    MessagesBody body = last == null || last.messagesBody == null ? null
+        : followingMessages(last.messagesBody, received, codec);
+    if (body == null) {
+      byte[] json = Utf8.jsonBody(received);
+      AnthropicRequests.Counted counted = AnthropicRequests.toChatCounted(json, codec);
+      wholeBodies.incrementAndGet();
+      readBodyBytes.addAndGet(json.length);
+      MessageSpans spans = MessageSpans.of(json, json.length);
+      if (spans == null || spans.ends().length != counted.chatEnds().length || counted.leadingSystem()) {
+        return counted.chat();
+      }
+      body = new MessagesBody(json, counted, spans);
+    }
+    MessagesBody kept = body;
+    update(key, t -> t.withMessagesBody(kept));
+    return body.counted.chat();
+  }
+
+  /**
+   * {@code received} read from {@code last} as {@link #following} reads a chat body: the chat messages of the Anthropic
+   * messages within the shared bytes are {@code last}'s, and only the rest is converted; the system message is the
+   * rest's (its {@code system} may follow {@code messages}). Null when nothing can be reused this way.
+   */
+  private MessagesBody followingMessages(MessagesBody last, byte[] received, ProtocolCodec codec) {
+    int m = Arrays.mismatch(last.bytes, received);
+    if (m < 0) {
+      reusedBodies.incrementAndGet();
+      reusedBodyBytes.addAndGet(received.length);
+      return last;
+    }
+    Tail tail = tail(last.spans, received, m);
+    if (tail == null) {
+      return null;
+    }
+    AnthropicRequests.Counted read;
+    try {
+      read = AnthropicRequests.toChatCounted(tail.bytes, codec);
+    } catch (ProtocolException e) {
+      return null;  // converted whole: the error names the body's own field
+    }
+    MessageSpans tailSpans = MessageSpans.of(tail.bytes, tail.bytes.length);
+    if (read.leadingSystem() || tailSpans == null || tailSpans.open() != tail.open
+        || tailSpans.ends().length != read.chatEnds().length) {
+      return null;
+    }
+    int k = tail.reused;
+    int lastSystem = last.counted.system() ? 1 : 0;
+    int readSystem = read.system() ? 1 : 0;
+    List<ChatMessage> lastMessages = last.counted.chat().messages();
+    List<ChatMessage> readMessages = read.chat().messages();
+    List<ChatMessage> messages = new ArrayList<>(last.counted.chatEnds()[k - 1] + readMessages.size());
+    if (readSystem == 1) {
+      messages.add(readMessages.get(0));
+    }
+    messages.addAll(lastMessages.subList(lastSystem, last.counted.chatEnds()[k - 1]));
+    int fromLast = messages.size();
+    messages.addAll(readMessages.subList(readSystem, readMessages.size()));
+    int n = tailSpans.ends().length;
+    int[] chatEnds = new int[k + n];
+    for (int i = 0; i < k; i++) {
+      chatEnds[i] = last.counted.chatEnds()[i] - lastSystem + readSystem;
+    }
+    for (int j = 0; j < n; j++) {
+      chatEnds[k + j] = fromLast + read.chatEnds()[j] - readSystem;
+    }
+    reusedBodies.incrementAndGet();
+    reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
+    readBodyBytes.addAndGet(tail.bytes.length);
+    return new MessagesBody(received, new AnthropicRequests.Counted(read.chat().withMessages(messages), chatEnds,
+        read.system(), false), new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
+  }
+
+  /**
+   * The body without the messages it shares whole with the last one ({@code reused} of them): its bytes before the
+   * {@code messages} array's {@code [} and from the first new message on; null when it shares none, or no message
+   * follows them.
+   *
+   * @param rest where the first new message's bytes start in {@code received}
+   */
+  private record Tail(byte[] bytes, int reused, int open, int rest) {
+    /** Where the new body's messages end: the shared ones', then the tail's moved back to the body's offsets. */
+    int[] ends(MessageSpans last, MessageSpans tail) {
+      int[] all = Arrays.copyOf(last.ends(), reused + tail.ends().length);
+      for (int j = 0; j < tail.ends().length; j++) {
+        all[reused + j] = tail.ends()[j] - (open + 1) + rest;
+      }
+      return all;
+    }
+  }
+
+  private static Tail tail(MessageSpans last, byte[] received, int m) {
+    int[] ends = last.ends();
+    int k = Arrays.binarySearch(ends, m);
+    k = k >= 0 ? k : -k - 1;  // messages ending before m
+    if (k == 0) {
+      return null;
+    }
+    int after = ends[k - 1] + 1;
+    int i = MessageSpans.skipSpace(received, after, received.length);
+    if (i >= received.length || received[i] != ',' || Utf8.firstInvalid(received, after, received.length) >= 0) {
+      return null;
+    }
+    int rest = i + 1;
+    int open = last.open();
+    byte[] tail = new byte[open + 1 + received.length - rest];
+    System.arraycopy(received, 0, tail, 0, open + 1);
+    System.arraycopy(received, rest, tail, open + 1, received.length - rest);
+    return new Tail(tail, k, open, rest);
   }
 
   /**
@@ -166,43 +314,27 @@ public final class KeptTurns {
       reusedBodyBytes.addAndGet(received.length);
       return last;  // the same body again (a retry)
     }
-    int[] ends = last.spans.ends();
-    int k = Arrays.binarySearch(ends, m);
-    k = k >= 0 ? k : -k - 1;  // messages ending before m
-    if (k == 0) {
+    Tail tail = tail(last.spans, received, m);
+    if (tail == null) {
       return null;
     }
-    int after = ends[k - 1] + 1;
-    int i = MessageSpans.skipSpace(received, after, received.length);
-    if (i >= received.length || received[i] != ',' || Utf8.firstInvalid(received, after, received.length) >= 0) {
-      return null;
-    }
-    int rest = i + 1;
-    int open = last.spans.open();
-    byte[] tail = new byte[open + 1 + received.length - rest];
-    System.arraycopy(received, 0, tail, 0, open + 1);
-    System.arraycopy(received, rest, tail, open + 1, received.length - rest);
     ChatCompletionRequest read;
     try {
-      read = codec.parseKeptChatRequest(tail);
+      read = codec.parseKeptChatRequest(tail.bytes);
     } catch (ProtocolException e) {
       return null;  // read whole: the error names the body's own field and place
     }
-    MessageSpans tailSpans = MessageSpans.of(tail, tail.length);
-    if (tailSpans == null || tailSpans.open() != open || tailSpans.ends().length != read.messages().size()) {
+    MessageSpans tailSpans = MessageSpans.of(tail.bytes, tail.bytes.length);
+    if (tailSpans == null || tailSpans.open() != tail.open || tailSpans.ends().length != read.messages().size()) {
       return null;
     }
-    List<ChatMessage> messages = new ArrayList<>(k + read.messages().size());
-    messages.addAll(last.request.messages().subList(0, k));
+    List<ChatMessage> messages = new ArrayList<>(tail.reused + read.messages().size());
+    messages.addAll(last.request.messages().subList(0, tail.reused));
     messages.addAll(read.messages());
-    int[] allEnds = Arrays.copyOf(ends, k + tailSpans.ends().length);
-    for (int j = 0; j < tailSpans.ends().length; j++) {
-      allEnds[k + j] = tailSpans.ends()[j] - (open + 1) + rest;
-    }
     reusedBodies.incrementAndGet();
-    reusedBodyBytes.addAndGet(rest - (open + 1));
-    readBodyBytes.addAndGet(tail.length);
-    return new Body(received, read.withMessages(messages), new MessageSpans(open, allEnds));
+    reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
+    readBodyBytes.addAndGet(tail.bytes.length);
+    return new Body(received, read.withMessages(messages), new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
   }
 
   /**
@@ -223,7 +355,7 @@ public final class KeptTurns {
     if (last != null && last.ids != null && last.ids.jsonKept()) {
       followedIds.incrementAndGet();
     }
-    update(key, t -> new Turn(t == null ? null : t.body, next, 0));
+    update(key, t -> t.withIds(next));
     return next;
   }
 
@@ -243,6 +375,8 @@ public final class KeptTurns {
   private long sizeOf(String key, Turn t) {
     return ENTRY_OVERHEAD + 2L * key.length()
         + (t.body == null ? 0 : (long) BYTES_PER_BODY_BYTE * t.body.bytes.length + 4L * t.body.spans.ends().length)
+        + (t.messagesBody == null ? 0
+            : (long) BYTES_PER_BODY_BYTE * t.messagesBody.bytes.length + 8L * t.messagesBody.spans.ends().length)
         + (t.ids == null ? 0 : (long) BYTES_PER_ID * t.ids.size());
   }
 
@@ -252,12 +386,12 @@ public final class KeptTurns {
       if (old != null) {
         bytes -= old.bytes;
       }
-      Turn t = change.apply(old);
+      Turn t = change.apply(old == null ? EMPTY : old);
       long size = sizeOf(key, t);
       if (size > budget) {
         return;
       }
-      turns.put(key, new Turn(t.body, t.ids, size));
+      turns.put(key, new Turn(t.body, t.messagesBody, t.ids, size));
       bytes += size;
       var it = turns.entrySet().iterator();
       while (bytes > budget && it.hasNext()) {

@@ -25,6 +25,17 @@ final class AnthropicMessages {
 
   private AnthropicMessages() {}
 
+  /** What {@link #messages(ObjectNode, Counts)} says of where its chat messages come from. */
+  static final class Counts {
+    final int[] ends;
+    boolean leadingSystem;
+    boolean system;
+
+    Counts(int messages) {
+      ends = new int[messages];
+    }
+  }
+
   /**
    * The chat's messages: the system prompt ({@code system}, and system-role messages while they lead the list) first,
    * then each user and assistant message with its content blocks converted.
@@ -32,6 +43,15 @@ final class AnthropicMessages {
    * @throws ProtocolException 400 naming the field by its Anthropic path
    */
   static ArrayNode messages(ObjectNode req) {
+    return messages(req, null);
+  }
+
+  /**
+   * {@link #messages(ObjectNode)}, and where each Anthropic message's chat messages end: {@code counts.ends[i]} chat
+   * messages (the system prompt's included) come from the system prompt and messages {@code 0..i}; and whether
+   * system-role messages led the list (folded into the system prompt).
+   */
+  static ArrayNode messages(ObjectNode req, Counts counts) {
     JsonNode msgs = req.get("messages");
     if (msgs == null || !msgs.isArray() || msgs.isEmpty()) {
       throw ProtocolException.invalidField("messages", "required: a non-empty array");
@@ -50,6 +70,10 @@ final class AnthropicMessages {
       if (role.equals("system") && leading) {
         // system-role messages count as system only while they lead the list (upstream): later ones stay put
         system.add(TextParts.ANTHROPIC_TEXT_BLOCKS.join(m.get("content"), field + ".content"));
+        if (counts != null) {
+          counts.leadingSystem = true;
+          counts.ends[i] = out.size();
+        }
         continue;
       }
       leading = false;
@@ -60,9 +84,18 @@ final class AnthropicMessages {
             .put("content", TextParts.ANTHROPIC_TEXT_BLOCKS.join(m.get("content"), field + ".content"));
         default -> throw ProtocolException.invalidField(field + ".role", "must be user or assistant, got '" + role + "'");
       }
+      if (counts != null) {
+        counts.ends[i] = out.size();
+      }
     }
     if (!system.isEmpty()) {
       out.insertObject(0).put("role", "system").put("content", String.join("\n\n", system));
+      if (counts != null) {
+        for (int i = 0; i < counts.ends.length; i++) {
+          counts.ends[i]++;
+        }
+        counts.system = true;
+      }
     }
     return out;
   }

@@ -58,8 +58,40 @@ public final class AnthropicRequests {
     return codec.parseChatCompletionRequest(chat);
   }
 
+  /**
+   * A Messages body's chat request, and where each Anthropic message's chat messages end in it (what a conversation's
+   * next turn reuses: {@code dev.affinity.admission.KeptTurns}).
+   *
+   * @param chatEnds {@code chatEnds[i]}: how many of the chat's messages (its system message included) come from the
+   *     system prompt and Anthropic messages {@code 0..i}
+   * @param system whether the chat's first message is the system prompt ({@code system}, leading system messages)
+   * @param leadingSystem whether system-role messages led the list and were folded into the system prompt
+   */
+  public record Counted(ChatCompletionRequest chat, int[] chatEnds, boolean system, boolean leadingSystem) {}
+
+  /**
+   * {@link #toChat(byte[], ProtocolCodec, boolean)} for a Messages request (not {@code count_tokens}), with where its
+   * chat messages come from.
+   *
+   * @throws ProtocolException 400 naming the field
+   */
+  public static Counted toChatCounted(byte[] body, ProtocolCodec codec) {
+    JsonNode root = codec.readTree(body);
+    if (!root.isObject()) {
+      throw ProtocolException.of(ProtocolException.BAD_REQUEST, "the request body must be a JSON object", null);
+    }
+    JsonNode msgs = root.get("messages");
+    AnthropicMessages.Counts counts = new AnthropicMessages.Counts(msgs == null || !msgs.isArray() ? 0 : msgs.size());
+    ObjectNode chat = toChatJson((ObjectNode) root, false, counts);
+    return new Counted(codec.parseChatCompletionRequest(chat), counts.ends, counts.system, counts.leadingSystem);
+  }
+
   /** The chat request's JSON (visible for tests). */
   static ObjectNode toChatJson(ObjectNode req, boolean countTokens) {
+    return toChatJson(req, countTokens, null);
+  }
+
+  private static ObjectNode toChatJson(ObjectNode req, boolean countTokens, AnthropicMessages.Counts counts) {
     for (String f : REFUSED_FIELDS) {
       if (req.hasNonNull(f)) {
         throw ProtocolException.invalidField(f, "is a feature of Anthropic's platform and is not served here");
@@ -99,7 +131,7 @@ public final class AnthropicRequests {
     if (kwargs != null) {
       chat.set("chat_template_kwargs", kwargs);
     }
-    chat.set("messages", AnthropicMessages.messages(req));
+    chat.set("messages", AnthropicMessages.messages(req, counts));
     return chat;
   }
 

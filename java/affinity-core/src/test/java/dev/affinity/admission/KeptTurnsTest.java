@@ -309,4 +309,89 @@ class KeptTurnsTest {
     }
     assertTrue(followed > 30, "followed " + followed);
   }
+
+  /** An Anthropic message as Claude Code sends one: text, thinking, tool uses, tool results, a string. */
+  private static String anthropicMessage(Random r, boolean user) {
+    String sp = SPACE[r.nextInt(SPACE.length)];
+    if (user) {
+      return switch (r.nextInt(3)) {
+        case 0 -> "{\"role\":\"user\"," + sp + "\"content\":" + text(r) + "}";
+        case 1 -> "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_" + r.nextInt(99)
+            + "\",\"content\":" + text(r) + "}," + sp + "{\"type\":\"text\",\"text\":" + text(r) + "}]}";
+        default -> "{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_" + r.nextInt(99)
+            + "\",\"content\":[{\"type\":\"text\",\"text\":" + text(r) + "}],\"is_error\":" + r.nextBoolean()
+            + "}],\"role\":\"user\"}";
+      };
+    }
+    return switch (r.nextInt(3)) {
+      case 0 -> "{\"role\":\"assistant\",\"content\":" + text(r) + "}";
+      case 1 -> "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":" + text(r)
+          + ",\"signature\":\"s\"},{\"type\":\"text\",\"text\":" + text(r) + "}]}";
+      default -> "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":" + text(r) + "}," + sp
+          + "{\"type\":\"tool_use\",\"id\":\"toolu_" + r.nextInt(99) + "\",\"name\":\"read\",\"input\":{\"path\":"
+          + text(r) + "}}]}";
+    };
+  }
+
+  @Test
+  void aMessagesTurnReadFromTheLastBodyIsTheChatAWholeConversionGives() {
+    Random r = new Random(46);
+    KeptTurns kept = new KeptTurns(SETTINGS, 64L << 20);
+    for (int conversation = 0; conversation < 40; conversation++) {
+      HeaderSource h = session("m" + (conversation % 5));
+      List<String> messages = new ArrayList<>();
+      String system = r.nextBoolean() ? "\"system\":" + text(r) + ","
+          : "\"system\":[{\"type\":\"text\",\"text\":" + text(r) + ",\"cache_control\":{\"type\":\"ephemeral\"}}],";
+      boolean systemAfter = r.nextBoolean();  // Claude Code's order, or after the messages
+      String tools = ",\"tools\":[{\"name\":\"read\",\"description\":\"r\",\"input_schema\":{\"type\":\"object\"}}]";
+      for (int turn = 0; turn < 20; turn++) {
+        int what = r.nextInt(8);
+        if (what < 5 || messages.isEmpty()) {
+          for (int n = 1 + r.nextInt(2); n > 0; n--) {
+            messages.add(anthropicMessage(r, messages.size() % 2 == 0));
+          }
+        } else if (what == 5) {
+          int at = r.nextInt(messages.size());
+          messages.set(at, anthropicMessage(r, at % 2 == 0));
+        } else if (what == 6) {
+          system = "\"system\":" + text(r) + ",";  // a new system prompt: every message's chat is kept, the system's not
+        }
+        String body = "{\"model\":\"m\",\"max_tokens\":64," + (systemAfter ? "" : system) + "\"messages\":["
+            + String.join(",", messages) + "]" + (systemAfter ? "," + system.substring(0, system.length() - 1) : "")
+            + tools + ",\"stream\":" + (turn % 3 == 0) + "}";
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        ChatCompletionRequest whole = dev.affinity.anthropic.AnthropicRequests.toChat(bytes, CODEC, false);
+        assertSameRead(whole, kept.parseMessages(h, bytes, CODEC), body);
+      }
+    }
+    KeptTurns.Stats s = kept.stats();
+    assertTrue(s.reusedBodies() > 400, s.toString());
+  }
+
+  @Test
+  void aMessagesTurnThatCannotBeReusedIsConvertedWhole() {
+    KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);
+    HeaderSource h = session("lead");
+    String first = "{'model':'m','max_tokens':8,'messages':[{'role':'system','content':'be brief'},"
+        + "{'role':'user','content':'hi'}]}";
+    String next = first.replace("]}", ",{'role':'assistant','content':'yes'},{'role':'user','content':'go'}]}");
+    for (String b : List.of(first, next)) {  // a leading system message is folded into the system prompt: never kept
+      byte[] bytes = b.replace('\'', '"').getBytes(StandardCharsets.UTF_8);
+      assertSameRead(dev.affinity.anthropic.AnthropicRequests.toChat(bytes, CODEC, false),
+          kept.parseMessages(h, bytes, CODEC), b);
+    }
+    assertEquals(0, kept.stats().reusedBodies());
+    // a later turn whose new message is refused gets the whole conversion's error, naming its own index
+    HeaderSource g = session("bad");
+    String ok = "{'model':'m','max_tokens':8,'messages':[{'role':'user','content':'hi'},{'role':'assistant','content':'a'}]}";
+    kept.parseMessages(g, ok.replace('\'', '"').getBytes(StandardCharsets.UTF_8), CODEC);
+    byte[] bad = ok.replace("]}", ",{'role':'user','content':[{'type':'redacted_thinking','data':'x'}]}]}")
+        .replace('\'', '"').getBytes(StandardCharsets.UTF_8);
+    ProtocolException whole = assertThrows(ProtocolException.class,
+        () -> dev.affinity.anthropic.AnthropicRequests.toChat(bad, CODEC, false));
+    ProtocolException read = assertThrows(ProtocolException.class, () -> kept.parseMessages(g, bad, CODEC));
+    assertEquals(whole.getMessage(), read.getMessage());
+    assertEquals(whole.field(), read.field());
+    assertTrue(whole.field().startsWith("messages.2"), whole.field());
+  }
 }

@@ -59,13 +59,13 @@ final class CompletionEndpoint {
       OpenAiRequest request;
       if (chat) {  // a conversation's turn reuses its last body where the bytes agree
         request = fc.admission.keptTurns().parseChat(headers, received, fc.codec);
+      } else if (endpoint == Endpoint.MESSAGES) {
+        request = fc.admission.keptTurns().parseMessages(headers, received, fc.codec);
       } else {
         byte[] json = dev.affinity.protocol.Utf8.jsonBody(received);
         if (endpoint == Endpoint.MESSAGES_COUNT_TOKENS) {
           countTokens(exchange, AnthropicRequests.toChat(json, fc.codec, true), json);
           return;
-        } else if (endpoint == Endpoint.MESSAGES) {
-          request = AnthropicRequests.toChat(json, fc.codec, false);
         } else if (endpoint == Endpoint.RESPONSES) {
           ResponsesRequests.Converted converted = ResponsesRequests.toChat(json, fc.codec);
           request = converted.chat();

@@ -203,6 +203,42 @@ class AnthropicEndToEndTest {
     assertEquals(reused, usage.get("cache_read_input_tokens").asInt(), usage.toString());
   }
 
+  /**
+   * A Claude Code session's next turn is converted from its last body where the bytes agree (KeptTurns): the turn gets
+   * the prompt a whole conversion gives (another session sends the same body) and /metrics counts the reuse.
+   */
+  @Test
+  void aSessionsNextTurnIsReadFromItsLastBodyAndGetsTheWholeConversionsPrompt() throws Exception {
+    String turn1 = "{\"model\": \"" + MODEL + "\", \"max_tokens\": 2, \"system\": \"" + SYSTEM + "\","
+        + " \"messages\": [{\"role\": \"user\", \"content\": \"read a.txt\"}]}";
+    String turn2 = turn1.replace("]}", ", {\"role\": \"assistant\", \"content\": [{\"type\": \"tool_use\","
+        + " \"id\": \"toolu_1\", \"name\": \"read\", \"input\": {\"path\": \"a.txt\"}}]},"
+        + " {\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": \"toolu_1\","
+        + " \"content\": \"hello\\nworld\"}]}]}");
+    assertEquals(200, post(base + "/v1/messages", turn1, "x-claude-code-session-id", "kept-1").statusCode());
+    double before = metric("affinity_kept_turn_bodies_total{result=\"reused\"}");
+    HttpResponse<String> next = post(base + "/v1/messages", turn2, "x-claude-code-session-id", "kept-1");
+    assertEquals(200, next.statusCode(), next.body());
+    assertEquals(before + 1, metric("affinity_kept_turn_bodies_total{result=\"reused\"}"));
+    HttpResponse<String> whole = post(base + "/v1/messages", turn2, "x-claude-code-session-id", "kept-2");
+    assertEquals(200, whole.statusCode(), whole.body());
+    JsonNode a = JSON.readTree(next.body()).get("usage");
+    JsonNode b = JSON.readTree(whole.body()).get("usage");
+    assertEquals(b.get("input_tokens").asInt() + b.path("cache_read_input_tokens").asInt(),
+        a.get("input_tokens").asInt() + a.path("cache_read_input_tokens").asInt(), a + " against " + b);
+  }
+
+  private static double metric(String series) throws Exception {
+    String text = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+        java.net.URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+    for (String line : text.split("\n")) {
+      if (line.startsWith(series + " ")) {
+        return Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+      }
+    }
+    throw new AssertionError(series + " not in /metrics");
+  }
+
   @Test
   void errorsUseAnthropicsEnvelopeNamingTheField() throws Exception {
     HttpResponse<String> r = post(base + "/v1/messages", "{\"model\": \"" + MODEL + "\", \"max_tokens\": 5,"
