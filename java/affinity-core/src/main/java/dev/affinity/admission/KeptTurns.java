@@ -36,14 +36,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * A turn is kept under the conversation's session header ({@link ConversationSettings#sessionHeaders()}, the first
  * present, in its tenant's namespace under tenant isolation); a request without one keeps nothing.
  *
- * <p>Bounded by bytes: a kept body (chat or Messages) counts four times its length (its bytes; its decoded texts, at most two bytes a
- * byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}), kept ids eleven bytes an id
+ * <p>Bounded by bytes: a kept body (chat or Messages) counts five times its length (its bytes; its decoded texts, at most
+ * two bytes a byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}; its messages' JSON,
+ * which the next turn copies), kept ids eleven bytes an id
  * (the ids, and at most seven bytes of JSON each); least recently used first out, and a turn larger than the whole
  * budget is not kept. Thread-safe.
  */
 public final class KeptTurns {
   private static final int ENTRY_OVERHEAD = 160;
-  private static final int BYTES_PER_BODY_BYTE = 4;
+  private static final int BYTES_PER_BODY_BYTE = 5;
   private static final int BYTES_PER_ID = 11;
 
   private final ConversationSettings settings;
@@ -260,7 +261,8 @@ public final class KeptTurns {
     reusedBodies.incrementAndGet();
     reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
     readBodyBytes.addAndGet(tail.bytes.length);
-    return new MessagesBody(received, new AnthropicRequests.Counted(read.chat().withMessages(messages), chatEnds,
+    return new MessagesBody(received, new AnthropicRequests.Counted(
+        read.chat().withMessagesFollowing(lastMessages, messages), chatEnds,
         read.system(), false), new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
   }
 
@@ -334,7 +336,8 @@ public final class KeptTurns {
     reusedBodies.incrementAndGet();
     reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
     readBodyBytes.addAndGet(tail.bytes.length);
-    return new Body(received, read.withMessages(messages), new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
+    return new Body(received, read.withMessagesFollowing(last.request.messages(), messages),
+        new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
   }
 
   /**

@@ -193,6 +193,15 @@ public record ChatCompletionRequest(
     return toBuilder().promptTokenIdsB64(b64).build();
   }
 
+  /**
+   * A copy with {@code newMessages}, the next turn of a conversation whose last request's messages were
+   * {@code previous}: their JSON, once written, copies {@code previous}'s for the leading messages that are the same
+   * objects (kept turns, {@code dev.affinity.admission.KeptTurns}).
+   */
+  public ChatCompletionRequest withMessagesFollowing(List<ChatMessage> previous, List<ChatMessage> newMessages) {
+    return toBuilder().messages(Messages.following(previous, newMessages, "messages")).build();
+  }
+
   /** A copy with other messages (e.g. only the last one, for {@code gen_strip_message_history}). */
   public ChatCompletionRequest withMessages(List<ChatMessage> newMessages) {
     return toBuilder().messages(newMessages).build();

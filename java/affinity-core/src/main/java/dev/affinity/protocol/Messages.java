@@ -23,15 +23,47 @@ import java.util.RandomAccess;
 final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
   private final List<ChatMessage> list;
   /** The messages' JSON array once written through a UTF-8 generator; null before. */
-  private volatile RawJson json;
+  private volatile Written json;
+  /**
+   * The list this one follows ({@link #following}): its JSON is copied for the leading messages the two share (the same
+   * objects); dropped once this list's JSON is written, so that a conversation's turns do not hold each other.
+   */
+  private volatile Messages base;
+  /** How many leading messages this list shares with {@link #base}. */
+  private final int shared;
 
-  private Messages(List<ChatMessage> list) {
+  /**
+   * The JSON array and where each message's JSON ends in it ({@code ends[i]}: the offset after message {@code i}).
+   */
+  private record Written(RawJson raw, byte[] bytes, int[] ends) {}
+
+  private Messages(List<ChatMessage> list, Messages base, int shared) {
     this.list = list;
+    this.base = shared > 0 ? base : null;
+    this.shared = shared;
   }
 
   /** {@code messages} as one shared list ({@code messages} itself when it is one), every element checked not null. */
   static List<ChatMessage> of(List<ChatMessage> messages, String field) {
-    return messages instanceof Messages m ? m : new Messages(Json.list(messages, field));
+    return messages instanceof Messages m ? m : new Messages(Json.list(messages, field), null, 0);
+  }
+
+  /**
+   * {@code messages} as a list whose JSON, once written, copies {@code previous}'s for the leading messages that are
+   * the very same objects (a conversation's next turn, {@code dev.affinity.admission.KeptTurns}): an immutable message
+   * writes the same JSON every time, so only the others are written, where the whole history was escaped again every
+   * turn on {@code /v1/messages} (its text keeps no spelling).
+   */
+  static List<ChatMessage> following(List<ChatMessage> previous, List<ChatMessage> messages, String field) {
+    List<ChatMessage> list = Json.list(messages, field);
+    if (!(previous instanceof Messages p)) {
+      return new Messages(list, null, 0);
+    }
+    int n = 0;
+    while (n < Math.min(p.size(), list.size()) && p.get(n) == list.get(n)) {
+      n++;
+    }
+    return new Messages(list, p, n);
   }
 
   @Override
@@ -49,18 +81,46 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
     return json != null;
   }
 
-  /** The messages' JSON array: written by {@code factory}'s generator the first time, kept after. */
+  /**
+   * The messages' JSON array: written by {@code factory}'s generator the first time (the messages shared with the list
+   * this one follows copied from its JSON), kept after.
+   */
   private RawJson json(JsonFactory factory, SerializerProvider provider) throws IOException {
-    RawJson j = json;
-    if (j == null) {
-      ByteArrayBuilder out = new ByteArrayBuilder();
-      try (JsonGenerator g = factory.createGenerator(out)) {
-        Serializer.writeEach(this, g, provider);
-      }
-      j = new RawJson(out.toByteArray());
-      json = j;
+    Written w = json;
+    if (w == null) {
+      w = write(factory, provider);
+      json = w;
+      base = null;
     }
-    return j;
+    return w.raw;
+  }
+
+  private Written write(JsonFactory factory, SerializerProvider provider) throws IOException {
+    Messages b = base;
+    Written from = b == null ? null : b.json;
+    int copied = from == null ? 0 : shared;
+    int[] ends = new int[list.size()];
+    ByteArrayBuilder out = new ByteArrayBuilder();
+    if (copied > 0) {
+      out.write(from.bytes, 0, from.ends[copied - 1]);
+      System.arraycopy(from.ends, 0, ends, 0, copied);
+    } else {
+      out.write('[');
+    }
+    try (JsonGenerator g = factory.createGenerator(out)) {
+      g.setRootValueSeparator(null);  // the messages are written one after another, as the array's elements
+      for (int i = copied; i < list.size(); i++) {
+        if (i > 0) {
+          g.writeRaw(',');
+        }
+        provider.defaultSerializeValue(list.get(i), g);
+        g.flush();
+        ends[i] = out.size();
+      }
+    }
+    out.write(']');
+    byte[] bytes = out.toByteArray();
+    return new Written(new RawJson(bytes), bytes, ends);
   }
 
   /** Writes the messages: a copy of their JSON, written once, to a UTF-8 generator; else message by message. */

@@ -231,7 +231,7 @@ class KeptTurnsTest {
   void theBudgetBoundsTheTurnsLeastRecentlyUsedFirstAndAnEndedSessionGoes() {
     byte[] body = ("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(1000) + "\"}]}")
         .getBytes(StandardCharsets.UTF_8);
-    KeptTurns kept = new KeptTurns(SETTINGS, 3 * (4 * body.length + 200));
+    KeptTurns kept = new KeptTurns(SETTINGS, 3 * (5 * body.length + 200));
     for (String s : List.of("a", "b", "c", "d")) {
       kept.parseChat(session(s), body, CODEC);
     }

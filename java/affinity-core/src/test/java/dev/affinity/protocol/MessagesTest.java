@@ -40,4 +40,39 @@ class MessagesTest {
       assertEquals(request, CODEC.parseChatCompletionRequest(CODEC.toJsonBytes(request)));
     }
   }
+
+  /**
+   * A request's messages that follow the last turn's ({@link ChatCompletionRequest#withMessagesFollowing}) write the
+   * JSON the same messages write alone, whatever they share with the last turn: the same objects from the start,
+   * equal objects that are not the same, none, all of them, more; whether the last turn's JSON was written or not.
+   */
+  @Test
+  void messagesThatFollowTheLastTurnsWriteTheSameJsonAsAlone() {
+    java.util.Random r = new java.util.Random(45);
+    ChatCompletionRequest last = null;
+    for (int turn = 0; turn < 300; turn++) {
+      ChatCompletionRequest fresh = CODEC.parseChatCompletionRequest(CODEC.toJsonBytes(RequestGen.chat(r)));
+      List<ChatMessage> messages = new java.util.ArrayList<>();
+      if (last != null) {
+        int keep = r.nextInt(last.messages().size() + 1);
+        messages.addAll(last.messages().subList(0, keep));
+        if (r.nextInt(4) == 0 && !messages.isEmpty()) {  // an equal message, another object, spelled otherwise
+          ChatMessage m = messages.get(messages.size() - 1);
+          messages.set(messages.size() - 1, CODEC.parse(
+              CODEC.toJsonString(m).replace("\\n", "\\u000a").getBytes(StandardCharsets.UTF_8), ChatMessage.class));
+        }
+      }
+      messages.addAll(fresh.messages().subList(0, 1 + r.nextInt(fresh.messages().size())));
+      ChatCompletionRequest next = last == null ? fresh.withMessages(messages)
+          : fresh.withMessagesFollowing(last.messages(), messages);
+      ChatCompletionRequest alone = fresh.withMessages(new java.util.ArrayList<>(messages));
+      if (r.nextInt(5) > 0) {  // written by the turn's first leg, copied by the second; else never written
+        for (int leg = 0; leg < 2; leg++) {
+          assertEquals(new String(CODEC.toJsonBytes(alone), StandardCharsets.UTF_8),
+              new String(CODEC.toJsonBytes(next), StandardCharsets.UTF_8), "turn " + turn);
+        }
+      }
+      last = next;
+    }
+  }
 }
