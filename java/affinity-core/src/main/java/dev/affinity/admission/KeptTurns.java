@@ -245,7 +245,10 @@ public final class KeptTurns {
     List<ChatMessage> readMessages = read.chat().messages();
     List<ChatMessage> messages = new ArrayList<>(last.counted.chatEnds()[k - 1] + readMessages.size());
     if (readSystem == 1) {
-      messages.add(readMessages.get(0));
+      // the last turn's system message when it is the same text (both converted, neither spelled: the same JSON), so
+      // that the messages' JSON follows the last turn's from the start (ChatCompletionRequest.withMessagesFollowing)
+      ChatMessage system = readMessages.get(0);
+      messages.add(lastSystem == 1 && lastMessages.get(0).equals(system) ? lastMessages.get(0) : system);
     }
     messages.addAll(lastMessages.subList(lastSystem, last.counted.chatEnds()[k - 1]));
     int fromLast = messages.size();
