@@ -3,10 +3,7 @@ package dev.affinity.tokenizer;
 import com.hubspot.jinjava.lib.exptest.ExpTest;
 import com.hubspot.jinjava.lib.filter.Filter;
 import com.hubspot.jinjava.util.ForLoop;
-import java.beans.FeatureDescriptor;
-import java.util.Iterator;
 import jinjava.javax.el.ELContext;
-import jinjava.javax.el.ELResolver;
 
 /**
  * The lookups a chat template makes on every message, answered before jinjava's bean resolver, with the values that
@@ -26,7 +23,7 @@ import jinjava.javax.el.ELResolver;
  *
  * Every other lookup goes on to the resolvers after this one. Stateless and thread-safe.
  */
-final class CallLookups extends ELResolver {
+final class CallLookups extends LookupResolver {
 
   @Override
   public Object getValue(ELContext context, Object base, Object property) {
@@ -53,29 +50,6 @@ final class CallLookups extends ELResolver {
       }
       return value;
     }
-    return null;
-  }
-
-  @Override
-  public Class<?> getType(ELContext context, Object base, Object property) {
-    return null;
-  }
-
-  @Override
-  public void setValue(ELContext context, Object base, Object property, Object value) {}
-
-  @Override
-  public boolean isReadOnly(ELContext context, Object base, Object property) {
-    return false;
-  }
-
-  @Override
-  public Iterator<FeatureDescriptor> getFeatureDescriptors(ELContext context, Object base) {
-    return null;
-  }
-
-  @Override
-  public Class<?> getCommonPropertyType(ELContext context, Object base) {
     return null;
   }
 }

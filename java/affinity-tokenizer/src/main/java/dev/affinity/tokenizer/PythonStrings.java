@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import jinjava.javax.el.ELContext;
-import jinjava.javax.el.ELResolver;
 
 /**
  * The methods of Python's {@code str} that chat templates call on message fields ({@code content.strip()},
@@ -13,7 +12,7 @@ import jinjava.javax.el.ELResolver;
  * argument strips Unicode whitespace, with one strips any of its characters; {@code split()} without a separator
  * splits on runs of whitespace; {@code startswith}/{@code endswith} take a string or a list of them.
  */
-final class PythonStrings extends ELResolver {
+final class PythonStrings extends LookupResolver {
 
   @Override
   public Object invoke(ELContext context, Object base, Object method, Class<?>[] paramTypes, Object[] params) {
@@ -224,29 +223,6 @@ final class PythonStrings extends ELResolver {
   // Resolution of properties is left to the resolvers after this one (a string's method names: CallLookups).
   @Override
   public Object getValue(ELContext context, Object base, Object property) {
-    return null;
-  }
-
-  @Override
-  public Class<?> getType(ELContext context, Object base, Object property) {
-    return null;
-  }
-
-  @Override
-  public void setValue(ELContext context, Object base, Object property, Object value) {}
-
-  @Override
-  public boolean isReadOnly(ELContext context, Object base, Object property) {
-    return true;
-  }
-
-  @Override
-  public java.util.Iterator<java.beans.FeatureDescriptor> getFeatureDescriptors(ELContext context, Object base) {
-    return null;
-  }
-
-  @Override
-  public Class<?> getCommonPropertyType(ELContext context, Object base) {
     return null;
   }
 }
