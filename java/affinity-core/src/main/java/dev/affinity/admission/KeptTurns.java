@@ -121,25 +121,9 @@ public final class KeptTurns {
     return budget;
   }
 
-  /**
-   * The key a request's turn is kept under: its first session header's value (stripped), in its tenant's namespace
-   * under tenant isolation; null without one, or when the value is not a valid id (resolution rejects it).
-   */
+  /** The key a request's turn is kept under ({@link ConversationResolver#sessionKey}); null: none kept. */
   String key(HeaderSource headers) {
-    if (budget == 0) {
-      return null;
-    }
-    for (String name : settings.sessionHeaders()) {
-      String value = headers.first(name);
-      if (value != null && !value.isBlank()) {
-        if (ConversationResolver.problemWith(value) != null) {
-          return null;
-        }
-        String id = value.strip();
-        return settings.tenantIsolation() ? ConversationResolver.tenantOf(headers) + "/" + id : id;
-      }
-    }
-    return null;
+    return budget == 0 ? null : ConversationResolver.sessionKey(settings, headers);
   }
 
   /**

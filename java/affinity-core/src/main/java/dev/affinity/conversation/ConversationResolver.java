@@ -62,20 +62,11 @@ public final class ConversationResolver {
    */
   public Resolution resolve(String bodyConversationId, HeaderSource headers) {
     Objects.requireNonNull(headers, "headers");
-    String own = bodyConversationId;
-    for (String name : settings.sessionHeaders()) {
-      String value = checked(name, headers.first(name));
-      if (own == null && value != null && !value.isBlank()) {
-        own = value.strip();
-      }
-    }
-    String affinity = null;
-    for (String name : settings.subagentHeaders()) {
-      String value = checked(name, headers.first(name));
-      if (affinity == null && value != null && !value.isBlank()) {
-        affinity = value.strip();
-      }
-    }
+    checkAll(settings.sessionHeaders(), headers);
+    checkAll(settings.subagentHeaders(), headers);
+    String own = bodyConversationId != null ? bodyConversationId
+        : stripped(firstPresent(settings.sessionHeaders(), headers));
+    String affinity = stripped(firstPresent(settings.subagentHeaders(), headers));
     boolean synthesized = false;
     if (affinity != null && own == null) {
       own = SYNTHESIZED_PREFIX + uuids.get();
@@ -84,6 +75,42 @@ public final class ConversationResolver {
     Resolution r = own == null && affinity == null ? Resolution.NONE : new Resolution(own, affinity, synthesized);
     // scoped first: parent links are recorded and followed in the tenant's namespace only
     return roots.rooted(settings.tenantIsolation() ? r.scopedTo(tenantOf(headers)) : r);
+  }
+
+  /**
+   * The conversation id a request's session headers name, as {@link #resolve} takes it when the body names none: the
+   * first non-blank one, stripped, in the tenant's namespace under tenant isolation. Null without one, or when that
+   * header's value is one {@code resolve} refuses. What a conversation's state outside resolution is kept under
+   * ({@code dev.affinity.admission.KeptTurns}), so that a session's end, which names the resolved id, reaches it.
+   */
+  public static String sessionKey(ConversationSettings settings, HeaderSource headers) {
+    String value = firstPresent(settings.sessionHeaders(), headers);
+    if (value == null || problemWith(value) != null) {
+      return null;
+    }
+    return settings.tenantIsolation() ? Resolution.inTenant(tenantOf(headers), value.strip()) : value.strip();
+  }
+
+  /** The first of {@code names}' values that is present and not blank, as sent; null when none is. */
+  private static String firstPresent(java.util.List<String> names, HeaderSource headers) {
+    for (String name : names) {
+      String value = headers.first(name);
+      if (value != null && !value.isBlank()) {
+        return value;
+      }
+    }
+    return null;
+  }
+
+  private static String stripped(String value) {
+    return value == null ? null : value.strip();
+  }
+
+  /** Checks every one of {@code names} that is present ({@link #checked}). */
+  private static void checkAll(java.util.List<String> names, HeaderSource headers) {
+    for (String name : names) {
+      checked(name, headers.first(name));
+    }
   }
 
   /** The tenant of a request under tenant isolation ({@link PresentedKey#tenant()}). */

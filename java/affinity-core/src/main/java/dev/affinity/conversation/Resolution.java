@@ -29,8 +29,13 @@ public record Resolution(String conversationId, String affinityId, boolean synth
    * name another's conversation or parent; {@code tenant} is kept for the KV cache salt.
    */
   public Resolution scopedTo(String tenant) {
-    return new Resolution(conversationId == null ? null : tenant + "/" + conversationId,
-        affinityId == null ? null : tenant + "/" + affinityId, synthesized, tenant);
+    return new Resolution(conversationId == null ? null : inTenant(tenant, conversationId),
+        affinityId == null ? null : inTenant(tenant, affinityId), synthesized, tenant);
+  }
+
+  /** {@code id} in {@code tenant}'s namespace: {@code <tenant>/<id>}. */
+  public static String inTenant(String tenant, String id) {
+    return tenant + "/" + id;
   }
 
   public boolean isSubagent() {

@@ -181,4 +181,28 @@ class ConversationResolverTest {
     assertEquals("anonymous", r.resolve(null, HeaderSource.of(Map.of())).tenant());
     assertNull(resolver(true).resolve("s", HeaderSource.of(Map.of())).tenant(), "off by default");
   }
+
+  /**
+   * The session key is the id resolution takes from the session headers when the body names none, with and without
+   * tenant isolation (a session's end names that id, and what is kept under the key goes with it); none when the
+   * header that would name it is refused.
+   */
+  @Test
+  void theSessionKeyIsTheConversationIdTheHeadersResolveTo() {
+    for (boolean isolation : new boolean[] {false, true}) {
+      ConversationSettings settings = new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
+          Optional.of("x-dynamo-parent-session-id"), SubagentScope.CONTEXT, isolation);
+      ConversationResolver r = new ConversationResolver(settings);
+      for (Map<String, String> h : List.of(
+          Map.of("authorization", "Bearer key-a", "x-session-id", "  s1 "),
+          Map.of("x-correlation-id", "c", "x-claude-code-session-id", " ", "x-session-id", "s2"),
+          Map.of("x-dynamo-parent-session-id", "p", "x-session-id", "s3"))) {
+        HeaderSource headers = HeaderSource.of(h);
+        assertEquals(r.resolve(null, headers).conversationId(), ConversationResolver.sessionKey(settings, headers),
+            h.toString());
+      }
+      assertNull(ConversationResolver.sessionKey(settings, HeaderSource.of(Map.of("x-dynamo-parent-session-id", "p"))));
+      assertNull(ConversationResolver.sessionKey(settings, HeaderSource.of(Map.of("x-session-id", "a\u0001b"))));
+    }
+  }
 }
