@@ -148,7 +148,7 @@ public final class KeptTurns {
       ChatCompletionRequest request = codec.parseKeptChatRequest(json);
       wholeBodies.incrementAndGet();
       readBodyBytes.addAndGet(json.length);
-      MessageSpans spans = MessageSpans.of(json, json.length);
+      MessageSpans spans = MessageSpans.of(json);
       if (spans == null || spans.ends().length != request.messages().size()) {
         return request;  // where its messages lie is not certain: nothing to reuse next time
       }
@@ -184,7 +184,7 @@ public final class KeptTurns {
       AnthropicRequests.Counted counted = AnthropicRequests.toChatCounted(json, codec);
       wholeBodies.incrementAndGet();
       readBodyBytes.addAndGet(json.length);
-      MessageSpans spans = MessageSpans.of(json, json.length);
+      MessageSpans spans = MessageSpans.of(json);
       if (spans == null || spans.ends().length != counted.chatEnds().length || counted.leadingSystem()) {
         return counted.chat();
       }
@@ -217,7 +217,7 @@ public final class KeptTurns {
     } catch (ProtocolException e) {
       return null;  // converted whole: the error names the body's own field
     }
-    MessageSpans tailSpans = MessageSpans.of(tail.bytes, tail.bytes.length);
+    MessageSpans tailSpans = MessageSpans.of(tail.bytes);
     if (read.leadingSystem() || tailSpans == null || tailSpans.open() != tail.open
         || tailSpans.ends().length != read.chatEnds().length) {
       return null;
@@ -279,7 +279,7 @@ public final class KeptTurns {
       return null;
     }
     int after = ends[k - 1] + 1;
-    int i = MessageSpans.skipSpace(received, after, received.length);
+    int i = Utf8.skipJsonSpace(received, after);
     if (i >= received.length || received[i] != ',' || Utf8.firstInvalid(received, after, received.length) >= 0) {
       return null;
     }
@@ -313,7 +313,7 @@ public final class KeptTurns {
     } catch (ProtocolException e) {
       return null;  // read whole: the error names the body's own field and place
     }
-    MessageSpans tailSpans = MessageSpans.of(tail.bytes, tail.bytes.length);
+    MessageSpans tailSpans = MessageSpans.of(tail.bytes);
     if (tailSpans == null || tailSpans.open() != tail.open || tailSpans.ends().length != read.messages().size()) {
       return null;
     }

@@ -1,5 +1,6 @@
 package dev.affinity.admission;
 
+import dev.affinity.protocol.Utf8;
 import java.util.Arrays;
 
 /**
@@ -15,16 +16,17 @@ record MessageSpans(int open, int[] ends) {
 
   private static final byte[] MESSAGES = {'m', 'e', 's', 's', 'a', 'g', 'e', 's'};
 
-  /** The spans of {@code body[0, length)}, or null. */
-  static MessageSpans of(byte[] body, int length) {
-    int i = skipSpace(body, 0, length);
+  /** The spans of {@code body}, or null. */
+  static MessageSpans of(byte[] body) {
+    int length = body.length;
+    int i = Utf8.skipJsonSpace(body, 0);
     if (i >= length || body[i] != '{') {
       return null;
     }
-    i = skipSpace(body, i + 1, length);
+    i = Utf8.skipJsonSpace(body, i + 1);
     Found found = null;
     while (i < length && body[i] == '"') {
-      int keyEnd = stringEnd(body, i, length);
+      int keyEnd = stringEnd(body, i);
       if (keyEnd < 0) {
         return null;
       }
@@ -34,29 +36,29 @@ record MessageSpans(int open, int[] ends) {
           return null;  // an escaped key could spell "messages"
         }
       }
-      i = skipSpace(body, keyEnd + 1, length);
+      i = Utf8.skipJsonSpace(body, keyEnd + 1);
       if (i >= length || body[i] != ':') {
         return null;
       }
-      i = skipSpace(body, i + 1, length);
+      i = Utf8.skipJsonSpace(body, i + 1);
       if (messages) {
         if (found != null || i >= length || body[i] != '[') {
           return null;
         }
-        found = elements(body, i, length);
+        found = elements(body, i);
         if (found == null) {
           return null;
         }
         i = found.closeAfter;
       } else {
-        i = valueEnd(body, i, length);
+        i = valueEnd(body, i);
         if (i < 0) {
           return null;
         }
       }
-      i = skipSpace(body, i, length);
+      i = Utf8.skipJsonSpace(body, i);
       if (i < length && body[i] == ',') {
-        i = skipSpace(body, i + 1, length);
+        i = Utf8.skipJsonSpace(body, i + 1);
       }
     }
     return found == null ? null : new MessageSpans(found.open, found.ends);
@@ -66,10 +68,11 @@ record MessageSpans(int open, int[] ends) {
   private record Found(int open, int[] ends, int closeAfter) {}
 
   /** The elements of the array whose {@code [} is at {@code open}: each an object. */
-  private static Found elements(byte[] body, int open, int length) {
+  private static Found elements(byte[] body, int open) {
+    int length = body.length;
     int[] ends = new int[16];
     int n = 0;
-    int i = skipSpace(body, open + 1, length);
+    int i = Utf8.skipJsonSpace(body, open + 1);
     if (i < length && body[i] == ']') {
       return new Found(open, new int[0], i + 1);
     }
@@ -77,7 +80,7 @@ record MessageSpans(int open, int[] ends) {
       if (body[i] != '{') {
         return null;
       }
-      int end = valueEnd(body, i, length);
+      int end = valueEnd(body, i);
       if (end < 0) {
         return null;
       }
@@ -85,28 +88,21 @@ record MessageSpans(int open, int[] ends) {
         ends = Arrays.copyOf(ends, n * 2);
       }
       ends[n++] = end - 1;
-      i = skipSpace(body, end, length);
+      i = Utf8.skipJsonSpace(body, end);
       if (i < length && body[i] == ']') {
         return new Found(open, Arrays.copyOf(ends, n), i + 1);
       }
       if (i >= length || body[i] != ',') {
         return null;
       }
-      i = skipSpace(body, i + 1, length);
+      i = Utf8.skipJsonSpace(body, i + 1);
     }
     return null;
   }
 
-  static int skipSpace(byte[] b, int i, int length) {
-    while (i < length && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) {
-      i++;
-    }
-    return i;
-  }
-
   /** The offset of the closing quote of the string whose opening quote is at {@code i}, or -1. */
-  private static int stringEnd(byte[] b, int i, int length) {
-    for (int k = i + 1; k < length; k++) {
+  private static int stringEnd(byte[] b, int i) {
+    for (int k = i + 1; k < b.length; k++) {
       byte c = b[k];
       if (c == '"') {
         return k;
@@ -119,13 +115,14 @@ record MessageSpans(int open, int[] ends) {
   }
 
   /** The offset just after the JSON value that starts at {@code i}, or -1. */
-  private static int valueEnd(byte[] b, int i, int length) {
+  private static int valueEnd(byte[] b, int i) {
+    int length = b.length;
     if (i >= length) {
       return -1;
     }
     byte c = b[i];
     if (c == '"') {
-      int e = stringEnd(b, i, length);
+      int e = stringEnd(b, i);
       return e < 0 ? -1 : e + 1;
     }
     if (c != '{' && c != '[') {  // a number or a literal
@@ -140,7 +137,7 @@ record MessageSpans(int open, int[] ends) {
     for (int k = i; k < length; k++) {
       byte x = b[k];
       if (x == '"') {
-        k = stringEnd(b, k, length);
+        k = stringEnd(b, k);
         if (k < 0) {
           return -1;
         }

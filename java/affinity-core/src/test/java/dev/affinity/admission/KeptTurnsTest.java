@@ -258,7 +258,7 @@ class KeptTurnsTest {
     String body = "{\"model\":\"m\", \"x\": {\"messages\": [1]}, \"messages\" : [ {\"role\":\"user\",\"content\":\"}]\"} ,"
         + "{\"role\":\"user\",\"content\":\"b\"}\n], \"n\": [1, {\"a\": \"]\"}]}";
     byte[] b = body.getBytes(StandardCharsets.UTF_8);
-    MessageSpans s = MessageSpans.of(b, b.length);
+    MessageSpans s = MessageSpans.of(b);
     assertNotNull(s);
     assertEquals(body.indexOf("[ {"), s.open());
     assertEquals(2, s.ends().length);
@@ -271,7 +271,7 @@ class KeptTurnsTest {
         "{\"messages\":[\"a\"]}",
         "{\"model\":\"m\"}")) {
       byte[] u = unclaimed.getBytes(StandardCharsets.UTF_8);
-      assertNull(MessageSpans.of(u, u.length), unclaimed);
+      assertNull(MessageSpans.of(u), unclaimed);
     }
   }
 
