@@ -35,7 +35,7 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
   /**
    * The JSON array and where each message's JSON ends in it ({@code ends[i]}: the offset after message {@code i}).
    */
-  private record Written(RawJson raw, byte[] bytes, int[] ends) {}
+  private record Written(RawJson raw, int[] ends) {}
 
   private Messages(List<ChatMessage> list, Messages base, int shared) {
     this.list = list;
@@ -102,7 +102,7 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
     int[] ends = new int[list.size()];
     ByteArrayBuilder out = new ByteArrayBuilder();
     if (copied > 0) {
-      out.write(from.bytes, 0, from.ends[copied - 1]);
+      out.write(from.raw.bytes(), 0, from.ends[copied - 1]);
       System.arraycopy(from.ends, 0, ends, 0, copied);
     } else {
       out.write('[');
@@ -119,8 +119,7 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
       }
     }
     out.write(']');
-    byte[] bytes = out.toByteArray();
-    return new Written(new RawJson(bytes), bytes, ends);
+    return new Written(new RawJson(out.toByteArray()), ends);
   }
 
   /** Writes the messages: a copy of their JSON, written once, to a UTF-8 generator; else message by message. */

@@ -19,6 +19,11 @@ final class RawJson implements SerializableString {
     this.bytes = bytes;
   }
 
+  /** The JSON's bytes (not copied). */
+  byte[] bytes() {
+    return bytes;
+  }
+
   @Override
   public String getValue() {
     return new String(bytes, StandardCharsets.UTF_8);

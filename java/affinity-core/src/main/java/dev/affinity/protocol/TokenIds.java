@@ -56,7 +56,7 @@ public final class TokenIds {
    * A sequence's JSON once written, and where each chunk of {@link #CHUNK} ids starts in it: {@code marks[0]} is
    * after the {@code [}, {@code marks[j]} the comma before id {@code j * CHUNK}.
    */
-  private record Written(RawJson raw, byte[] bytes, int[] marks) {}
+  private record Written(RawJson raw, int[] marks) {}
 
   /**
    * {@code ids} (not copied: the caller must not change them) as the next turn of a conversation whose last sequence
@@ -85,7 +85,7 @@ public final class TokenIds {
   /** The bytes of JSON this sequence keeps: 0 before it is written. */
   public long keptJsonBytes() {
     Written w = json;
-    return w == null ? 0 : w.bytes.length + 4L * w.marks.length;
+    return w == null ? 0 : w.raw.bytes().length + 4L * w.marks.length;
   }
 
   /** A copy of {@code ids}. */
@@ -263,9 +263,9 @@ public final class TokenIds {
     } else {
       Written w = base.json;
       int chunks = from / CHUNK;
-      at = chunks < w.marks.length ? w.marks[chunks] : w.bytes.length - 1;
+      at = chunks < w.marks.length ? w.marks[chunks] : w.raw.bytes().length - 1;
       out = new byte[at + 1 + (ids.length - from) * 12];
-      System.arraycopy(w.bytes, 0, out, 0, at);
+      System.arraycopy(w.raw.bytes(), 0, out, 0, at);
       System.arraycopy(w.marks, 0, marks, 0, chunks);
     }
     for (int i = from; i < ids.length; i++) {
@@ -278,8 +278,7 @@ public final class TokenIds {
       at = NumberOutput.outputInt(ids[i], out, at);
     }
     out[at++] = ']';
-    byte[] bytes = Arrays.copyOf(out, at);
-    return new Written(new RawJson(bytes), bytes, marks);
+    return new Written(new RawJson(Arrays.copyOf(out, at)), marks);
   }
 
   static final class Deserializer extends JsonDeserializer<TokenIds> {
