@@ -20,9 +20,8 @@ public final class RoutingRequest {
   private final int[] tokens;
   private final int numTokens;
   private final int textLength;
-  /** kv_cache_aware's content key, computed when a router first asks (a hash of the first two messages' text). */
-  private final java.util.function.Supplier<Long> contentKeySource;
-  private volatile Object contentKey;
+  /** kv_cache_aware's content key, computed when a router asks (a hash of the first two messages' text); or null. */
+  private final java.util.function.Supplier<Long> contentKey;
   private final String cacheSalt;
   private final int maxNewTokens;
   private final String text;
@@ -38,7 +37,7 @@ public final class RoutingRequest {
     this.textLength = b.text != null ? b.text.length() : b.textLength;
     int chars = b.text != null ? b.text.length() : b.textLength;
     this.numTokens = b.tokens != null ? b.tokens.length : Math.max(1, chars / 4);
-    this.contentKeySource = b.contentKey;
+    this.contentKey = b.contentKey;
     this.cacheSalt = b.cacheSalt;
     this.maxNewTokens = b.maxNewTokens;
     this.text = b.text;
@@ -90,20 +89,13 @@ public final class RoutingRequest {
   }
 
   /**
-   * kv_cache_aware's content-affinity key (chat requests), or null; computed on the first call, since only that
-   * router reads it and it hashes the first two messages' text (an agent's system prompt: tens of kilobytes a turn).
+   * kv_cache_aware's content-affinity key (chat requests), or null; computed when asked, since only that router reads
+   * it and it hashes the first two messages' text (an agent's system prompt: tens of kilobytes a turn). The builder's
+   * source decides how often: the flow's computes it once per request body (LegInputs).
    */
   public Long contentKey() {
-    Object k = contentKey;
-    if (k == null) {
-      Long computed = contentKeySource == null ? null : contentKeySource.get();
-      k = computed == null ? NO_KEY : computed;
-      contentKey = k;
-    }
-    return k == NO_KEY ? null : (Long) k;
+    return contentKey == null ? null : contentKey.get();
   }
-
-  private static final Object NO_KEY = new Object();
 
   public String cacheSalt() {
     return cacheSalt;
@@ -184,7 +176,7 @@ public final class RoutingRequest {
       return this;
     }
 
-    /** The content key, computed by {@code v} when a router first asks for it ({@link #contentKey()}). */
+    /** The content key, computed by {@code v} each time a router asks for it ({@link #contentKey()}). */
     public Builder contentKey(java.util.function.Supplier<Long> v) {
       contentKey = v;
       return this;
