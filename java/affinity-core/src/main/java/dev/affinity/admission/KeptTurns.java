@@ -121,6 +121,19 @@ public final class KeptTurns {
     return budget;
   }
 
+  /** A body read reusing the last one's: {@code reused} of its bytes taken from it, {@code read} parsed. */
+  private void countRead(long reused, long read) {
+    reusedBodies.incrementAndGet();
+    reusedBodyBytes.addAndGet(reused);
+    readBodyBytes.addAndGet(read);
+  }
+
+  /** A body of a conversation read whole. */
+  private void countWhole(long read) {
+    wholeBodies.incrementAndGet();
+    readBodyBytes.addAndGet(read);
+  }
+
   /** The key a request's turn is kept under ({@link ConversationResolver#sessionKey}); null: none kept. */
   String key(HeaderSource headers) {
     return budget == 0 ? null : ConversationResolver.sessionKey(settings, headers);
@@ -146,8 +159,7 @@ public final class KeptTurns {
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
       ChatCompletionRequest request = codec.parseKeptChatRequest(json);
-      wholeBodies.incrementAndGet();
-      readBodyBytes.addAndGet(json.length);
+      countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);
       if (spans == null || spans.ends().length != request.messages().size()) {
         return request;  // where its messages lie is not certain: nothing to reuse next time
@@ -182,8 +194,7 @@ public final class KeptTurns {
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
       AnthropicRequests.Counted counted = AnthropicRequests.toChatCounted(json, codec);
-      wholeBodies.incrementAndGet();
-      readBodyBytes.addAndGet(json.length);
+      countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);
       if (spans == null || spans.ends().length != counted.chatEnds().length || counted.leadingSystem()) {
         return counted.chat();
@@ -203,8 +214,7 @@ public final class KeptTurns {
   private MessagesBody followingMessages(MessagesBody last, byte[] received, ProtocolCodec codec) {
     int m = Arrays.mismatch(last.bytes, received);
     if (m < 0) {
-      reusedBodies.incrementAndGet();
-      reusedBodyBytes.addAndGet(received.length);
+      countRead(received.length, 0);
       return last;
     }
     Tail tail = tail(last.spans, received, m);
@@ -245,9 +255,7 @@ public final class KeptTurns {
     for (int j = 0; j < n; j++) {
       chatEnds[k + j] = fromLast + read.chatEnds()[j] - readSystem;
     }
-    reusedBodies.incrementAndGet();
-    reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
-    readBodyBytes.addAndGet(tail.bytes.length);
+    countRead(tail.rest - (tail.open + 1), tail.bytes.length);
     return new MessagesBody(received, new AnthropicRequests.Counted(
         read.chat().withMessagesFollowing(lastMessages, messages), chatEnds,
         read.system(), false), new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
@@ -299,8 +307,7 @@ public final class KeptTurns {
   private Body following(Body last, byte[] received, ProtocolCodec codec) {
     int m = Arrays.mismatch(last.bytes, received);
     if (m < 0) {
-      reusedBodies.incrementAndGet();
-      reusedBodyBytes.addAndGet(received.length);
+      countRead(received.length, 0);
       return last;  // the same body again (a retry)
     }
     Tail tail = tail(last.spans, received, m);
@@ -320,9 +327,7 @@ public final class KeptTurns {
     List<ChatMessage> messages = new ArrayList<>(tail.reused + read.messages().size());
     messages.addAll(last.request.messages().subList(0, tail.reused));
     messages.addAll(read.messages());
-    reusedBodies.incrementAndGet();
-    reusedBodyBytes.addAndGet(tail.rest - (tail.open + 1));
-    readBodyBytes.addAndGet(tail.bytes.length);
+    countRead(tail.rest - (tail.open + 1), tail.bytes.length);
     return new Body(received, read.withMessagesFollowing(last.request.messages(), messages),
         new MessageSpans(tail.open, tail.ends(last.spans, tailSpans)));
   }
