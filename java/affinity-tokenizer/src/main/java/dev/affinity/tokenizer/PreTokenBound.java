@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 
 /**
  * A lower bound on how many tokens a text encodes to, from the tokenizer's pre-tokenizer alone: a Hugging Face
@@ -47,19 +46,18 @@ final class PreTokenBound {
     if (regex == null) {
       return NONE;
     }
-    try {
-      // Oniguruma (Hugging Face's regex engine) matches \s, \w and \d by Unicode properties, as Java does with this flag
-      Pattern p = Pattern.compile(regex, Pattern.UNICODE_CHARACTER_CLASS);
-      Set<String> added = new java.util.HashSet<>();
-      for (String t : addedTokens) {
-        if (!t.isEmpty()) {
-          added.add(t);
-        }
-      }
-      return new PreTokenBound(p, added);
-    } catch (PatternSyntaxException e) {
+    // Oniguruma (Hugging Face's regex engine) and Java read some constructs differently: the Java encoder's check
+    Pattern p = ByteLevelBpe.javaRegex(regex);
+    if (p == null) {
       return NONE;
     }
+    Set<String> added = new java.util.HashSet<>();
+    for (String t : addedTokens) {
+      if (!t.isEmpty()) {
+        added.add(t);
+      }
+    }
+    return new PreTokenBound(p, added);
   }
 
   /**

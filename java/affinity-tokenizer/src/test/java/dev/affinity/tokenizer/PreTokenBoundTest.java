@@ -95,6 +95,10 @@ class PreTokenBoundTest {
         none).bounds(), "a normalizer that changes what the regex sees");
     assertTrue(!PreTokenBound.of(JSON.readTree("{\"type\": \"Sequence\", \"pretokenizers\": ["
         + split.formatted("Isolated") + "]}"), null, none).bounds(), "no byte-level model: characters may be dropped");
+    for (String oniguruma : new String[] {"\\\\w+", "^\\\\s", "a.b", "[a[b]]"}) {  // read otherwise by Java
+      assertTrue(!PreTokenBound.of(JSON.readTree(seq.replace("\\\\s+", oniguruma).formatted("Isolated")), null, none)
+          .bounds(), oniguruma);
+    }
     PreTokenBound words = PreTokenBound.of(JSON.readTree(seq.formatted("Isolated")), null, Set.of("<sep>"));
     assertEquals(3, words.pieces("a b"), "two words and the space between");
     assertEquals(5, words.pieces("a b c"));
