@@ -52,7 +52,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     super(context);
     this.settings = settings;
     this.queues = new RankQueues(settings.rateWindowSeconds(), settings.maxKeys());
-    this.siblings = new LockstepSiblings(this, settings.maxNumTokens(), queues);
+    this.siblings = new LockstepSiblings(this, settings.maxNumTokens(), queues, settings.siblingWaitEveryCall());
     this.pins = new LruMap<>(settings.maxKeys());
     this.predictTtlNanos = (long) (settings.predictTtlSeconds() * 1e9);
     this.routed = new PredictOnRoute(8, predictTtlNanos);

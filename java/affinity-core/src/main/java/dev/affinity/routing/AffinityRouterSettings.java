@@ -24,11 +24,14 @@ package dev.affinity.routing;
  * @param externalityWeight {@code queue_externality_weight}: the weight of the queueing externality (context fleet),
  *     the wait a placement imposes on the requests that arrive after it at its rank and its lockstep siblings (0: none)
  * @param rateWindowSeconds {@code rate_window_seconds}: the window of the measured arrival rates and time per work
+ * @param siblingWaitEveryCall {@code sibling_wait: every_call}: the externality charges each call that a lockstep
+ *     sibling's sessions send while a placement runs one of its iterations ({@code once}: each session's first call
+ *     only)
  */
 record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
     double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
     double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
-    double externalityWeight, double rateWindowSeconds) {
+    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall) {
 
   /**
    * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
@@ -43,6 +46,9 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
    * (docs/benchmarks.md). A finite value bounds every candidate to (1 + epsilon) x the mean in-flight requests.
    */
   public static final double DEFAULT_LOAD_EPSILON = Double.POSITIVE_INFINITY;
+
+  /** How the externality charges a lockstep sibling's arrivals (docs/routing.md, docs/benchmarks.md: how chosen). */
+  public static final String DEFAULT_SIBLING_WAIT = "every_call";
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
@@ -66,8 +72,9 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
     double eviction = args.getDouble("eviction_weight", 1.0, 0, 1000);
     double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
     double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
+    String siblingWait = args.getChoice("sibling_wait", DEFAULT_SIBLING_WAIT, "every_call", "once");
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouterSettings(margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction, externality, window);
+        eviction, externality, window, siblingWait.equals("every_call"));
   }
 }

@@ -15,11 +15,14 @@ final class LockstepSiblings {
   /** Tokens one rank computes per iteration ({@code max_num_tokens}); 0: each worker's own. */
   private final int maxNumTokens;
   private final RankQueues queues;
+  /** Whether each call a sibling's session sends while a placement runs is charged its wait, or only its first. */
+  private final boolean everyCall;
 
-  LockstepSiblings(AbstractRouter router, int maxNumTokens, RankQueues queues) {
+  LockstepSiblings(AbstractRouter router, int maxNumTokens, RankQueues queues, boolean everyCall) {
     this.router = router;
     this.maxNumTokens = maxNumTokens;
     this.queues = queues;
+    this.everyCall = everyCall;
   }
 
   /**
@@ -113,11 +116,14 @@ final class LockstepSiblings {
    * The queueing externality of putting {@code own} units of prefill work ({@code ownIterations} iterations) on
    * candidate {@code i}: the wait it imposes on the requests of other sessions that come after it. Prefill is served
    * first come, first served (TensorRT-LLM's chunking policy), so a request arriving at the same rank while its
-   * queue and this work are in the system waits {@code own} longer; one arriving at a lockstep sibling rank while
-   * this request computes waits one of its iterations ({@code own / iterations}) per iteration it shares. Who
-   * arrives comes from the measured rates ({@link RankQueues#delayedWork}): agent sessions have one call in
-   * flight each, so each is delayed at most once, and by no more than prefilling its own context elsewhere would
-   * cost it (the router moves it rather than let it wait longer).
+   * queue and this work are in the system waits {@code own} longer, and its session, with one call in flight, comes
+   * at most once meanwhile. A request arriving at a lockstep sibling rank while this request computes waits one of
+   * its iterations ({@code own / iterations}; an instance's iteration lasts as long as its slowest rank's,
+   * {@code T_iter = overhead + max over ranks}, docs/timing-model.md), and is then served: its session comes back
+   * after its answer and its tool, and each of its calls while this work runs waits again
+   * ({@link RankQueues#delayedCalls}; {@code sibling_wait: once} counts one). Who arrives comes from the measured
+   * rates; no session is charged more than prefilling its own context elsewhere would cost it (the router moves it
+   * rather than let it wait longer).
    */
   double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     Candidate c = cands.get(i);
@@ -126,7 +132,9 @@ final class LockstepSiblings {
     for (int k = 0; k < cands.size(); k++) {
       Candidate s = cands.get(k);
       if (k != i && s.workerId().equals(c.workerId())) {
-        ext += queues.delayedWork(router.locationOf(s), key, own, perIteration, now);
+        int loc = router.locationOf(s);
+        ext += everyCall ? queues.delayedCalls(loc, key, own, perIteration, now)
+            : queues.delayedWork(loc, key, own, perIteration, now);
       }
     }
     return ext;

@@ -150,6 +150,22 @@ final class RankQueues {
    * second x the measured seconds per unit of work). 0 until a completion was measured.
    */
   double delayedWork(int loc, String self, double window, double delay, long now) {
+    return delayed(loc, self, window, delay, now, false);
+  }
+
+  /**
+   * The wait that {@code delay} units of work on each call put on the sessions that send to {@code loc} within
+   * {@code window} units of work from now, in units of work, where each call is served after that wait (a lockstep
+   * sibling's iteration): a session comes back after each answer, so it is delayed at each of its calls in the window
+   * ({@code its rate x window} of them), but in all no longer than leaving costs it. Requests without a key arrive as
+   * a Poisson stream of the location's remaining rate, each delayed once. 0 until a completion was measured.
+   */
+  double delayedCalls(int loc, String self, double window, double delay, long now) {
+    return delayed(loc, self, window, delay, now, true);
+  }
+
+  /** {@link #delayedWork} ({@code everyCall} false) and {@link #delayedCalls} (true). */
+  private double delayed(int loc, String self, double window, double delay, long now, boolean everyCall) {
     if (loc >= seen.length || !seen[loc]) {
       return 0;
     }
@@ -166,7 +182,8 @@ final class RankQueues {
       double count = decayed(k, now) * scale;
       keyed += count;
       if (!k.key.equals(self)) {
-        waits += Math.min(1, count * perWork * window) * Math.min(delay, k.moveWork);
+        double calls = count * perWork * window;
+        waits += everyCall ? Math.min(calls * delay, k.moveWork) : Math.min(1, calls) * Math.min(delay, k.moveWork);
       }
     }
     double keyless = Math.max(0, arrivals[loc] + Math.max(0, peerArrivals[loc]) - keyed);

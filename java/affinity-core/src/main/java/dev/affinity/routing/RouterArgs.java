@@ -129,6 +129,16 @@ public final class RouterArgs {
     return dflt;
   }
 
+  /** A string that must be one of {@code choices} (an error names them, and the default is returned). */
+  public String getChoice(String name, String dflt, String... choices) {
+    String v = getString(name, dflt);
+    if (!List.of(choices).contains(v)) {
+      error(name, "expected one of " + String.join(", ", choices) + ", found \"" + v + "\"");
+      return dflt;
+    }
+    return v;
+  }
+
   /** Accepts arguments that are known upstream but have no effect here. */
   public void accept(String... names) {
     read.addAll(List.of(names));

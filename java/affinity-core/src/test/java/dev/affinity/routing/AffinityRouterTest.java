@@ -437,6 +437,56 @@ class AffinityRouterTest {
     assertEquals("b", whereASessionNextToALongPrefillGoes(5).substring(0, 1), "its next calls would wait too");
   }
 
+  /**
+   * Two instances of two ranks, a rank doing 100 units of work in 10 ms. On a/1 one session with a 300,000-token
+   * context has called five times in the rate window; on b/0 two such sessions have called once each. A new
+   * 150,000-token prefill (645k units, 19 iterations of ~34k, about a window long) costs the same on a/0 and b/1; what
+   * differs is who waits beside it. Each session's first call waits one of its iterations either way (one session on
+   * a, two on b), but the session on a comes back about five times meanwhile and waits at each call: counted at
+   * every call ({@code sibling_wait: every_call}) the prefill goes to b/1; counted once, to a/0.
+   */
+  private String whereALongPrefillGoesBesideSessions(String siblingWait) {
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0,
+        "sibling_wait", siblingWait), context(Fleet.CONTEXT, clock));
+    r.addWorker(worker("a", 4, true, 2, 64));
+    r.addWorker(worker("b", 4, true, 2, 64));
+    oneCompletion(r, "b", java.time.Duration.ofMillis(10));
+    int[] often = tokens(300_000, 10_000_000);
+    stored(r, "a", 1, often);
+    for (int k = 0; k < 5; k++) {
+      Selection call = r.select(req(40 + k, "often", often), Set.of("b"));
+      if (call.candidate().rank() != 1) {
+        throw new IllegalStateException("set-up: went to " + call.candidate());
+      }
+      call.release(Outcome.SUCCESS);
+    }
+    for (int k = 0; k < 2; k++) {
+      int[] context = tokens(300_000, 20_000_000 * (k + 1));
+      stored(r, "b", 0, context);
+      r.select(req(50 + k, "once" + k, context), Set.of("a")).release(Outcome.SUCCESS);
+    }
+    Selection prefill = r.select(req(60, null, tokens(150_000, 70_000_000)), Set.of());
+    prefill.release(Outcome.SUCCESS);
+    return prefill.candidate().toString();
+  }
+
+  @Test
+  void aLongPrefillAvoidsTheSiblingOfASessionThatWillCallOftenWhileItRuns() {
+    assertEquals("b#1", whereALongPrefillGoesBesideSessions("every_call"));
+    assertEquals("a#0", whereALongPrefillGoesBesideSessions("once"));
+  }
+
+  @Test
+  void siblingWaitIsEveryCallOrOnce() {
+    RouterArgs args = RouterArgs.of("affinity", Map.of("sibling_wait", "half"));
+    dev.affinity.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+        dev.affinity.config.ConfigException.class, () -> AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), args));
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("sibling_wait"), e.getMessage());
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("every_call, once"), e.getMessage());
+    assertEquals(true, AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), RouterArgs.of("affinity", Map.of()))
+        .siblingWaitEveryCall(), "every call by default");
+  }
+
   @Test
   void aSessionIsNotChargedForWaitingBehindItself() {
     // a session whose home is a, where nobody else sends, keeps going home with its big uncached turns: its own

@@ -120,6 +120,18 @@ class RankQueuesTest {
   }
 
   @Test
+  void aSiblingsSessionWaitsAtEachOfItsCallsUpToWhatMovingCostsIt() {
+    RankQueues q = measured(1e9);
+    q.arrived(0, "other", 50_000, 3 * S);
+    // one request per 1e9 s, 2e-12 per unit of work: 2 calls in 1e12 units, each waiting 10 units
+    assertEquals(2 * 10, q.delayedCalls(0, "me", 1e12, 10, 3 * S), 1e-9, "every call waits");
+    assertEquals(10, q.delayedWork(0, "me", 1e12, 10, 3 * S), 1e-9, "the first call only");
+    assertEquals(2e-12 * 1000 * 10, q.delayedCalls(0, "me", 1000, 10, 3 * S), 1e-15, "less than a call: as likely");
+    assertEquals(50_000, q.delayedCalls(0, "me", 1e15, 100, 3 * S), 1e-6, "2,000 calls of 100: no more than moving");
+    assertEquals(0, q.delayedCalls(0, "other", 1e12, 10, 3 * S), 1e-12, "not its own session");
+  }
+
+  @Test
   void aWindowMustBePositive() {
     assertThrows(IllegalArgumentException.class, () -> new RankQueues(0, 10));
   }

@@ -23,7 +23,7 @@ final class WorkloadCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
-  @Parameters(index = "0", description = "agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR")
+  @Parameters(index = "0", description = "agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR[#half=a|b]")
   String workload;
 
   @Option(names = "--out", required = true, description = "The JSONL file to write.")

@@ -9,7 +9,7 @@ import picocli.CommandLine.Option;
 /** Options that choose workloads and seeds. */
 final class WorkloadOptions {
   @Option(names = "--workloads", split = ",", defaultValue = "agentic",
-      description = "agentic, agentic-fork, mooncake:PATH, trace:PATH, claude-code:DIR (comma-separated; default: "
+      description = "agentic, agentic-fork, mooncake:PATH, trace:PATH, claude-code:DIR[#half=a|b] (comma-separated; default: "
           + "${DEFAULT-VALUE}).")
   List<String> workloads;
 

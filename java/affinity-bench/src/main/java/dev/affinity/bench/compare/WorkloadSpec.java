@@ -9,6 +9,7 @@ import dev.affinity.bench.trace.TraceRequest;
 import dev.affinity.bench.workload.AgenticParams;
 import dev.affinity.bench.workload.AgenticWorkload;
 import dev.affinity.bench.workload.ClaudeCodeWorkload;
+import dev.affinity.bench.workload.SessionHalves;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +20,8 @@ import java.util.Objects;
  * A workload named on the command line: {@code agentic} (the agentic generator's defaults, FRESH
  * sub-agents), {@code agentic-fork} (FORK sub-agents), {@code mooncake:PATH} (a Mooncake trace file),
  * {@code trace:PATH} (Affinity's JSONL trace format) or {@code claude-code:DIR} (the Claude Code session
- * traces of a directory, replayed by {@code claude.users()} users).
+ * traces of a directory, replayed by {@code claude.users()} users); {@code claude-code:DIR#half=a} and
+ * {@code #half=b} replay one of the directory's two fixed halves ({@link SessionHalves}).
  *
  * @param agents agents of an agentic workload ({@code <= 0}: the generator's default)
  * @param limit  requests of a trace file to replay, from its start ({@code <= 0}: all)
@@ -27,6 +29,7 @@ import java.util.Objects;
  */
 public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkload.Options claude) {
   private static final String CLAUDE = ClaudeCodeWorkload.NAME + ":";
+  private static final String HALF = "#half=";
 
   public WorkloadSpec {
     Objects.requireNonNull(spec, "spec");
@@ -44,9 +47,12 @@ public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkloa
       return;
     }
     if (spec.startsWith(CLAUDE)) {
-      Path dir = Path.of(spec.substring(CLAUDE.length()));
+      String half = claudeHalf();
+      if (half != null && !half.equals("a") && !half.equals("b")) {
+        throw new IllegalArgumentException("workload " + spec + ": half must be a or b, got \"" + half + "\"");
+      }
       try {
-        ClaudeCodeTraceReader.files(dir);
+        ClaudeCodeTraceReader.files(claudeDirectory());
       } catch (IOException e) {
         throw new IllegalArgumentException("workload " + spec + ": " + e.getMessage());
       }
@@ -90,7 +96,15 @@ public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkloa
   }
 
   private Workload claudeCode(long seed) throws IOException {
-    List<ClaudeCodeTrace> traces = ClaudeCodeTraceReader.readDirectory(Path.of(spec.substring(CLAUDE.length())));
+    List<ClaudeCodeTrace> traces = ClaudeCodeTraceReader.readDirectory(claudeDirectory());
+    String half = claudeHalf();
+    if (half != null) {
+      try {
+        traces = SessionHalves.half(traces, half, SessionHalves.DEFAULT_SEED);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("workload " + spec + ": " + e.getMessage(), e);
+      }
+    }
     int blockSize = traces.get(0).blockSize();
     for (ClaudeCodeTrace t : traces) {
       if (t.blockSize() != blockSize) {
@@ -99,6 +113,9 @@ public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkloa
       }
     }
     String name = ClaudeCodeWorkload.name(claude, traces.size());
+    if (half != null) {
+      name = ClaudeCodeWorkload.NAME + "-" + half + name.substring(ClaudeCodeWorkload.NAME.length());
+    }
     if (claude.openLoop()) {
       List<TraceRequest> trace = ClaudeCodeWorkload.openLoop(traces, claude, seed);
       if (limit > 0 && limit < trace.size()) {
@@ -119,8 +136,20 @@ public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkloa
     return w instanceof Workload.Agents a ? AgenticWorkload.openLoop(a.agents(), a.blockSize()) : ((Workload.Trace) w).trace();
   }
 
+  /** A Claude Code spec's directory: what follows {@code claude-code:}, less a {@code #half=} suffix. */
+  private Path claudeDirectory() {
+    int at = spec.lastIndexOf(HALF);
+    return Path.of(spec.substring(CLAUDE.length(), at < 0 ? spec.length() : at));
+  }
+
+  /** A Claude Code spec's half ({@code a} or {@code b} when valid), or null for the whole directory. */
+  private String claudeHalf() {
+    int at = spec.lastIndexOf(HALF);
+    return at < 0 ? null : spec.substring(at + HALF.length());
+  }
+
   private IllegalArgumentException unknown() {
     return new IllegalArgumentException("unknown workload \"" + spec
-        + "\"; use agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR");
+        + "\"; use agentic, agentic-fork, mooncake:PATH, trace:PATH or claude-code:DIR[#half=a|b]");
   }
 }

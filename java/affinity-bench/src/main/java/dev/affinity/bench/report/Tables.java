@@ -22,18 +22,41 @@ final class Tables {
           imbalance(p.ctxImbalance()), imbalance(p.genImbalance()),
           Math.round(p.agentsWithinSlo()) + " / " + Math.round(p.agents()),
           best > 0 ? Text.fixed(p.ttftP50Ms() / best, 2) + "x" : NA, overBound(p.ttftP50Ms(), p.boundTtftP50Ms()),
-          overBound(p.ttftP95Ms(), p.boundTtftP95Ms()), Double.isNaN(p.sessionTimeMeanS()) ? NA
+          overBound(p.ttftP95Ms(), p.boundTtftP95Ms()), gapClosed(p, policies), Double.isNaN(p.sessionTimeMeanS()) ? NA
               : Text.fixed(p.sessionTimeMeanS(), 1)));
     }
     return new Table(List.of("policy", "TTFT p50 ms", "TTFT p95 ms", "TTFT p99 ms", "ITL p50 ms", "E2E p50 ms",
         "E2E p95 ms", "hit ratio", "ideal", "hit/ideal", "pooled bound", "hit/pooled", "gen queue p95 ms", "ctx imbalance", "gen imbalance",
-        "agents within SLO", "TTFT p50 vs best", "p50 / zero-queue bound", "p95 / zero-queue bound", "session mean s"),
+        "agents within SLO", "TTFT p50 vs best", "p50 / zero-queue bound", "p95 / zero-queue bound",
+        "p95 gap closed", "session mean s"),
         rows, 1);
   }
 
   /** A TTFT percentile as a multiple of the zero-queue bound's same percentile; n/a when the bound is unknown. */
   private static String overBound(double ttft, double bound) {
     return Double.isNaN(bound) || !(bound > 0) ? NA : Text.fixed(ttft / bound, 2) + "x";
+  }
+
+  /**
+   * The share of the distance from the best other policy's TTFT p95 down to the zero-queue bound's p95 that {@code p}
+   * closes: {@code (peer - p) / (peer - bound)}, where the peer is the lowest p95 among the policies of other families
+   * ({@link #family}: a policy's variants are not its peers). 100% is the bound itself, 0% the peer, negative worse
+   * than the peer; n/a without a bound, a peer, or a peer above the bound.
+   */
+  static String gapClosed(PolicySummary p, List<PolicySummary> policies) {
+    double peer = policies.stream().filter(o -> !family(o.policy()).equals(family(p.policy())))
+        .mapToDouble(PolicySummary::ttftP95Ms).min().orElse(Double.NaN);
+    double bound = p.boundTtftP95Ms();
+    if (Double.isNaN(peer) || Double.isNaN(bound) || !(peer > bound)) {
+      return NA;
+    }
+    return Text.fixed(100 * (peer - p.ttftP95Ms()) / (peer - bound), 0) + "%";
+  }
+
+  /** A policy's family: its name before any variant's settings ({@code {...}}), suffix ({@code -...}) or {@code +}. */
+  static String family(String policy) {
+    String base = policy.split("[{]", 2)[0];
+    return base.split("[-+]", 2)[0];
   }
 
   /** One row per run: its wall-clock and simulated time. */

@@ -1,0 +1,63 @@
+package dev.affinity.bench.workload;
+
+import dev.affinity.bench.trace.ClaudeCodeTrace;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A fixed split of recorded sessions into two halves, for choosing a policy's defaults on one half and reporting on
+ * the other (docs/benchmarks.md, "Two halves of the sessions"). Sessions are ordered by SHA-256 of
+ * {@code "affinity-halves-<seed>:" + file name}; the first {@code ceil(n / 2)} are half {@code a}, the rest half
+ * {@code b}. Each half keeps the directory's file-name order. The split depends only on the file names and the seed:
+ * the same directory splits alike on every machine, and a session keeps its half when others are added.
+ */
+public final class SessionHalves {
+  /** The split's seed: the one every table of docs/benchmarks.md uses. */
+  public static final int DEFAULT_SEED = 1;
+
+  private SessionHalves() {}
+
+  /**
+   * Half {@code half} ({@code "a"} or {@code "b"}) of {@code traces} under {@code seed}.
+   *
+   * @throws IllegalArgumentException for another half's name, or fewer than two traces
+   */
+  public static List<ClaudeCodeTrace> half(List<ClaudeCodeTrace> traces, String half, int seed) {
+    if (!half.equals("a") && !half.equals("b")) {
+      throw new IllegalArgumentException("half must be a or b, got \"" + half + "\"");
+    }
+    if (traces.size() < 2) {
+      throw new IllegalArgumentException("two halves need at least two sessions, got " + traces.size());
+    }
+    Map<ClaudeCodeTrace, String> keys = new HashMap<>();
+    for (ClaudeCodeTrace t : traces) {
+      keys.put(t, digest("affinity-halves-" + seed + ":" + t.source()));
+    }
+    List<ClaudeCodeTrace> ordered = new ArrayList<>(traces);
+    ordered.sort(Comparator.comparing(keys::get));
+    int cut = (traces.size() + 1) / 2;
+    List<ClaudeCodeTrace> chosen = half.equals("a") ? ordered.subList(0, cut) : ordered.subList(cut, ordered.size());
+    List<ClaudeCodeTrace> out = new ArrayList<>();
+    for (ClaudeCodeTrace t : traces) {
+      if (chosen.contains(t)) {
+        out.add(t);
+      }
+    }
+    return out;
+  }
+
+  private static String digest(String s) {
+    try {
+      byte[] d = MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+      return java.util.HexFormat.of().formatHex(d);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

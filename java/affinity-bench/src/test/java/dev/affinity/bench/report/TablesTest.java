@@ -1,0 +1,34 @@
+package dev.affinity.bench.report;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The summary's share of the peer-to-bound gap closed. */
+class TablesTest {
+  private static PolicySummary p95(String policy, double p95, double bound) {
+    return new PolicySummary(policy, 1000, p95, 9000, 5, 2000, 9000, 0.9, 0.95, 0.95, 1, 1, 1, 1, 48, 900, bound, 2000);
+  }
+
+  @Test
+  void familiesGroupAPolicysVariants() {
+    assertEquals("affinity", Tables.family("affinity"));
+    assertEquals("affinity", Tables.family("affinity{ctx.sibling_wait=once}"));
+    assertEquals("affinity", Tables.family("affinity-root-pinned"));
+    assertEquals("conversation", Tables.family("conversation+header-both"));
+    assertEquals("dynamo_kv", Tables.family("dynamo_kv"));
+  }
+
+  @Test
+  void theGapIsMeasuredFromTheBestPolicyOfAnotherFamily() {
+    List<PolicySummary> all = List.of(p95("affinity", 5_000, 4_000), p95("affinity{x=1}", 4_500, 4_000),
+        p95("dynamo_kv", 6_000, 4_000), p95("sglang_cache_aware", 7_000, 4_000));
+    assertEquals("50%", Tables.gapClosed(all.get(0), all), "(6,000 - 5,000) / (6,000 - 4,000)");
+    assertEquals("75%", Tables.gapClosed(all.get(1), all), "its sibling variant is not its peer");
+    assertEquals("-300%", Tables.gapClosed(all.get(2), all), "its peer is the best variant of Affinity, (4,500 - 6,000) / 500");
+    assertEquals("n/a", Tables.gapClosed(p95("a", 5_000, Double.NaN), List.of(p95("a", 5_000, Double.NaN),
+        p95("b", 6_000, Double.NaN))), "no bound");
+    assertEquals("n/a", Tables.gapClosed(all.get(0), all.subList(0, 2)), "no peer");
+  }
+}
