@@ -42,8 +42,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final LruMap<String, Candidate> pins;
   private final PredictOnRoute routed;
   private final Map<Long, Routed> bySelection = new HashMap<>();
-  /** The tail's line of prefill work ({@code wait_cap_quantile}); null when waits are not capped. */
-  private final WorkQuantile waitCap;
 
   /** A context selection's prefill work and uncached tokens, counted at its location until it is released. */
   private record Routed(double work, long uncached, int location) {}
@@ -58,7 +56,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     this.pins = new LruMap<>(settings.maxKeys());
     this.predictTtlNanos = (long) (settings.predictTtlSeconds() * 1e9);
     this.routed = new PredictOnRoute(8, predictTtlNanos);
-    this.waitCap = settings.waitCapQuantile() > 0 ? new WorkQuantile(settings.waitCapQuantile()) : null;
   }
 
   static AffinityRouter create(RouterContext context, RouterArgs args) {
@@ -272,8 +269,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   /** The weighted queueing externality of candidate {@code i} ({@link LockstepSiblings#externality}); 0 when off. */
   private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     double weight = settings.externalityWeight();
-    return weight == 0 ? 0 : weight * siblings.externality(cands, i, own, ownIterations, key, now,
-        waitCap == null ? Double.POSITIVE_INFINITY : waitCap.value());
+    return weight == 0 ? 0 : weight * siblings.externality(cands, i, own, ownIterations, key, now);
   }
 
   /** A generation candidate's load: decode slots in use and KV tokens against the fleet's mean. */
@@ -330,9 +326,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     long n = r.numTokens();
     long prefix = Math.min(s.matchedTokens(), Math.max(0, n - 1));
     double w = work(prefix, n - prefix);
-    if (waitCap != null) {
-      waitCap.add(w);
-    }
     Load l = load(s.candidate());
     l.work += w;
     l.uncached += n - prefix;

@@ -27,13 +27,11 @@ package dev.affinity.routing;
  * @param siblingWaitEveryCall {@code sibling_wait: every_call}: the externality charges each call that a lockstep
  *     sibling's sessions send while a placement runs one of its iterations ({@code once}: each session's first call
  *     only)
- * @param waitCapQuantile {@code wait_cap_quantile}: the externality counts no call's wait beyond this quantile of
- *     the recent placements' prefill work, the line of the TTFT tail (0: uncapped)
  */
 record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
     double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
     double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
-    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall, double waitCapQuantile) {
+    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall) {
 
   /**
    * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
@@ -51,9 +49,6 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
 
   /** How the externality charges a lockstep sibling's arrivals (docs/routing.md, docs/benchmarks.md: how chosen). */
   public static final String DEFAULT_SIBLING_WAIT = "every_call";
-
-  /** The quantile of prefill work no counted wait exceeds: the p95 of TTFT the tail is measured by. */
-  public static final double DEFAULT_WAIT_CAP_QUANTILE = 0.95;
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
@@ -78,9 +73,8 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
     double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
     double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
     String siblingWait = args.getChoice("sibling_wait", DEFAULT_SIBLING_WAIT, "every_call", "once");
-    double waitCap = args.getDouble("wait_cap_quantile", DEFAULT_WAIT_CAP_QUANTILE, 0, 1);
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouterSettings(margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction, externality, window, siblingWait.equals("every_call"), waitCap);
+        eviction, externality, window, siblingWait.equals("every_call"));
   }
 }

@@ -123,15 +123,12 @@ final class LockstepSiblings {
    * after its answer and its tool, and each of its calls while this work runs waits again
    * ({@link RankQueues#delayedCalls}; {@code sibling_wait: once} counts one). Who arrives comes from the measured
    * rates; no session is charged more than prefilling its own context elsewhere would cost it (the router moves it
-   * rather than let it wait longer), and no call more than {@code waitCap}: a call held up past the tail's line is
-   * one call in the tail however long it waits, so one long wait does not outweigh as many calls pushed over it.
+   * rather than let it wait longer).
    */
-  double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now,
-      double waitCap) {
+  double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     Candidate c = cands.get(i);
-    double ext = queues.delayedWork(router.locationOf(c), key, router.load(c).work + own / 2, Math.min(own, waitCap),
-        now);
-    double perIteration = Math.min(own / ownIterations, waitCap);
+    double ext = queues.delayedWork(router.locationOf(c), key, router.load(c).work + own / 2, own, now);
+    double perIteration = own / ownIterations;
     for (int k = 0; k < cands.size(); k++) {
       Candidate s = cands.get(k);
       if (k != i && s.workerId().equals(c.workerId())) {
