@@ -47,13 +47,13 @@ public record WorkloadSpec(String spec, int agents, int limit, ClaudeCodeWorkloa
       return;
     }
     if (spec.startsWith(CLAUDE)) {
-      String half = claudeHalf();
-      if (half != null && !half.equals("a") && !half.equals("b")) {
-        throw new IllegalArgumentException("workload " + spec + ": half must be a or b, got \"" + half + "\"");
-      }
       try {
+        String half = claudeHalf();
+        if (half != null) {
+          SessionHalves.checkName(half);
+        }
         ClaudeCodeTraceReader.files(claudeDirectory());
-      } catch (IOException e) {
+      } catch (IOException | IllegalArgumentException e) {
         throw new IllegalArgumentException("workload " + spec + ": " + e.getMessage());
       }
       return;

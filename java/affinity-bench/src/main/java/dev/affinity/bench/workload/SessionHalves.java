@@ -5,10 +5,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A fixed split of recorded sessions into two halves, for choosing a policy's defaults on one half and reporting on
@@ -29,27 +28,42 @@ public final class SessionHalves {
    * @throws IllegalArgumentException for another half's name, or fewer than two traces
    */
   public static List<ClaudeCodeTrace> half(List<ClaudeCodeTrace> traces, String half, int seed) {
-    if (!half.equals("a") && !half.equals("b")) {
-      throw new IllegalArgumentException("half must be a or b, got \"" + half + "\"");
-    }
+    checkName(half);
     if (traces.size() < 2) {
       throw new IllegalArgumentException("two halves need at least two sessions, got " + traces.size());
     }
-    Map<ClaudeCodeTrace, String> keys = new HashMap<>();
-    for (ClaudeCodeTrace t : traces) {
-      keys.put(t, digest("affinity-halves-" + seed + ":" + t.source()));
+    String[] keys = new String[traces.size()];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = digest("affinity-halves-" + seed + ":" + traces.get(i).source());
     }
-    List<ClaudeCodeTrace> ordered = new ArrayList<>(traces);
-    ordered.sort(Comparator.comparing(keys::get));
-    int cut = (traces.size() + 1) / 2;
-    List<ClaudeCodeTrace> chosen = half.equals("a") ? ordered.subList(0, cut) : ordered.subList(cut, ordered.size());
+    Integer[] order = new Integer[keys.length];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, Comparator.comparing(i -> keys[i]));
+    boolean[] inA = new boolean[keys.length];
+    for (int k = 0; k < (keys.length + 1) / 2; k++) {
+      inA[order[k]] = true;
+    }
+    boolean wantA = half.equals("a");
     List<ClaudeCodeTrace> out = new ArrayList<>();
-    for (ClaudeCodeTrace t : traces) {
-      if (chosen.contains(t)) {
-        out.add(t);
+    for (int i = 0; i < keys.length; i++) {
+      if (inA[i] == wantA) {
+        out.add(traces.get(i));
       }
     }
     return out;
+  }
+
+  /**
+   * Checks a half's name.
+   *
+   * @throws IllegalArgumentException unless it is {@code a} or {@code b}
+   */
+  public static void checkName(String half) {
+    if (!half.equals("a") && !half.equals("b")) {
+      throw new IllegalArgumentException("half must be a or b, got \"" + half + "\"");
+    }
   }
 
   private static String digest(String s) {
