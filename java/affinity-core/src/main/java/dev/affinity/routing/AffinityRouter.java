@@ -39,7 +39,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final long predictTtlNanos;
   private final RankQueues queues;
   private final LockstepSiblings siblings;
-  private final ServedWork served = new ServedWork();
   private final LruMap<String, Candidate> pins;
   private final PredictOnRoute routed;
   private final Map<Long, Routed> bySelection = new HashMap<>();
@@ -147,7 +146,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
-    double[] queued = gen ? null : queuedWork(cands, now);
     double[] siblingGen = gen ? LockstepSiblings.onSiblings(cands, i -> {
       Load l = load(cands.get(i));
       return generationCost(cands.get(i), l.requests, l.tokens, meanTokens);
@@ -167,12 +165,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         int chunk = siblings.chunkOf(c);
         double own = work(prefix, n - prefix);
         long iterations = LockstepSiblings.iterations(l.uncached + n - prefix, chunk);
-        cost[i] = Math.max(queued[i] + own, siblings.siblingDelay(cands, queued, i, iterations))
+        cost[i] = Math.max(l.work + own, siblings.siblingDelay(cands, i, iterations))
             + Math.min(work(0, n),
-                siblings.laterSiblingWaits(cands, queued, i, queues.ownRatePerWork(request.routingKey(), now)))
+                siblings.laterSiblingWaits(cands, i, queues.ownRatePerWork(request.routingKey(), now)))
             + settings.evictionWeight() * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
-            + externality(cands, queued, i, own, LockstepSiblings.iterations(n - prefix, chunk), request.routingKey(),
-                now);
+            + externality(cands, i, own, LockstepSiblings.iterations(n - prefix, chunk), request.routingKey(), now);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -270,30 +267,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   }
 
   /** The weighted queueing externality of candidate {@code i} ({@link LockstepSiblings#externality}); 0 when off. */
-  private double externality(List<Candidate> cands, double[] queued, int i, double own, long ownIterations,
-      String key, long now) {
+  private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     double weight = settings.externalityWeight();
-    return weight == 0 ? 0 : weight * siblings.externality(cands, queued, i, own, ownIterations, key, now);
-  }
-
-  /**
-   * Per candidate, the prefill work queued there that is still to do: what was routed there and not released, less
-   * what the rank has served of it since ({@link ServedWork}; {@code queued_work: routed} counts it whole).
-   */
-  private double[] queuedWork(List<Candidate> cands, long now) {
-    double[] queued = new double[cands.size()];
-    for (int i = 0; i < queued.length; i++) {
-      queued[i] = queuedWork(cands.get(i), now);
-    }
-    return queued;
-  }
-
-  private double queuedWork(Candidate c, long now) {
-    Load l = load(c);
-    if (!settings.queuedWorkRemaining()) {
-      return l.work;
-    }
-    return served.remaining(locationOf(c), l.work, l.uncached, siblings.chunkOf(c), queues.secondsPerWork(), now);
+    return weight == 0 ? 0 : weight * siblings.externality(cands, i, own, ownIterations, key, now);
   }
 
   /** A generation candidate's load: decode slots in use and KV tokens against the fleet's mean. */
@@ -351,14 +327,11 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     long prefix = Math.min(s.matchedTokens(), Math.max(0, n - 1));
     double w = work(prefix, n - prefix);
     Load l = load(s.candidate());
-    long now = context.nanoClock().getAsLong();
-    queuedWork(s.candidate(), now);  // what the rank served before this arrival
     l.work += w;
     l.uncached += n - prefix;
     int loc = locationOf(s.candidate());
     bySelection.put(s.id(), new Routed(w, n - prefix, loc));
-    queues.arrived(loc, r.routingKey(), work(0, n), now);
-    queuedWork(s.candidate(), now);
+    queues.arrived(loc, r.routingKey(), work(0, n), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
     routed.routed(s.candidate(), loc, keys, fullBlocks(r, tpb), context.nanoClock().getAsLong());
@@ -389,12 +362,9 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     Routed r = bySelection.remove(s.id());
     if (r != null) {
       Load l = load(s.candidate());
-      long now = context.nanoClock().getAsLong();
-      queuedWork(s.candidate(), now);  // served up to the release
       l.work -= r.work();
       l.uncached -= r.uncached();
-      queues.completed(r.location(), r.work(), now);
-      queuedWork(s.candidate(), now);  // the release takes its work off what was served
+      queues.completed(r.location(), r.work(), context.nanoClock().getAsLong());
     }
     if (outcome == Outcome.SUCCESS && settings.trackRoutedBlocks() && context.fleet() == Fleet.CONTEXT) {
       backfill(s);
@@ -421,7 +391,6 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   @Override
   protected void onCacheCreated(int location) {
     routed.cleared(location);
-    served.forget(location);
   }
 
   @Override

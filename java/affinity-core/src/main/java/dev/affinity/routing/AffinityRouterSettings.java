@@ -27,14 +27,11 @@ package dev.affinity.routing;
  * @param siblingWaitEveryCall {@code sibling_wait: every_call}: the externality charges each call that a lockstep
  *     sibling's sessions send while a placement runs one of its iterations ({@code once}: each session's first call
  *     only)
- * @param queuedWorkRemaining {@code queued_work: remaining}: the prefill work queued at a rank counts what is still
- *     to do, less what the rank has served at the measured pace since it was routed ({@code routed}: all of it until
- *     it is released)
  */
 record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
     double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
     double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
-    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall, boolean queuedWorkRemaining) {
+    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall) {
 
   /**
    * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
@@ -52,9 +49,6 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
 
   /** How the externality charges a lockstep sibling's arrivals (docs/routing.md, docs/benchmarks.md: how chosen). */
   public static final String DEFAULT_SIBLING_WAIT = "every_call";
-
-  /** How queued prefill work is counted (docs/routing.md, docs/benchmarks.md: how chosen). */
-  public static final String DEFAULT_QUEUED_WORK = "remaining";
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
@@ -79,10 +73,8 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
     double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
     double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
     String siblingWait = args.getChoice("sibling_wait", DEFAULT_SIBLING_WAIT, "every_call", "once");
-    String queuedWork = args.getChoice("queued_work", DEFAULT_QUEUED_WORK, "remaining", "routed");
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouterSettings(margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction, externality, window, siblingWait.equals("every_call"),
-        queuedWork.equals("remaining"));
+        eviction, externality, window, siblingWait.equals("every_call"));
   }
 }

@@ -73,8 +73,8 @@ final class LockstepSiblings {
    * own iterations ({@code work / ceil(uncached / max_num_tokens)} per iteration, which counts the attention over the
    * depth its chunks are at), and does at most all its queued work.
    */
-  double siblingDelay(List<Candidate> cands, double[] queued, int i, long iterations) {
-    return overBusySiblings(cands, queued, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
+  double siblingDelay(List<Candidate> cands, int i, long iterations) {
+    return overBusySiblings(cands, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
   }
 
   /**
@@ -83,9 +83,8 @@ final class LockstepSiblings {
    * work, over the sibling's queued work) waits one of the sibling's iterations. The caller caps it at what moving
    * costs now (the session's whole prompt elsewhere): a session that would wait longer moves at its next call.
    */
-  double laterSiblingWaits(List<Candidate> cands, double[] queued, int i, double ratePerWork) {
-    return ratePerWork == 0 ? 0
-        : overBusySiblings(cands, queued, i, (work, perIteration) -> ratePerWork * work * perIteration);
+  double laterSiblingWaits(List<Candidate> cands, int i, double ratePerWork) {
+    return ratePerWork == 0 ? 0 : overBusySiblings(cands, i, (work, perIteration) -> ratePerWork * work * perIteration);
   }
 
   /** A value of a sibling rank's queued prefill work and the work of one of its iterations. */
@@ -95,10 +94,9 @@ final class LockstepSiblings {
 
   /**
    * The largest {@code value} over the sibling ranks of candidate {@code i} that have prefill queued (0 without any):
-   * their work still to do ({@code queued}, per candidate), each at the pace of its own iterations,
-   * {@code work / ceil(uncached / max_num_tokens)} of the work routed there.
+   * each at the pace of its own iterations, {@code work / ceil(uncached / max_num_tokens)}.
    */
-  private double overBusySiblings(List<Candidate> cands, double[] queued, int i, SiblingValue value) {
+  private double overBusySiblings(List<Candidate> cands, int i, SiblingValue value) {
     String worker = cands.get(i).workerId();
     double most = 0;
     for (int k = 0; k < cands.size(); k++) {
@@ -107,8 +105,8 @@ final class LockstepSiblings {
         continue;
       }
       AbstractRouter.Load l = router.load(s);
-      if (l.work > 0 && queued[k] > 0) {
-        most = Math.max(most, value.of(queued[k], l.work / iterations(l.uncached, chunkOf(s))));
+      if (l.work > 0) {
+        most = Math.max(most, value.of(l.work, l.work / iterations(l.uncached, chunkOf(s))));
       }
     }
     return most;
@@ -125,12 +123,11 @@ final class LockstepSiblings {
    * after its answer and its tool, and each of its calls while this work runs waits again
    * ({@link RankQueues#delayedCalls}; {@code sibling_wait: once} counts one). Who arrives comes from the measured
    * rates; no session is charged more than prefilling its own context elsewhere would cost it (the router moves it
-   * rather than let it wait longer). {@code queued}: per candidate, the prefill work queued there still to do.
+   * rather than let it wait longer).
    */
-  double externality(List<Candidate> cands, double[] queued, int i, double own, long ownIterations, String key,
-      long now) {
+  double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
     Candidate c = cands.get(i);
-    double ext = queues.delayedWork(router.locationOf(c), key, queued[i] + own / 2, own, now);
+    double ext = queues.delayedWork(router.locationOf(c), key, router.load(c).work + own / 2, own, now);
     double perIteration = own / ownIterations;
     for (int k = 0; k < cands.size(); k++) {
       Candidate s = cands.get(k);

@@ -487,45 +487,6 @@ class AffinityRouterTest {
         .siblingWaitEveryCall(), "every call by default");
   }
 
-  /**
-   * A session's 30,000-token context is cached on a; a keyless 50,000-token prefill (about 105,000 units, 7
-   * iterations of 15,000) is routed there, with the ranks measured at 0.1 ms a unit. Right away the session's next
-   * call moves to b: prefilling its context there (about 50,000 units) beats waiting behind all of it. After
-   * {@code waited} seconds the rank has served {@code waited / 0.0001} units of it: counted as what is left ({@code queued_work:
-   * remaining}, at least one iteration) the wait beats moving, and the call stays; counted whole ({@code routed}) it
-   * still moves.
-   */
-  private String whereASessionGoesBehindALongPrefill(String queuedWork, int waited) {
-    AffinityRouter r = router(Map.of("predict_ttl_seconds", 0.0, "queued_work", queuedWork), "a", "b");
-    oneCompletion(r, "b", java.time.Duration.ofMillis(10));  // 100 units in 10 ms
-    int[] context = tokens(30_000, 12_000_000);
-    r.select(req(970, "s", context), Set.of("b")).release(Outcome.SUCCESS);
-    stored(r, "a", -1, context);
-    Selection giant = r.select(req(971, null, tokens(50_000, 13_000_000)), Set.of("b"));
-    clock.advance(java.time.Duration.ofSeconds(waited));
-    Selection next = r.select(req(972, "s", java.util.Arrays.copyOf(context, 30_100)), Set.of());
-    giant.release(Outcome.SUCCESS);
-    return next.worker().id();
-  }
-
-  @Test
-  void aSessionWaitsForALongPrefillThatIsNearlyDoneInsteadOfMoving() {
-    assertEquals("b", whereASessionGoesBehindALongPrefill("remaining", 0), "all of it is still to do");
-    assertEquals("a", whereASessionGoesBehindALongPrefill("remaining", 10), "95% of it is done");
-    assertEquals("b", whereASessionGoesBehindALongPrefill("routed", 10), "counted whole until released");
-  }
-
-  @Test
-  void queuedWorkIsRemainingOrRouted() {
-    RouterArgs args = RouterArgs.of("affinity", Map.of("queued_work", "all"));
-    dev.affinity.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
-        dev.affinity.config.ConfigException.class, () -> AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), args));
-    assertTrue(e.getMessage().contains("queued_work"), e.getMessage());
-    assertTrue(e.getMessage().contains("remaining, routed"), e.getMessage());
-    assertTrue(AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), RouterArgs.of("affinity", Map.of()))
-        .queuedWorkRemaining(), "remaining by default");
-  }
-
   @Test
   void aSessionIsNotChargedForWaitingBehindItself() {
     // a session whose home is a, where nobody else sends, keeps going home with its big uncached turns: its own
