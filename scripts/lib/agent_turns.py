@@ -10,6 +10,8 @@ history's first sight and HOT (10) turns at its length, unmeasured (the JIT comp
 turns that share the history and differ in the last message, and reads the frontend's CPU (utime + stime from
 /proc/PID/stat) before and after: the CPU per turn. "First sight" sends FRESH histories of the largest length, each
 never seen before (its own words), one at a time. One request at a time (the client's own cost is not counted).
+A sub-agent's first turn (TURNS of them, after HOT unmeasured) is a new session that forks the largest history's
+agent (its history and a task, with the agent's session in X-Dynamo-Parent-Session-ID).
 Prints one RESULT line per measurement. API=messages sends the turns to /v1/messages (Anthropic's Messages API, as
 Claude Code does) instead of /v1/chat/completions.
 """
@@ -90,8 +92,10 @@ def post(messages):
     else:
         body = json.dumps({"model": MODEL, "messages": messages, "max_tokens": 1}).encode()
         path, usage = "/v1/chat/completions", "prompt_tokens"
-    req = urllib.request.Request(URL + path, data=body,
-                                 headers={"content-type": "application/json", "x-session-id": SESSION})
+    headers = {"content-type": "application/json", "x-session-id": SESSION}
+    if PARENT:
+        headers["x-dynamo-parent-session-id"] = PARENT
+    req = urllib.request.Request(URL + path, data=body, headers=headers)
     with urllib.request.urlopen(req, timeout=600) as r:
         answer = json.loads(r.read())
     u = answer["usage"]
@@ -120,6 +124,7 @@ def turns(messages, n, tag):
 with urllib.request.urlopen(URL + "/v1/models", timeout=30) as r:
     MODEL = json.loads(r.read())["data"][0]["id"]
 SESSION = "warm-up"
+PARENT = None
 warm = history(1, 16000)
 turns(warm, WARMUP, "warm-up")
 for h in HISTORIES:
@@ -132,6 +137,24 @@ for h in HISTORIES:
     top = sorted(LAST_THREADS.items(), key=lambda kv: -kv[1])[:6]
     print("  per turn by thread: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in top if v > 0), flush=True)
 biggest = HISTORIES[-1]
+
+
+def subagent_first_turns(messages, n, tag):
+    """n sub-agents' first turns, each a new session forking its parent's (the parent's history and a task)."""
+    global SESSION
+    t0 = cpu_seconds(PID)
+    for i in range(n):
+        SESSION = f"{tag}-{i}"
+        prompt, size = post(messages + [{"role": "user", "content": f"{tag} {i}: a task for a sub-agent"}])
+    return (cpu_seconds(PID) - t0) / n, prompt
+
+
+# a sub-agent's first turn (its parent's session in X-Dynamo-Parent-Session-ID): it re-sends its parent's history
+PARENT = f"agent-{biggest}"
+subagent_first_turns(history(biggest, biggest), HOT, "sub-hot")
+cpu, prompt = subagent_first_turns(history(biggest, biggest), TURNS, "sub")
+print(f"RESULT subagent_first_turn history_tokens={prompt} cpu_ms={cpu * 1000:.2f}", flush=True)
+PARENT = None
 cpus = []
 for k in range(FRESH):
     SESSION = f"fresh-{k}"

@@ -34,7 +34,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Both are exact: bytes and ids are compared, never assumed, and what cannot be shown the same is read or written
  * whole. A body the reuse cannot read (a bad one) is read whole, so its 400 names the field and place as always.
  * A turn is kept under the conversation's session header ({@link ConversationSettings#sessionHeaders()}, the first
- * present, in its tenant's namespace under tenant isolation); a request without one keeps nothing.
+ * present, in its tenant's namespace under tenant isolation); a request without one keeps nothing. A sub-agent's first
+ * turn, which names its parent in the sub-agent header ({@link ConversationResolver#parentSessionKey}), reads from its
+ * parent's last turn (it re-sends the parent's prefix: system prompt, tools, the context it forks); a sub-agent without
+ * a session of its own reads from it too and keeps nothing.
  *
  * <p>Bounded by bytes: a kept body (chat or Messages) counts five times its length (its bytes; its decoded texts, at most
  * two bytes a byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}; its messages' JSON,
@@ -140,6 +143,34 @@ public final class KeptTurns {
   }
 
   /**
+   * The key of the parent session a sub-agent's request names ({@link ConversationResolver#parentSessionKey}), other
+   * than its own; null: none.
+   */
+  private String parentKey(HeaderSource headers, String key) {
+    String parent = budget == 0 ? null : ConversationResolver.parentSessionKey(settings, headers);
+    return parent == null || parent.equals(key) ? null : parent;
+  }
+
+  /**
+   * What a request reads its body or ids from: its own conversation's last turn when that has the part ({@code has}),
+   * else, for a sub-agent's first turn, its parent's last turn when that has it (a sub-agent sends its parent's
+   * prefix: system prompt, tools, the parent's context); null when neither has.
+   */
+  private Turn lastOf(String key, String parent, java.util.function.Predicate<Turn> has) {
+    synchronized (turns) {
+      Turn own = key == null ? null : turns.get(key);
+      if (own != null && has.test(own)) {
+        return own;
+      }
+      if (parent == null) {
+        return null;
+      }
+      Turn theirs = turns.get(parent);  // in use by its sub-agents: the most recently used too
+      return theirs != null && has.test(theirs) ? theirs : null;
+    }
+  }
+
+  /**
    * A {@code /v1/chat/completions} body as received (a UTF-8 byte order mark allowed): read as
    * {@link ProtocolCodec#parseChatCompletionRequest} reads it, reusing its conversation's last body where the bytes
    * agree; kept as the conversation's last body.
@@ -148,16 +179,20 @@ public final class KeptTurns {
    */
   public ChatCompletionRequest parseChat(HeaderSource headers, byte[] received, ProtocolCodec codec) {
     String key = key(headers);
-    if (key == null) {
+    String parent = parentKey(headers, key);
+    if (key == null && parent == null) {
       return codec.parseChatCompletionRequest(Utf8.jsonBody(received));
     }
-    Turn last;
-    synchronized (turns) {
-      last = turns.get(key);
+    Turn last = lastOf(key, parent, t -> t.body != null);
+    Body body = last == null ? null : following(last.body, received, codec);
+    if (body != null && key == null) {
+      return body.request;  // a sub-agent without a session of its own: its parent's body read, nothing kept
     }
-    Body body = last == null || last.body == null ? null : following(last.body, received, codec);
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
+      if (key == null) {
+        return codec.parseChatCompletionRequest(json);
+      }
       ChatCompletionRequest request = codec.parseKeptChatRequest(json);
       countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);
@@ -182,17 +217,20 @@ public final class KeptTurns {
    */
   public ChatCompletionRequest parseMessages(HeaderSource headers, byte[] received, ProtocolCodec codec) {
     String key = key(headers);
-    if (key == null) {
+    String parent = parentKey(headers, key);
+    if (key == null && parent == null) {
       return AnthropicRequests.toChat(Utf8.jsonBody(received), codec, false);
     }
-    Turn last;
-    synchronized (turns) {
-      last = turns.get(key);
+    Turn last = lastOf(key, parent, t -> t.messagesBody != null);
+    MessagesBody body = last == null ? null : followingMessages(last.messagesBody, received, codec);
+    if (body != null && key == null) {
+      return body.counted.chat();  // a sub-agent without a session of its own: nothing kept
     }
-    MessagesBody body = last == null || last.messagesBody == null ? null
-        : followingMessages(last.messagesBody, received, codec);
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
+      if (key == null) {
+        return AnthropicRequests.toChat(json, codec, false);
+      }
       AnthropicRequests.Counted counted = AnthropicRequests.toChatCounted(json, codec);
       countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);
@@ -339,18 +377,18 @@ public final class KeptTurns {
    */
   public TokenIds legIds(HeaderSource headers, int[] ids) {
     String key = ids.length < TokenIds.KEEP_JSON ? null : key(headers);
-    if (key == null) {
+    String parent = ids.length < TokenIds.KEEP_JSON ? null : parentKey(headers, key);
+    if (key == null && parent == null) {
       return TokenIds.of(ids);
     }
-    Turn last;
-    synchronized (turns) {
-      last = turns.get(key);
-    }
+    Turn last = lastOf(key, parent, t -> t.ids != null);
     TokenIds next = TokenIds.following(last == null ? null : last.ids, ids);
-    if (last != null && last.ids != null && last.ids.jsonKept()) {
+    if (last != null && last.ids.jsonKept()) {
       followedIds.incrementAndGet();
     }
-    update(key, t -> t.withIds(next));
+    if (key != null) {
+      update(key, t -> t.withIds(next));
+    }
     return next;
   }
 

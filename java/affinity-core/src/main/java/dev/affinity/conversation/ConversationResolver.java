@@ -91,6 +91,20 @@ public final class ConversationResolver {
     return settings.tenantIsolation() ? Resolution.inTenant(tenantOf(headers), value.strip()) : value.strip();
   }
 
+  /**
+   * The parent session a sub-agent's request names in its sub-agent header ({@link ConversationSettings#subagentHeaders},
+   * the first non-blank one, stripped, in the tenant's namespace under tenant isolation): the key its parent's state is
+   * kept under ({@link #sessionKey} of the parent's own requests). Null without one, or when the value is one
+   * {@link #resolve} refuses.
+   */
+  public static String parentSessionKey(ConversationSettings settings, HeaderSource headers) {
+    String value = firstPresent(settings.subagentHeaders(), headers);
+    if (value == null || problemWith(value) != null) {
+      return null;
+    }
+    return settings.tenantIsolation() ? Resolution.inTenant(tenantOf(headers), value.strip()) : value.strip();
+  }
+
   /** The first of {@code names}' values that is present and not blank, as sent; null when none is. */
   private static String firstPresent(java.util.List<String> names, HeaderSource headers) {
     for (String name : names) {

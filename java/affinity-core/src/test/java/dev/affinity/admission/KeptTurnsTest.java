@@ -191,6 +191,97 @@ class KeptTurnsTest {
     assertEquals(reused + 1, kept.stats().reusedBodies());
   }
 
+  private static final ConversationSettings WITH_PARENTS = new ConversationSettings(List.of("x-session-id"),
+      Optional.of("x-parent-session-id"), SubagentScope.CONTEXT);
+
+  /** A sub-agent's request: its own session (null: none) and its parent's. */
+  private static HeaderSource subagent(String own, String parent) {
+    return HeaderSource.of(own == null ? Map.of("X-Parent-Session-Id", parent)
+        : Map.of("X-Session-Id", own, "X-Parent-Session-Id", parent));
+  }
+
+  @Test
+  void aSubagentsFirstTurnIsReadFromItsParentsLastBody() {
+    Random r = new Random(4646);
+    KeptTurns kept = new KeptTurns(WITH_PARENTS, 64L << 20);
+    int fromParent = 0;
+    for (int parent = 0; parent < 20; parent++) {
+      Conversation main = new Conversation();
+      HeaderSource p = session("p" + parent);
+      for (int turn = 0, turns = 1 + r.nextInt(8); turn < turns; turn++) {
+        main.next(r);
+        byte[] body = main.body().getBytes(StandardCharsets.UTF_8);
+        assertSameRead(CODEC.parseChatCompletionRequest(body), kept.parseChat(p, body, CODEC), main.body());
+      }
+      // sub-agents fork the parent's conversation at a random message, or start afresh; some without a session
+      for (int k = 0; k < 3; k++) {
+        Conversation sub = new Conversation();
+        sub.before = main.before;
+        sub.after = main.after;
+        sub.comma = main.comma;
+        sub.messages.addAll(main.messages.subList(0, r.nextInt(main.messages.size() + 1)));
+        String own = r.nextInt(3) == 0 ? null : "p" + parent + "-sub" + k;
+        HeaderSource h = subagent(own, "p" + parent);
+        for (int turn = 0; turn < 4; turn++) {
+          if (turn > 0 || sub.messages.isEmpty() || r.nextBoolean()) {
+            sub.next(r);
+          }
+          byte[] body = sub.body().getBytes(StandardCharsets.UTF_8);
+          long before = kept.stats().reusedBodies();
+          assertSameRead(CODEC.parseChatCompletionRequest(body), kept.parseChat(h, body, CODEC), sub.body());
+          if (turn == 0) {
+            fromParent += (int) (kept.stats().reusedBodies() - before);
+          }
+        }
+      }
+      // the parent's own next turn still reads from its own last body
+      main.messages.add("{\"role\":\"user\",\"content\":\"next\"}");
+      byte[] body = main.body().getBytes(StandardCharsets.UTF_8);
+      long before = kept.stats().reusedBodies();
+      assertSameRead(CODEC.parseChatCompletionRequest(body), kept.parseChat(p, body, CODEC), main.body());
+      assertEquals(before + 1, kept.stats().reusedBodies(), "the parent's turn follows its own");
+    }
+    assertTrue(fromParent > 10, "first turns read from the parent's body: " + fromParent);
+  }
+
+  @Test
+  void aSubagentWithoutASessionOfItsOwnKeepsNothingAndAnUnknownParentLendsNothing() {
+    KeptTurns kept = new KeptTurns(WITH_PARENTS, 1 << 20);
+    String parent = "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"tools\"},"
+        + "{\"role\":\"user\",\"content\":\"main\"}]}";
+    kept.parseChat(session("p"), parent.getBytes(StandardCharsets.UTF_8), CODEC);
+    byte[] child = parent.replace("main", "task").getBytes(StandardCharsets.UTF_8);
+    assertSameRead(CODEC.parseChatCompletionRequest(child), kept.parseChat(subagent(null, "p"), child, CODEC),
+        "child");
+    KeptTurns.Stats s = kept.stats();
+    assertEquals(1, s.reusedBodies(), "the system message came from the parent's body");
+    assertEquals(1, s.entries(), "nothing kept for a sub-agent without a session");
+    kept.parseChat(subagent(null, "nobody"), child, CODEC);
+    kept.parseChat(subagent("p", "p"), child, CODEC);  // its own parent: its own last turn
+    assertEquals(2, kept.stats().reusedBodies());
+    assertEquals(1, kept.stats().entries());
+  }
+
+  @Test
+  void aSubagentsFirstMessagesTurnAndIdsFollowItsParents() {
+    KeptTurns kept = new KeptTurns(WITH_PARENTS, 1 << 20);
+    String parent = "{\"model\":\"m\",\"max_tokens\":8,\"system\":\"tools\",\"messages\":["
+        + "{\"role\":\"user\",\"content\":\"main\"},{\"role\":\"assistant\",\"content\":\"ok\"}]}";
+    kept.parseMessages(session("p"), parent.getBytes(StandardCharsets.UTF_8), CODEC);
+    byte[] child = parent.replace("]}", ",{\"role\":\"user\",\"content\":\"task\"}]}")
+        .getBytes(StandardCharsets.UTF_8);
+    assertSameRead(dev.affinity.anthropic.AnthropicRequests.toChat(child, CODEC, false),
+        kept.parseMessages(subagent("c", "p"), child, CODEC), "child");
+    assertEquals(1, kept.stats().reusedBodies());
+    int[] ids = new int[3 * TokenIds.KEEP_JSON];
+    Arrays.setAll(ids, i -> i * 7);
+    CODEC.toJsonBytes(Map.of("ids", kept.legIds(session("p"), ids)));  // the parent's legs written
+    int[] childIds = Arrays.copyOf(ids, ids.length + 100);
+    TokenIds legs = kept.legIds(subagent("c", "p"), childIds);
+    assertEquals(1, kept.stats().followedIds(), "the parent's ids' JSON copied");
+    assertArrayEquals(CODEC.toJsonBytes(Map.of("ids", TokenIds.of(childIds))), CODEC.toJsonBytes(Map.of("ids", legs)));
+  }
+
   @Test
   void theSameBodyAgainIsTheSameRequest() {
     KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);

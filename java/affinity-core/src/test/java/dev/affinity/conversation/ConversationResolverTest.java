@@ -205,4 +205,28 @@ class ConversationResolverTest {
       assertNull(ConversationResolver.sessionKey(settings, HeaderSource.of(Map.of("x-session-id", "a\u0001b"))));
     }
   }
+
+  /**
+   * A sub-agent's parent session key is the session key its parent's own requests have (what the parent's state is kept
+   * under), in the same tenant's namespace; none without the header or when its value is refused.
+   */
+  @Test
+  void theParentSessionKeyIsTheKeyOfTheParentsOwnRequests() {
+    for (boolean isolation : new boolean[] {false, true}) {
+      ConversationSettings settings = new ConversationSettings(AffinitySettings.DEFAULT_SESSION_HEADERS,
+          Optional.of("x-dynamo-parent-session-id"), SubagentScope.CONTEXT, isolation);
+      HeaderSource parent = HeaderSource.of(Map.of("authorization", "Bearer key-a", "x-session-id", "p1"));
+      HeaderSource child = HeaderSource.of(Map.of("authorization", "Bearer key-a", "x-session-id", "c1",
+          "x-dynamo-parent-session-id", " p1 "));
+      assertEquals(ConversationResolver.sessionKey(settings, parent), ConversationResolver.parentSessionKey(settings, child));
+      HeaderSource otherTenant = HeaderSource.of(Map.of("authorization", "Bearer key-b", "x-dynamo-parent-session-id", "p1"));
+      if (isolation) {
+        assertNotEquals(ConversationResolver.sessionKey(settings, parent),
+            ConversationResolver.parentSessionKey(settings, otherTenant));
+      }
+      assertNull(ConversationResolver.parentSessionKey(settings, parent));
+      assertNull(ConversationResolver.parentSessionKey(settings,
+          HeaderSource.of(Map.of("x-dynamo-parent-session-id", "a\u0001b"))));
+    }
+  }
 }

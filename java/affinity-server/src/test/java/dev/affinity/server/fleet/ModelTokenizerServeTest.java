@@ -47,7 +47,12 @@ class ModelTokenizerServeTest {
   }
 
   private void start(Path dir) throws Exception {
-    DisaggConfig cfg = ConfigLoader.parse("""
+    start(dir, "");
+  }
+
+  /** {@code top}: more top-level lines of the configuration. */
+  private void start(Path dir, String top) throws Exception {
+    DisaggConfig cfg = ConfigLoader.parse(top + """
         context_servers: {num_instances: 1, router: {type: kv_cache_aware}}
         generation_servers: {num_instances: 1}
         affinity:
@@ -162,6 +167,40 @@ class ModelTokenizerServeTest {
           .build(), HttpResponse.BodyHandlers.ofString()).body();
       assertEquals(0.0, metric(after, "affinity_prompt_prefix_entries"), after);
       assertEquals(0.0, metric(after, "affinity_kept_turn_entries"), after);
+    }
+  }
+
+  /**
+   * A sub-agent's first turn (a session of its own, its parent's in {@code X-Dynamo-Parent-Session-ID}) re-sends its
+   * parent's prefix: its body is read from the parent's kept body where the bytes agree, and its prompt is the whole
+   * encoding's.
+   */
+  @Test
+  void aSubagentsFirstTurnIsReadFromItsParentsKeptBody() throws Exception {
+    Path dir = TestModels.dir(TestModels.QWEN3);
+    start(dir, "conversation_affinity_header_for_subagents: X-Dynamo-Parent-Session-ID\n");
+    try (ModelTokenizer tokenizer = ModelTokenizer.load(dir)) {
+      String[] parent = {"system", SYSTEM, "user", "Read the file.", "assistant", "It has 3 functions."};
+      assertEquals(200, post("/v1/chat/completions", chat(parent), "p1").get().statusCode());
+      String[] child = {"system", SYSTEM, "user", "Read the file.", "assistant", "It has 3 functions.", "user",
+          "Test the second one."};
+      HttpResponse<String> r = http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+              + "/v1/chat/completions")).timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+          .header("X-Session-ID", "c1").header("X-Dynamo-Parent-Session-ID", "p1")
+          .POST(HttpRequest.BodyPublishers.ofString(chat(child))).build(), HttpResponse.BodyHandlers.ofString()).get();
+      assertEquals(200, r.statusCode(), r.body());
+      List<java.util.Map<String, Object>> messages = new java.util.ArrayList<>();
+      for (int i = 0; i < child.length; i += 2) {
+        messages.add(java.util.Map.<String, Object>of("role", child[i], "content", child[i + 1]));
+      }
+      String rendered = tokenizer.renderChat(new dev.affinity.tokenizer.ChatInput(messages, null, true,
+          java.util.Map.of()));
+      assertEquals(tokenizer.encode(rendered, false).length,
+          JSON.readTree(r.body()).at("/usage/prompt_tokens").asInt(), "the whole encoding's ids");
+      String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/metrics"))
+          .build(), HttpResponse.BodyHandlers.ofString()).body();
+      assertEquals(1.0, metric(metrics, "affinity_kept_turn_bodies_total{result=\"reused\"}"), metrics);
+      assertEquals(2.0, metric(metrics, "affinity_kept_turn_entries"), "the parent's turn and the sub-agent's own");
     }
   }
 
