@@ -4,6 +4,7 @@ import dev.affinity.anthropic.AnthropicRequests;
 import dev.affinity.conversation.ConversationResolver;
 import dev.affinity.conversation.ConversationSettings;
 import dev.affinity.conversation.HeaderSource;
+import dev.affinity.kv.BlockChains;
 import dev.affinity.protocol.ChatCompletionRequest;
 import dev.affinity.protocol.ChatMessage;
 import dev.affinity.protocol.ProtocolCodec;
@@ -28,7 +29,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li><b>the Messages body</b> ({@link #parseMessages}, {@code /v1/messages}, as Claude Code sends its turns): the
  *       same, the chat messages of the Anthropic messages within the shared bytes taken from the last conversion;
  *   <li><b>the ids the legs carry</b> ({@link #legIds}): their JSON is copied from the last turn's where the ids agree
- *       ({@link TokenIds#following}).
+ *       ({@link TokenIds#following});
+ *   <li><b>the prompt's block hashes</b> ({@link #blockChains}): the routers hash only the blocks the last turn's
+ *       chain does not share ({@link dev.affinity.kv.BlockHasher#chain}).
  * </ul>
  *
  * Both are exact: bytes and ids are compared, never assumed, and what cannot be shown the same is read or written
@@ -41,7 +44,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Bounded by bytes: a kept body (chat or Messages) counts five times its length (its bytes; its decoded texts, at most
  * two bytes a byte; the spellings its messages keep, {@link ProtocolCodec#parseKeptChatRequest}; its messages' JSON,
- * which the next turn copies), kept ids eleven bytes an id
+ * which the next turn copies), a block chain what it takes ({@link dev.affinity.kv.BlockHasher.Chain#bytes}, counted
+ * as the routers store it), kept ids eleven bytes an id
  * (the ids, and at most seven bytes of JSON each); least recently used first out, and a turn larger than the whole
  * budget is not kept. Thread-safe.
  */
@@ -75,22 +79,29 @@ public final class KeptTurns {
     return new KeptTurns(settings, 0);
   }
 
-  /** What a turn keeps: its chat or Messages body as read, and the ids its legs carried (any may be null). */
-  private record Turn(Body body, MessagesBody messagesBody, TokenIds ids, long bytes) {
+  /**
+   * What a turn keeps: its chat or Messages body as read, the ids its legs carried and its prompt as the routers
+   * hashed it (any may be null).
+   */
+  private record Turn(Body body, MessagesBody messagesBody, TokenIds ids, BlockChains chains, long bytes) {
     Turn withBody(Body b) {
-      return new Turn(b, messagesBody, ids, bytes);
+      return new Turn(b, messagesBody, ids, chains, bytes);
     }
 
     Turn withMessagesBody(MessagesBody b) {
-      return new Turn(body, b, ids, bytes);
+      return new Turn(body, b, ids, chains, bytes);
     }
 
     Turn withIds(TokenIds i) {
-      return new Turn(body, messagesBody, i, bytes);
+      return new Turn(body, messagesBody, i, chains, bytes);
+    }
+
+    Turn withChains(BlockChains c) {
+      return new Turn(body, messagesBody, ids, c, bytes);
     }
   }
 
-  private static final Turn EMPTY = new Turn(null, null, null, 0);
+  private static final Turn EMPTY = new Turn(null, null, null, null, 0);
 
   /** A chat body, the request read from it, and where its messages end in it. */
   private record Body(byte[] bytes, ChatCompletionRequest request, MessageSpans spans) {}
@@ -393,6 +404,41 @@ public final class KeptTurns {
   }
 
   /**
+   * The conversation's prompt as the routers hashed it ({@link BlockChains}), which this request's block keys continue
+   * and replace ({@link dev.affinity.routing.RoutingRequest#blockKeys}); a sub-agent's first turn continues its
+   * parent's. Kept with the conversation's turn and counted in its bytes as the routers store chains. Null without a
+   * session header (nothing kept).
+   */
+  public BlockChains blockChains(HeaderSource headers) {
+    String key = key(headers);
+    if (key == null) {
+      return null;
+    }
+    String parent = parentKey(headers, key);
+    synchronized (turns) {
+      Turn own = turns.get(key);
+      if (own != null && own.chains != null) {
+        return own.chains;
+      }
+      Turn theirs = parent == null ? null : turns.get(parent);
+      BlockChains[] made = new BlockChains[1];
+      made[0] = new BlockChains(theirs == null ? null : theirs.chains, grew -> recount(key, made[0]));
+      update(key, t -> t.withChains(made[0]));
+      return made[0];
+    }
+  }
+
+  /** A conversation's chains grew: its turn is counted again, if it is still kept with them. */
+  private void recount(String key, BlockChains chains) {
+    synchronized (turns) {
+      Turn t = turns.get(key);
+      if (t != null && t.chains == chains) {
+        update(key, x -> x);
+      }
+    }
+  }
+
+  /**
    * A session ended or expired: its kept turn goes. {@code conversationId} is the resolution's (a session header's
    * value, in its tenant's namespace), which is the key the turn was kept under.
    */
@@ -410,7 +456,8 @@ public final class KeptTurns {
         + (t.body == null ? 0 : (long) BYTES_PER_BODY_BYTE * t.body.bytes.length + 4L * t.body.spans.ends().length)
         + (t.messagesBody == null ? 0
             : (long) BYTES_PER_BODY_BYTE * t.messagesBody.bytes.length + 8L * t.messagesBody.spans.ends().length)
-        + (t.ids == null ? 0 : (long) BYTES_PER_ID * t.ids.size());
+        + (t.ids == null ? 0 : (long) BYTES_PER_ID * t.ids.size())
+        + (t.chains == null ? 0 : t.chains.bytes());
   }
 
   private void update(String key, java.util.function.UnaryOperator<Turn> change) {
@@ -424,7 +471,7 @@ public final class KeptTurns {
       if (size > budget) {
         return;
       }
-      turns.put(key, new Turn(t.body, t.messagesBody, t.ids, size));
+      turns.put(key, new Turn(t.body, t.messagesBody, t.ids, t.chains, size));
       bytes += size;
       var it = turns.entrySet().iterator();
       while (bytes > budget && it.hasNext()) {

@@ -115,14 +115,15 @@ public final class RequestAdmission {
       limit.check(request, tokens);
       boolean forward = tokens != null && tokenizer.forwardsIds(request);
       TokenIds legIds = forward && !request.hasPromptTokenIds() ? keptTurns.legIds(headers, tokens) : null;
+      dev.affinity.kv.BlockChains chains = tokens == null ? null : keptTurns.blockChains(headers);
       if (resolution.tenant() == null) {
-        return new AdmittedRequest(request, headers, resolution, tokens, request.cacheSalt(), forward, legIds);
+        return new AdmittedRequest(request, headers, resolution, tokens, request.cacheSalt(), forward, legIds, chains);
       }
       // Tenant isolation: the tenant salts the KV cache (its own salt, if any, after it). A chat body
       // carries the salt to every worker; other requests' salt reaches the routers and in-process executors.
       String salt = resolution.tenant() + (request.cacheSalt() == null ? "" : "/" + request.cacheSalt());
       OpenAiRequest salted = request instanceof ChatCompletionRequest chat ? chat.toBuilder().cacheSalt(salt).build() : request;
-      return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward, legIds);
+      return new AdmittedRequest(salted, headers, resolution, tokens, salt, forward, legIds, chains);
     } catch (ProtocolException e) {
       throw new RequestRejectedException(e);
     } catch (InvalidHeaderException e) {

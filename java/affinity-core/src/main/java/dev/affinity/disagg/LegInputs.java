@@ -73,6 +73,7 @@ final class LegInputs {
         .affinityId(r.affinityId())
         .tokens(promptTokens)
         .cacheSalt(cacheSalt())
+        .blockChains(admitted.blockChains())
         .maxNewTokens(request.maxOutputTokens().orElse(1));
     if (promptTokens == null) {
       b.text(request.routingText());

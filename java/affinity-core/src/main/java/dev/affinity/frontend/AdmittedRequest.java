@@ -21,9 +21,17 @@ import java.util.Objects;
  *     false when the workers would render a chat otherwise (the chat goes as text)
  * @param legIds {@code promptTokens} as the one object every leg carries, its JSON following the conversation's last
  *     turn's ({@link dev.affinity.admission.KeptTurns#legIds}); null: made from {@code promptTokens} when needed
+ * @param blockChains the conversation's last prompt as the routers hashed it, which this one's block keys continue
+ *     ({@link dev.affinity.admission.KeptTurns#blockChains}); null: hashed whole
  */
 public record AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
-    String cacheSalt, boolean forwardTokens, TokenIds legIds) {
+    String cacheSalt, boolean forwardTokens, TokenIds legIds, dev.affinity.kv.BlockChains blockChains) {
+
+  /** An admitted request hashed whole. */
+  public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,
+      String cacheSalt, boolean forwardTokens, TokenIds legIds) {
+    this(request, headers, resolution, promptTokens, cacheSalt, forwardTokens, legIds, null);
+  }
 
   /** An admitted request whose legs' ids are made from {@code promptTokens}. */
   public AdmittedRequest(OpenAiRequest request, HeaderSource headers, Resolution resolution, int[] promptTokens,

@@ -52,17 +52,58 @@ public final class BlockHasher {
 
   /** 64-bit keys of the prompt's blocks (see the class comment). */
   public long[] keys(int[] tokens, String cacheSalt) {
+    return chain(tokens, cacheSalt, null).keys();
+  }
+
+  /**
+   * A prompt's blocks as hashed: their 64-bit keys and, for v2, their digests (what the next block chains on). What a
+   * later prompt that shares its leading tokens continues ({@link #chain}). Never modified after it is made.
+   */
+  public record Chain(HashAlgorithm algorithm, int tokensPerBlock, int[] tokens, String cacheSalt, long[] keys,
+      byte[][] digests) {
+    /** What it takes in memory, about: its keys, and its digests (32 bytes and an array's header each). */
+    public long bytes() {
+      return 64 + 8L * keys.length + (digests == null ? 0 : 56L * digests.length);
+    }
+  }
+
+  /**
+   * The prompt's block chain ({@link #keys}), continuing {@code prior} (a chain this hasher made, or null): the full
+   * blocks that lie within the tokens the two prompts share, under the same salt, are {@code prior}'s, and only the
+   * rest is hashed. The result is {@link #keys}' exactly: a block's hash is a function of its tokens and its parent's.
+   */
+  public Chain chain(int[] tokens, String cacheSalt, Chain prior) {
+    int reused = reusable(tokens, cacheSalt, prior);
     return switch (algorithm) {
-      case V1_BLOCK_KEY -> v1Chain(tokens, cacheSalt);
+      case V1_BLOCK_KEY -> new Chain(algorithm, tokensPerBlock, tokens, cacheSalt,
+          v1Chain(tokens, cacheSalt, prior, reused), null);
       case V2_SHA256, V2_SHA256_64 -> {
-        byte[][] digests = sha256Chain(tokens, cacheSalt);
+        byte[][] digests = sha256Chain(tokens, cacheSalt, prior, reused);
         long[] out = new long[digests.length];
-        for (int i = 0; i < digests.length; i++) {
+        if (reused > 0) {
+          System.arraycopy(prior.keys(), 0, out, 0, reused);
+        }
+        for (int i = reused; i < digests.length; i++) {
           out[i] = first8(digests[i]);
         }
-        yield out;
+        yield new Chain(algorithm, tokensPerBlock, tokens, cacheSalt, out, digests);
       }
     };
+  }
+
+  /** How many of {@code prior}'s leading blocks {@code tokens} has too: full in both, within their shared tokens. */
+  private int reusable(int[] tokens, String cacheSalt, Chain prior) {
+    if (prior == null || prior.algorithm() != algorithm || prior.tokensPerBlock() != tokensPerBlock
+        || !Objects.equals(prior.cacheSalt(), cacheSalt)) {
+      return 0;
+    }
+    int shared = java.util.Arrays.mismatch(prior.tokens(), tokens);
+    if (shared < 0) {
+      shared = tokens.length;  // the same tokens
+    }
+    // a block is full when it ends within the hashed tokens (the last token is never hashed), in both prompts
+    int end = Math.min(shared, Math.min(prior.tokens().length, tokens.length) - 1);
+    return Math.max(0, Math.min(end / tokensPerBlock, prior.keys().length));
   }
 
   /** The hashes as TensorRT-LLM reports them: unsigned decimal (v1, v2_sha256_64) or lowercase hex (v2_sha256). */
@@ -94,13 +135,17 @@ public final class BlockHasher {
   // -------------------------------------------------------------------------------------------
   // v1
 
-  private long[] v1Chain(int[] tokens, String cacheSalt) {
+  private long[] v1Chain(int[] tokens, String cacheSalt, Chain prior, int reused) {
     int n = blockCount(tokens.length);
     long[] out = new long[n];
     int usable = tokens.length - 1;
     long parent = 0;
+    if (reused > 0) {
+      System.arraycopy(prior.keys(), 0, out, 0, reused);
+      parent = out[reused - 1];
+    }
     Long salt = cacheSalt == null ? null : cacheSaltId(cacheSalt);
-    for (int b = 0; b < n; b++) {
+    for (int b = reused; b < n; b++) {
       int from = b * tokensPerBlock;
       int len = Math.min(tokensPerBlock, usable - from);
       parent = hashV1BlockKey(tokens, from, len, parent, null, b == 0 ? salt : null);
@@ -155,24 +200,23 @@ public final class BlockHasher {
   // v2
 
   private byte[][] sha256Chain(int[] tokens, String cacheSalt) {
+    return sha256Chain(tokens, cacheSalt, null, 0);
+  }
+
+  private byte[][] sha256Chain(int[] tokens, String cacheSalt, Chain prior, int reused) {
     MessageDigest md = sha256();
-    byte[] scope;
-    if (cacheSalt == null) {
-      scope = new byte[] {0};
-    } else {
-      long salt = cacheSaltId(cacheSalt);
-      scope = new byte[9];
-      scope[0] = 2;  // bit 1: salt present (bit 0 would be a LoRA id; the router passes none)
-      for (int i = 0; i < 8; i++) {
-        scope[1 + i] = (byte) (salt >>> (8 * i));
-      }
-    }
-    byte[] key = md.digest(scope);
     int n = blockCount(tokens.length);
-    int usable = tokens.length - 1;
     byte[][] out = new byte[n][];
+    byte[] key;
+    if (reused > 0) {
+      System.arraycopy(prior.digests(), 0, out, 0, reused);
+      key = out[reused - 1];
+    } else {
+      key = md.digest(scope(cacheSalt));
+    }
+    int usable = tokens.length - 1;
     byte[] buf = new byte[tokensPerBlock * 4];
-    for (int b = 0; b < n; b++) {
+    for (int b = reused; b < n; b++) {
       int from = b * tokensPerBlock;
       int len = Math.min(tokensPerBlock, usable - from);
       for (int i = 0; i < len; i++) {
@@ -188,6 +232,20 @@ public final class BlockHasher {
       out[b] = key;
     }
     return out;
+  }
+
+  /** v2's reuse scope: a LoRA id (none here) and the cache salt's id. */
+  private static byte[] scope(String cacheSalt) {
+    if (cacheSalt == null) {
+      return new byte[] {0};
+    }
+    long salt = cacheSaltId(cacheSalt);
+    byte[] scope = new byte[9];
+    scope[0] = 2;  // bit 1: salt present (bit 0 would be a LoRA id; the router passes none)
+    for (int i = 0; i < 8; i++) {
+      scope[1 + i] = (byte) (salt >>> (8 * i));
+    }
+    return scope;
   }
 
   private static long first8(byte[] d) {

@@ -26,6 +26,7 @@ public final class RoutingRequest {
   private final int maxNewTokens;
   private final String text;
   private final Map<Long, long[]> keysByHasher = new ConcurrentHashMap<>();
+  private final dev.affinity.kv.BlockChains blockChains;
 
   private RoutingRequest(Builder b) {
     this.requestId = b.requestId;
@@ -41,6 +42,7 @@ public final class RoutingRequest {
     this.cacheSalt = b.cacheSalt;
     this.maxNewTokens = b.maxNewTokens;
     this.text = b.text;
+    this.blockChains = b.blockChains;
   }
 
   public static Builder builder(long requestId, Fleet fleet) {
@@ -113,13 +115,25 @@ public final class RoutingRequest {
     return text;
   }
 
-  /** Block keys of the prompt for a worker's hashing; empty without token ids. */
+  /**
+   * Block keys of the prompt for a worker's hashing; empty without token ids. With its conversation's
+   * {@link dev.affinity.kv.BlockChains}, only the blocks the last turn's chain does not share are hashed, and this
+   * prompt's chain becomes the conversation's.
+   */
   public long[] blockKeys(HashAlgorithm algorithm, int tokensPerBlock) {
     if (tokens == null) {
       return new long[0];
     }
     long cacheKey = ((long) algorithm.ordinal() << 32) | tokensPerBlock;
-    return keysByHasher.computeIfAbsent(cacheKey, k -> new BlockHasher(algorithm, tokensPerBlock).keys(tokens, cacheSalt));
+    return keysByHasher.computeIfAbsent(cacheKey, k -> {
+      BlockHasher hasher = new BlockHasher(algorithm, tokensPerBlock);
+      if (blockChains == null) {
+        return hasher.keys(tokens, cacheSalt);
+      }
+      BlockHasher.Chain chain = hasher.chain(tokens, cacheSalt, blockChains.prior(algorithm, tokensPerBlock));
+      blockChains.store(chain);
+      return chain.keys();
+    });
   }
 
   @Override
@@ -140,6 +154,7 @@ public final class RoutingRequest {
     private String cacheSalt;
     private int maxNewTokens = 1;
     private String text;
+    private dev.affinity.kv.BlockChains blockChains;
 
     private Builder(long requestId, Fleet fleet) {
       this.requestId = requestId;
@@ -194,6 +209,12 @@ public final class RoutingRequest {
 
     public Builder text(String v) {
       text = v;
+      return this;
+    }
+
+    /** The conversation's last prompt as hashed, which {@link #blockKeys} continues and replaces (null: none). */
+    public Builder blockChains(dev.affinity.kv.BlockChains v) {
+      blockChains = v;
       return this;
     }
 

@@ -283,6 +283,35 @@ class KeptTurnsTest {
   }
 
   @Test
+  void aConversationsBlockChainsAreKeptCountedAndGoWithIt() {
+    KeptTurns kept = new KeptTurns(WITH_PARENTS, 1 << 20);
+    assertNull(kept.blockChains(HeaderSource.NONE), "nothing kept without a session");
+    dev.affinity.kv.BlockChains chains = kept.blockChains(session("p"));
+    assertSame(chains, kept.blockChains(session("p")), "the conversation's own, turn after turn");
+    long before = kept.stats().bytes();
+    int[] tokens = new int[4096];
+    Arrays.setAll(tokens, i -> i);
+    chains.store(new dev.affinity.kv.BlockHasher(dev.affinity.kv.HashAlgorithm.V2_SHA256, 32).chain(tokens, null, null));
+    assertEquals(before + chains.bytes(), kept.stats().bytes(), "counted as the routers store them");
+    // a sub-agent's first turn continues its parent's chains
+    dev.affinity.kv.BlockChains child = kept.blockChains(subagent("c", "p"));
+    assertSame(chains.prior(dev.affinity.kv.HashAlgorithm.V2_SHA256, 32),
+        child.prior(dev.affinity.kv.HashAlgorithm.V2_SHA256, 32));
+    // an ended session's chains go, and a late store does not bring them back
+    kept.forget("p");
+    long after = kept.stats().bytes();
+    chains.store(new dev.affinity.kv.BlockHasher(dev.affinity.kv.HashAlgorithm.V1_BLOCK_KEY, 32).chain(tokens, null, null));
+    assertEquals(after, kept.stats().bytes());
+    assertEquals(1, kept.stats().entries());
+    // chains larger than the whole budget are not kept
+    KeptTurns tiny = new KeptTurns(WITH_PARENTS, 1000);
+    dev.affinity.kv.BlockChains big = tiny.blockChains(session("b"));
+    big.store(new dev.affinity.kv.BlockHasher(dev.affinity.kv.HashAlgorithm.V1_BLOCK_KEY, 1).chain(tokens, null, null));
+    assertEquals(0, tiny.stats().entries());
+    assertEquals(0, tiny.stats().bytes());
+  }
+
+  @Test
   void theSameBodyAgainIsTheSameRequest() {
     KeptTurns kept = new KeptTurns(SETTINGS, 1 << 20);
     byte[] body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}".getBytes(StandardCharsets.UTF_8);

@@ -1,0 +1,54 @@
+package dev.affinity.kv;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongConsumer;
+
+/**
+ * A conversation's last prompt as the routers hashed it, one {@link BlockHasher.Chain} per hashing (algorithm and
+ * block size): the next turn, which re-sends the history with a little more, hashes only the blocks it adds
+ * ({@link BlockHasher#chain}). A sub-agent's first turn continues its parent's chains until it has its own. Kept with
+ * the conversation's last turn ({@code dev.affinity.admission.KeptTurns}), which counts its bytes: {@code grew} is
+ * told of what each stored chain adds. Thread-safe.
+ */
+public final class BlockChains {
+  private final Map<Long, BlockHasher.Chain> chains = new ConcurrentHashMap<>();
+  private volatile BlockChains parent;
+  private final LongConsumer grew;
+
+  /** {@code parent}: the chains a sub-agent's first turn continues (null: none). */
+  public BlockChains(BlockChains parent, LongConsumer grew) {
+    this.parent = parent;
+    this.grew = grew;
+  }
+
+  private static long key(HashAlgorithm algorithm, int tokensPerBlock) {
+    return ((long) algorithm.ordinal() << 32) | tokensPerBlock;
+  }
+
+  /** The chain a prompt hashed this way continues: this conversation's last, else its parent's; null: none. */
+  public BlockHasher.Chain prior(HashAlgorithm algorithm, int tokensPerBlock) {
+    BlockHasher.Chain own = chains.get(key(algorithm, tokensPerBlock));
+    if (own != null) {
+      return own;
+    }
+    BlockChains p = parent;
+    return p == null ? null : p.prior(algorithm, tokensPerBlock);
+  }
+
+  /** The conversation's latest prompt hashed this way. */
+  public void store(BlockHasher.Chain chain) {
+    BlockHasher.Chain old = chains.put(key(chain.algorithm(), chain.tokensPerBlock()), chain);
+    parent = null;  // its own from now on
+    grew.accept(chain.bytes() - (old == null ? 0 : old.bytes()));
+  }
+
+  /** What the chains take. */
+  public long bytes() {
+    long b = 0;
+    for (BlockHasher.Chain c : chains.values()) {
+      b += c.bytes();
+    }
+    return b;
+  }
+}
