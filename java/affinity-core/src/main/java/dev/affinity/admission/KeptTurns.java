@@ -168,6 +168,9 @@ public final class KeptTurns {
    * prefix: system prompt, tools, the parent's context); null when neither has.
    */
   private Turn lastOf(String key, String parent, java.util.function.Predicate<Turn> has) {
+    if (key == null && parent == null) {
+      return null;
+    }
     synchronized (turns) {
       Turn own = key == null ? null : turns.get(key);
       if (own != null && has.test(own)) {
@@ -190,20 +193,13 @@ public final class KeptTurns {
    */
   public ChatCompletionRequest parseChat(HeaderSource headers, byte[] received, ProtocolCodec codec) {
     String key = key(headers);
-    String parent = parentKey(headers, key);
-    if (key == null && parent == null) {
-      return codec.parseChatCompletionRequest(Utf8.jsonBody(received));
-    }
-    Turn last = lastOf(key, parent, t -> t.body != null);
+    Turn last = lastOf(key, parentKey(headers, key), t -> t.body != null);
     Body body = last == null ? null : following(last.body, received, codec);
-    if (body != null && key == null) {
-      return body.request;  // a sub-agent without a session of its own: its parent's body read, nothing kept
+    if (key == null) {  // nothing kept: read whole, or (a sub-agent without a session) from its parent's body
+      return body != null ? body.request : codec.parseChatCompletionRequest(Utf8.jsonBody(received));
     }
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
-      if (key == null) {
-        return codec.parseChatCompletionRequest(json);
-      }
       ChatCompletionRequest request = codec.parseKeptChatRequest(json);
       countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);
@@ -228,20 +224,13 @@ public final class KeptTurns {
    */
   public ChatCompletionRequest parseMessages(HeaderSource headers, byte[] received, ProtocolCodec codec) {
     String key = key(headers);
-    String parent = parentKey(headers, key);
-    if (key == null && parent == null) {
-      return AnthropicRequests.toChat(Utf8.jsonBody(received), codec, false);
-    }
-    Turn last = lastOf(key, parent, t -> t.messagesBody != null);
+    Turn last = lastOf(key, parentKey(headers, key), t -> t.messagesBody != null);
     MessagesBody body = last == null ? null : followingMessages(last.messagesBody, received, codec);
-    if (body != null && key == null) {
-      return body.counted.chat();  // a sub-agent without a session of its own: nothing kept
+    if (key == null) {  // nothing kept: converted whole, or (a sub-agent without a session) from its parent's body
+      return body != null ? body.counted.chat() : AnthropicRequests.toChat(Utf8.jsonBody(received), codec, false);
     }
     if (body == null) {
       byte[] json = Utf8.jsonBody(received);
-      if (key == null) {
-        return AnthropicRequests.toChat(json, codec, false);
-      }
       AnthropicRequests.Counted counted = AnthropicRequests.toChatCounted(json, codec);
       countWhole(json.length);
       MessageSpans spans = MessageSpans.of(json);

@@ -84,11 +84,7 @@ public final class ConversationResolver {
    * ({@code dev.affinity.admission.KeptTurns}), so that a session's end, which names the resolved id, reaches it.
    */
   public static String sessionKey(ConversationSettings settings, HeaderSource headers) {
-    String value = firstPresent(settings.sessionHeaders(), headers);
-    if (value == null || problemWith(value) != null) {
-      return null;
-    }
-    return settings.tenantIsolation() ? Resolution.inTenant(tenantOf(headers), value.strip()) : value.strip();
+    return keyIn(settings.sessionHeaders(), settings, headers);
   }
 
   /**
@@ -98,7 +94,15 @@ public final class ConversationResolver {
    * {@link #resolve} refuses.
    */
   public static String parentSessionKey(ConversationSettings settings, HeaderSource headers) {
-    String value = firstPresent(settings.subagentHeaders(), headers);
+    return keyIn(settings.subagentHeaders(), settings, headers);
+  }
+
+  /**
+   * The first non-blank value of {@code names}, stripped, in the tenant's namespace under tenant isolation; null
+   * without one, or when it is one {@link #resolve} refuses.
+   */
+  private static String keyIn(java.util.List<String> names, ConversationSettings settings, HeaderSource headers) {
+    String value = firstPresent(names, headers);
     if (value == null || problemWith(value) != null) {
       return null;
     }

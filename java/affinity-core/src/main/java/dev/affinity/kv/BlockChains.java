@@ -22,13 +22,9 @@ public final class BlockChains {
     this.grew = grew;
   }
 
-  private static long key(HashAlgorithm algorithm, int tokensPerBlock) {
-    return ((long) algorithm.ordinal() << 32) | tokensPerBlock;
-  }
-
   /** The chain a prompt hashed this way continues: this conversation's last, else its parent's; null: none. */
   public BlockHasher.Chain prior(HashAlgorithm algorithm, int tokensPerBlock) {
-    BlockHasher.Chain own = chains.get(key(algorithm, tokensPerBlock));
+    BlockHasher.Chain own = chains.get(BlockHasher.hashingKey(algorithm, tokensPerBlock));
     if (own != null) {
       return own;
     }
@@ -38,7 +34,7 @@ public final class BlockChains {
 
   /** The conversation's latest prompt hashed this way. */
   public void store(BlockHasher.Chain chain) {
-    BlockHasher.Chain old = chains.put(key(chain.algorithm(), chain.tokensPerBlock()), chain);
+    BlockHasher.Chain old = chains.put(BlockHasher.hashingKey(chain.algorithm(), chain.tokensPerBlock()), chain);
     parent = null;  // its own from now on
     grew.accept(chain.bytes() - (old == null ? 0 : old.bytes()));
   }

@@ -50,6 +50,11 @@ public final class BlockHasher {
     return Math.max(0, promptLength - 1) / tokensPerBlock;
   }
 
+  /** One number for a hashing (algorithm and block size): what per-hashing results are kept under. */
+  public static long hashingKey(HashAlgorithm algorithm, int tokensPerBlock) {
+    return ((long) algorithm.ordinal() << 32) | tokensPerBlock;
+  }
+
   /** 64-bit keys of the prompt's blocks (see the class comment). */
   public long[] keys(int[] tokens, String cacheSalt) {
     return chain(tokens, cacheSalt, null).keys();

@@ -124,8 +124,7 @@ public final class RoutingRequest {
     if (tokens == null) {
       return new long[0];
     }
-    long cacheKey = ((long) algorithm.ordinal() << 32) | tokensPerBlock;
-    return keysByHasher.computeIfAbsent(cacheKey, k -> {
+    return keysByHasher.computeIfAbsent(BlockHasher.hashingKey(algorithm, tokensPerBlock), k -> {
       BlockHasher hasher = new BlockHasher(algorithm, tokensPerBlock);
       if (blockChains == null) {
         return hasher.keys(tokens, cacheSalt);
