@@ -160,6 +160,9 @@ for k in range(FRESH):
     SESSION = f"fresh-{k}"
     cpu, wall, prompt, size = turns(history(1000 + k, biggest), 1, "fresh")
     cpus.append(cpu)
+    top = sorted(LAST_THREADS.items(), key=lambda kv: -kv[1])[:4]
+    print(f"  first sight {k}: {cpu * 1000:.0f} ms, by thread: "
+          + ", ".join(f"{n} {v * 1000:.0f} ms" for n, v in top if v > 0), flush=True)
 cpus.sort()
 print(f"RESULT first_sight history_tokens={prompt} cpu_ms={cpus[len(cpus) // 2] * 1000:.2f} "
       f"runs={','.join(f'{c * 1000:.0f}' for c in cpus)}", flush=True)
@@ -173,10 +176,13 @@ with urllib.request.urlopen(URL + "/metrics", timeout=30) as r:
 entries = metrics.get("affinity_prompt_prefix_entries", 0)
 reused = metrics.get('affinity_prompt_prefix_tokens_total{source="reused"}', 0)
 encoded = metrics.get('affinity_prompt_prefix_tokens_total{source="encoded"}', 0)
+iterations_reused = metrics.get('affinity_prompt_prefix_template_iterations_total{source="reused"}', 0)
+iterations_rendered = metrics.get('affinity_prompt_prefix_template_iterations_total{source="rendered"}', 0)
 if entries:
     print(f"RESULT prompt_prefixes entries={entries:.0f} bytes={metrics.get('affinity_prompt_prefix_bytes', 0):.0f} "
           f"bytes_per_entry={metrics.get('affinity_prompt_prefix_bytes', 0) / entries:.0f} "
-          f"reused_tokens={reused:.0f} encoded_tokens={encoded:.0f}", flush=True)
+          f"reused_tokens={reused:.0f} encoded_tokens={encoded:.0f} template_iterations_reused={iterations_reused:.0f} "
+          f"template_iterations_rendered={iterations_rendered:.0f}", flush=True)
 # what the kept turns cost (affinity_kept_turn_*: the chat bodies and legs' ids kept per conversation)
 turns_kept = metrics.get("affinity_kept_turn_entries", 0)
 if turns_kept:

@@ -40,11 +40,20 @@ public final class ChatTemplate {
     RESOLVER.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_WRITE);
   }
 
+  /**
+   * What a template may call whose result the reuse of loop iterations cannot see as a read: jinjava's random, time
+   * and stateful helpers, and loop controls ({@code break} leaves the loop, which a reused iteration would not).
+   * A template that names any of them renders whole every time.
+   */
+  private static final java.util.regex.Pattern NOT_MEMOIZABLE = java.util.regex.Pattern.compile(
+      "\\b(random|shuffle|cycler|joiner|today|unixtimestamp|now)\\b|\\{%[-+]?\\s*(break|continue)\\b");
+
   private final Jinjava jinjava;
   private final Node tree;
   private final String source;
   private final String origin;
   private final Map<String, Object> specialTokens;
+  private final boolean memoizable;
 
   private ChatTemplate(Jinjava jinjava, Node tree, String source, String origin, Map<String, Object> specialTokens) {
     this.jinjava = jinjava;
@@ -52,7 +61,11 @@ public final class ChatTemplate {
     this.source = source;
     this.origin = origin;
     this.specialTokens = specialTokens;
+    this.memoizable = !NOT_MEMOIZABLE.matcher(source.replace("strftime_now", "")).find();
   }
+
+  /** A render's text, and what the conversation's next render may reuse of it (null: nothing). */
+  public record Rendered(String text, RenderMemo memo, long reusedIterations, long renderedIterations) {}
 
   /**
    * Compiles a template and renders it once on a short conversation to find what the engine cannot do.
@@ -82,6 +95,10 @@ public final class ChatTemplate {
         new ELFunctionDefinition("", "strftime_now", ChatTemplate.class, "strftimeNow", String.class));
     jinjava.getGlobalContext().registerFilter(new ToJson());
     jinjava.getGlobalContext().registerFilter(new PyReverse());
+    // before the parse, which binds each tag node to its tag: for loops that reuse the last render's iterations
+    jinjava.getGlobalContext().registerTag(new MemoForTag());
+    jinjava.getGlobalContext().registerFunction(
+        new ELFunctionDefinition("", "namespace", MemoSession.class, "namespace", Object[].class));
     Map<String, Object> tokens = new HashMap<>();
     specialTokens.forEach((k, v) -> {
       if (v != null) {
@@ -126,28 +143,50 @@ public final class ChatTemplate {
    * @throws TemplateException when the template raises ({@code raise_exception}) or the engine reports an error
    */
   public String render(ChatInput input) {
+    return render(input, null, false).text();
+  }
+
+  /**
+   * {@link #render(ChatInput)}, reusing what the conversation's last render ({@code previous}, null: none) did in the
+   * template's top-level loops where every read of an iteration gives the same value ({@link RenderMemo}): the text
+   * is the whole render's. The result's memo is this render's, for the next.
+   */
+  public Rendered render(ChatInput input, RenderMemo previous) {
+    return render(input, previous, memoizable);
+  }
+
+  private Rendered render(ChatInput input, RenderMemo previous, boolean memo) {
     // A context under the shared global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root context,
     // which registers every built-in filter, function and tag again by reflection on each render (about half of a
     // 2k-token chat's render); the template's own assignments stay in this context either way.
-    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, new RenderContext(jinjava.getGlobalContext()),
-        jinjava.getGlobalConfig());
-    Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
-    bindings.putAll(input.kwargs());
-    bindings.put("messages", input.messages());
-    if (input.tools() != null) {
-      bindings.put("tools", input.tools());
-    }
-    bindings.put("add_generation_prompt", input.addGenerationPrompt());
-    interpreter.getContext().putAll(bindings);
-    String out;
-    JinjavaInterpreter.pushCurrent(interpreter);
+    RenderContext context = new RenderContext(jinjava.getGlobalContext());
+    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, context, jinjava.getGlobalConfig());
+    MemoSession session = memo ? MemoSession.open(this, previous, input.messages(), context) : null;
     try {
-      out = interpreter.render(tree);
+      Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
+      bindings.putAll(input.kwargs());
+      bindings.put("messages", session != null ? session.messages() : input.messages());
+      if (input.tools() != null) {
+        bindings.put("tools", input.tools());
+      }
+      bindings.put("add_generation_prompt", input.addGenerationPrompt());
+      interpreter.getContext().putAll(bindings);
+      context.session = session;
+      String out;
+      JinjavaInterpreter.pushCurrent(interpreter);
+      try {
+        out = interpreter.render(tree);
+      } finally {
+        JinjavaInterpreter.popCurrent();
+      }
+      failOn(interpreter.getErrors(), true);
+      return session == null ? new Rendered(out, null, 0, 0)
+          : new Rendered(out, session.memo(out), session.reused(), session.rendered());
     } finally {
-      JinjavaInterpreter.popCurrent();
+      if (session != null) {
+        session.close();
+      }
     }
-    failOn(interpreter.getErrors(), true);
-    return out;
   }
 
   private void failOn(List<TemplateError> errors, boolean rendering) {
@@ -175,6 +214,7 @@ public final class ChatTemplate {
 
   /** Hugging Face's {@code strftime_now(format)}: the local time in a C {@code strftime} format. */
   public static String strftimeNow(String format) {
+    MemoSession.opaqueCall();  // the time is no read the next render could compare
     LocalDateTime now = LocalDateTime.now();
     StringBuilder out = new StringBuilder();
     for (int i = 0; i < format.length(); i++) {
@@ -286,8 +326,30 @@ public final class ChatTemplate {
    * keeps none of it, and nothing goes up to the global context.
    */
   private static final class RenderContext extends Context {
+    /** The render's reuse of loop iterations: a read reaching this context from inside a loop is the loop's. */
+    private MemoSession session;
+
     RenderContext(Context parent) {
       super(parent);
+    }
+
+    @Override
+    public Object get(Object key) {
+      Object value = super.get(key);
+      MemoSession s = session;
+      if (s != null && s.recording() != null && key instanceof String name) {
+        s.recording().name(name, value);
+      }
+      return value;
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+      MemoSession s = session;
+      if (s != null && s.recording() != null && key instanceof String name) {
+        s.recording().name(name, super.get(key));
+      }
+      return super.containsKey(key);
     }
 
     @Override

@@ -286,6 +286,11 @@ public final class ModelTokenizer implements AutoCloseable {
     return prefixes.encode(key, parentKey, rendered, segments, this::encodeWhole);
   }
 
+  /** {@link #encodeRendered(String, PromptPrefixes, String, String)}, keeping what the render did in its loops. */
+  int[] encodeRendered(String rendered, RenderMemo memo, PromptPrefixes prefixes, String key, String parentKey) {
+    return prefixes.encode(key, parentKey, rendered, memo, segments, this::encodeWhole);
+  }
+
   private int[] encodeWhole(String text) {
     return ids(text, false);
   }

@@ -37,6 +37,8 @@ public final class PromptPrefixes {
   private final AtomicLong reusedTokens = new AtomicLong();
   private final AtomicLong encodedTokens = new AtomicLong();
   private final AtomicLong evictions = new AtomicLong();
+  private final AtomicLong reusedIterations = new AtomicLong();
+  private final AtomicLong renderedIterations = new AtomicLong();
 
   /** {@code budgetBytes}: the most the kept states may take; 0 keeps none. */
   public PromptPrefixes(long budgetBytes) {
@@ -46,8 +48,11 @@ public final class PromptPrefixes {
     this.budget = budgetBytes;
   }
 
-  /** One conversation's last prompt: its rendered text, its ids, where its split tokens start. */
-  private record State(String text, int[] ids, SegmentCache.Boundaries starts, long bytes) {}
+  /**
+   * One conversation's last prompt: its rendered text, its ids, where its split tokens start, and what its render
+   * did in the template's loops (null: nothing kept, {@link RenderMemo}).
+   */
+  private record State(String text, int[] ids, SegmentCache.Boundaries starts, RenderMemo memo, long bytes) {}
 
   /**
    * What the prefixes did so far.
@@ -59,15 +64,40 @@ public final class PromptPrefixes {
    * @param entries conversations kept
    * @param bytes what they take
    * @param evictions conversations dropped for room
+   * @param reusedIterations iterations of the chat template's loops taken from the conversation's last render
+   * @param renderedIterations iterations of those loops rendered
    */
   public record Stats(long reusedTurns, long wholeTurns, long reusedTokens, long encodedTokens, int entries, long bytes,
-      long evictions) {}
+      long evictions, long reusedIterations, long renderedIterations) {}
 
   public Stats stats() {
     synchronized (states) {
       return new Stats(reusedTurns.get(), wholeTurns.get(), reusedTokens.get(), encodedTokens.get(), states.size(),
-          bytes, evictions.get());
+          bytes, evictions.get(), reusedIterations.get(), renderedIterations.get());
     }
+  }
+
+  /** Whether anything is kept (a budget above 0). */
+  boolean keeps() {
+    return budget > 0;
+  }
+
+  /** What conversation {@code key}'s last render did in its template's loops, else its parent's; null: nothing. */
+  RenderMemo renderMemo(String key, String parentKey) {
+    if (key == null || budget == 0) {
+      return null;
+    }
+    State s = lookup(key);
+    if (s == null && parentKey != null) {
+      s = lookup(parentKey);
+    }
+    return s == null ? null : s.memo;
+  }
+
+  /** A render's reuse of the last one's loop iterations, for {@link #stats}. */
+  void countIterations(long reused, long rendered) {
+    reusedIterations.addAndGet(reused);
+    renderedIterations.addAndGet(rendered);
   }
 
   public long budgetBytes() {
@@ -80,6 +110,12 @@ public final class PromptPrefixes {
    * conversation's last prompt. Null keys: nothing kept or reused.
    */
   int[] encode(String key, String parentKey, String text, SegmentCache segments, Function<String, int[]> encoder) {
+    return encode(key, parentKey, text, null, segments, encoder);
+  }
+
+  /** {@link #encode}, keeping {@code memo} (what the render of {@code text} did in its loops) with the prompt. */
+  int[] encode(String key, String parentKey, String text, RenderMemo memo, SegmentCache segments,
+      Function<String, int[]> encoder) {
     if (key == null || budget == 0 || segments.whole()) {
       return segments.encode(text, encoder);
     }
@@ -116,8 +152,8 @@ public final class PromptPrefixes {
       wholeTurns.incrementAndGet();
       encodedTokens.addAndGet(ids.length);
     }
-    keep(key, new State(text, ids, starts.trimmed(), 2L * text.length() + 4L * ids.length + starts.bytes()
-        + ENTRY_OVERHEAD + 2L * key.length()));
+    keep(key, new State(text, ids, starts.trimmed(), memo, 2L * text.length() + 4L * ids.length + starts.bytes()
+        + (memo == null ? 0 : memo.bytes()) + ENTRY_OVERHEAD + 2L * key.length()));
     return ids.clone();
   }
 

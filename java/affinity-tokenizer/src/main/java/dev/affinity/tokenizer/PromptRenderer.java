@@ -74,16 +74,26 @@ public final class PromptRenderer {
 
   /** The rendered prompt of a chat request. */
   public String render(ChatCompletionRequest chat) {
+    return render(chat, null, false).text();
+  }
+
+  /**
+   * The rendered prompt of a chat request, reusing what {@code previous} (a render of the same conversation) did in
+   * the template's loops where their reads are unchanged ({@link RenderMemo}) when {@code memo}.
+   */
+  private ChatTemplate.Rendered render(ChatCompletionRequest chat, RenderMemo previous, boolean memo) {
     ChatInput input = OpenAiChat.toInput(chat);
     try {
+      ChatTemplate template;
       if (chat.chatTemplate() != null) {
-        return requestTemplate(chat.chatTemplate()).render(input);
-      }
-      if (tokenizer.chatTemplates().isEmpty()) {
+        template = requestTemplate(chat.chatTemplate());
+      } else if (tokenizer.chatTemplates().isEmpty()) {
         throw ProtocolException.invalidField("messages", "the model's tokenizer has no chat template: send a "
             + "completion, or a chat_template");
+      } else {
+        template = tokenizer.chatTemplates().get().forInput(input);
       }
-      return tokenizer.renderChat(input);
+      return memo ? template.render(input, previous) : new ChatTemplate.Rendered(template.render(input), null, 0, 0);
     } catch (TemplateException e) {
       if (!e.raisedByTemplate()) {
         throw e;  // the engine's limit, not the client's fault: the caller decides
@@ -99,13 +109,19 @@ public final class PromptRenderer {
 
   /**
    * {@link #encodeChat(ChatCompletionRequest)} for a turn of conversation {@code key} (null: none), whose last prompt
-   * (else, on its first turn, its parent {@code parentKey}'s) lends the ids of what they share ({@link PromptPrefixes}).
+   * (else, on its first turn, its parent {@code parentKey}'s) lends the ids of what they share ({@link PromptPrefixes})
+   * and whose last render lends the iterations of the template's loops whose reads are unchanged ({@link RenderMemo}).
    */
   public int[] encodeChat(ChatCompletionRequest chat, String key, String parentKey) {
     if (chat.promptTokenIds() != null) {
       return chat.promptTokenIds().toArray();
     }
-    return tokenizer.encodeRendered(render(chat), prefixes, key, parentKey);
+    if (key == null || !prefixes.keeps()) {
+      return tokenizer.encodeRendered(render(chat), prefixes, key, parentKey);
+    }
+    ChatTemplate.Rendered rendered = render(chat, prefixes.renderMemo(key, parentKey), true);
+    prefixes.countIterations(rendered.reusedIterations(), rendered.renderedIterations());
+    return tokenizer.encodeRendered(rendered.text(), rendered.memo(), prefixes, key, parentKey);
   }
 
   private ChatTemplate requestTemplate(String source) {

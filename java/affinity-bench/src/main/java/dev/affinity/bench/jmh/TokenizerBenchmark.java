@@ -48,6 +48,8 @@ public class TokenizerBenchmark {
   private String rendered;
   /** Two next turns of the conversation, rendered: each differs from the other in its last message. */
   private String[] turns;
+  /** What the render of the conversation's turn before did in its template's loops. */
+  private dev.affinity.tokenizer.RenderMemo memo;
   private final PromptPrefixes prefixes = new PromptPrefixes(PromptPrefixes.DEFAULT_BUDGET_BYTES);
   private long turn;
 
@@ -59,6 +61,8 @@ public class TokenizerBenchmark {
     rustTokenizer = ModelTokenizer.load(Path.of(dir), false);
     history = conversation(tokens);
     rendered = tokenizer.renderChat(input(history, "first"));
+    ChatInput first = input(history, "first");
+    memo = tokenizer.chatTemplates().orElseThrow().forInput(first).render(first, null).memo();
     turns = new String[] {tokenizer.renderChat(input(history, "question a")),
         tokenizer.renderChat(input(history, "question b"))};
   }
@@ -112,6 +116,17 @@ public class TokenizerBenchmark {
   @Benchmark
   public String render() {
     return tokenizer.renderChat(input(history, "question " + (turn++)));
+  }
+
+  /**
+   * The template alone, reusing the last turn's loop iterations ({@link dev.affinity.tokenizer.RenderMemo}): a next
+   * turn (its last question differs) from the memo of the turn before.
+   */
+  @Benchmark
+  public String renderWithMemo() {
+    ChatInput in = input(history, "question " + (turn++));
+    dev.affinity.tokenizer.ChatTemplate t = tokenizer.chatTemplates().orElseThrow().forInput(in);
+    return t.render(in, memo).text();
   }
 
   /** Render, then encode the whole prompt (no cache): what re-tokenizing the history every turn costs. */

@@ -9,7 +9,8 @@ import java.util.function.ToDoubleFunction;
 /**
  * The frontend's per-conversation prompt prefixes ({@link PromptPrefixes}) in {@code /metrics}: how many conversations
  * are kept and the memory they take (against {@code affinity.prompt_prefix_bytes}), how many turns reused a prefix,
- * how many ids came from kept prefixes and how many were encoded, and the conversations dropped for room.
+ * how many ids came from kept prefixes and how many were encoded, how many iterations of the chat template's loops
+ * were taken from the last render, and the conversations dropped for room.
  */
 public final class PromptPrefixMeters {
   private PromptPrefixMeters() {}
@@ -29,6 +30,12 @@ public final class PromptPrefixMeters {
         "Prompt ids taken from kept prefixes (reused) or encoded (encoded)");
     counter(registry, "affinity.prompt.prefix.tokens", "source", "encoded", p -> p.stats().encodedTokens(), prefixes,
         "Prompt ids taken from kept prefixes (reused) or encoded (encoded)");
+    counter(registry, "affinity.prompt.prefix.template_iterations", "source", "reused",
+        p -> p.stats().reusedIterations(), prefixes,
+        "Iterations of the chat template's loops taken from the conversation's last render (reused) or rendered");
+    counter(registry, "affinity.prompt.prefix.template_iterations", "source", "rendered",
+        p -> p.stats().renderedIterations(), prefixes,
+        "Iterations of the chat template's loops taken from the conversation's last render (reused) or rendered");
     FunctionCounter.builder("affinity.prompt.prefix.evictions", prefixes, p -> p.stats().evictions())
         .description("Kept prompts dropped to stay within affinity.prompt_prefix_bytes").register(registry);
   }

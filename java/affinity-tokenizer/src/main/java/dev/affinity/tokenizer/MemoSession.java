@@ -1,0 +1,444 @@
+package dev.affinity.tokenizer;
+
+import com.hubspot.jinjava.interpret.Context;
+import com.hubspot.jinjava.lib.fn.Functions;
+import com.hubspot.jinjava.objects.Namespace;
+import com.hubspot.jinjava.objects.collections.PyList;
+import com.hubspot.jinjava.tree.TagNode;
+import com.hubspot.jinjava.util.ForLoop;
+import java.util.AbstractList;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One render that reuses the iterations of the conversation's last render ({@link RenderMemo}) and records its own
+ * for the next. The template's top-level {@code for} loops ({@link MemoForTag}) ask it for the last render's
+ * iterations and record each iteration they render: every read that leaves the loop's scope (the render's context,
+ * {@link Recording#name}), every loop variable read ({@link CallLookups}), every {@code messages[i]} and
+ * {@code messages|length} ({@link MessageList}), every namespace attribute read before the iteration wrote it
+ * ({@link MemoNamespace}). What the recording cannot see makes the iteration one that is never reused: a method
+ * called on anything but a string or a plain read of a map or list ({@code list.append}, {@code loop.cycle}), a
+ * namespace made inside it, {@code strftime_now}, an error. One per render, on the rendering thread.
+ */
+final class MemoSession implements AutoCloseable {
+  private static final ThreadLocal<MemoSession> CURRENT = new ThreadLocal<>();
+
+  private final ChatTemplate template;
+  private final RenderMemo previous;
+  private final MessageList messages;
+  private final Context outside;
+  private final IdentityHashMap<TagNode, List<RenderMemo.Iteration[]>> loops = new IdentityHashMap<>();
+  private final List<MemoNamespace> namespaces = new ArrayList<>();
+  private final IdentityHashMap<RenderMemo.Iteration[], Run> runs = new IdentityHashMap<>();
+  private Recording recording;
+  private int depth;
+  private long reused;
+  private long rendered;
+
+  private MemoSession(ChatTemplate template, RenderMemo previous, List<?> messages, Context outside) {
+    this.template = template;
+    this.previous = previous;
+    this.messages = new MessageList(messages, this);
+    this.outside = outside;
+  }
+
+  /** Starts the render's session on this thread; {@code outside} is the render's own context. */
+  static MemoSession open(ChatTemplate template, RenderMemo previous, List<?> messages, Context outside) {
+    MemoSession s = new MemoSession(template, previous, messages, outside);
+    CURRENT.set(s);
+    return s;
+  }
+
+  /** The session of the render on this thread, or null. */
+  static MemoSession current() {
+    return CURRENT.get();
+  }
+
+  @Override
+  public void close() {
+    CURRENT.remove();
+  }
+
+  /** What the render bound as {@code messages}. */
+  MessageList messages() {
+    return messages;
+  }
+
+  /** The value of a template variable outside every loop's scope, as the render's context holds it now. */
+  Object outside(String name) {
+    return outside.get(name);
+  }
+
+  /** The iteration being recorded, or null. */
+  Recording recording() {
+    return recording;
+  }
+
+  /** The {@code ordinal}-th namespace this render made, or null. */
+  MemoNamespace namespace(int ordinal) {
+    return ordinal < namespaces.size() ? namespaces.get(ordinal) : null;
+  }
+
+  /** Loop nesting: only loops outside every other loop are memoized. */
+  int enterLoop() {
+    return depth++;
+  }
+
+  void exitLoop() {
+    depth--;
+  }
+
+  /** The last render's iterations of this run of {@code node} (null: none), and the run's index. */
+  int nextRun(TagNode node) {
+    return loops.computeIfAbsent(node, n -> new ArrayList<>()).size();
+  }
+
+  RenderMemo.Iteration[] previousRun(TagNode node, int run) {
+    return previous == null ? null : previous.run(template, node, run);
+  }
+
+  /** A run's iterations, its output and where each iteration's output starts in it. */
+  void keepRun(TagNode node, List<RenderMemo.Iteration> iterations, String output, int[] starts) {
+    RenderMemo.Iteration[] run = iterations.toArray(new RenderMemo.Iteration[0]);
+    loops.get(node).add(run);
+    runs.put(run, new Run(iterations.size() == starts.length ? output : null, starts));
+  }
+
+  private record Run(String output, int[] starts) {}
+
+  void countReused() {
+    reused++;
+  }
+
+  void countRendered() {
+    rendered++;
+  }
+
+  long reused() {
+    return reused;
+  }
+
+  long rendered() {
+    return rendered;
+  }
+
+  /** Starts recording an iteration whose loop's scope holds {@code scope} (the item named {@code itemName}). */
+  Recording record(ForLoop loop, Context scope, String itemName) {
+    recording = new Recording(loop, scope, itemName);
+    return recording;
+  }
+
+  void stopRecording() {
+    recording = null;
+  }
+
+  /**
+   * The memo of this render, for the conversation's next. The outputs of a run that lies whole within the render's
+   * text ({@code text}, kept with the memo: a top-level loop's output goes to it as it is) are read from there, not
+   * kept twice; the others are kept as strings of their own.
+   */
+  RenderMemo memo(String text) {
+    for (List<RenderMemo.Iteration[]> byNode : loops.values()) {
+      for (RenderMemo.Iteration[] run : byNode) {
+        Run r = runs.get(run);
+        int at = r == null || r.output == null ? -1 : text.indexOf(r.output);
+        for (int i = 0; i < run.length; i++) {
+          if (run[i] != null && run[i].source() != null) {
+            run[i] = at >= 0 && i < r.starts.length ? run[i].within(text, at + r.starts[i]) : run[i].owned();
+          }
+        }
+      }
+    }
+    return new RenderMemo(template, loops);
+  }
+
+  /** Hugging Face's {@code namespace(...)} (jinjava's), numbered in the order the render makes them. */
+  public static Namespace namespace(Object... args) {
+    Namespace made = Functions.createNamespace(args);
+    MemoSession s = CURRENT.get();
+    if (s == null) {
+      return made;
+    }
+    if (s.recording != null) {
+      s.recording.opaque();  // a namespace made inside an iteration: the next render's numbering would differ
+    }
+    MemoNamespace ns = new MemoNamespace(made.toMap(), s, s.namespaces.size());
+    s.namespaces.add(ns);
+    return ns;
+  }
+
+  /** Marks the iteration being recorded, if any, as one that is never reused. */
+  static void opaqueCall() {
+    MemoSession s = CURRENT.get();
+    if (s != null && s.recording != null) {
+      s.recording.opaque();
+    }
+  }
+
+  /** What one iteration read and whether it can be reused. */
+  final class Recording {
+    private final ForLoop loop;
+    private final Context scope;
+    private final String itemName;
+    private final Map<String, Object> start;
+    private final Map<?, ?> macros;
+    private final List<RenderMemo.Read> reads = new ArrayList<>();
+    private final Map<MemoNamespace, Set<String>> written = new IdentityHashMap<>();
+    private boolean counted;
+    private boolean opaque;
+
+    private Recording(ForLoop loop, Context scope, String itemName) {
+      this.loop = loop;
+      this.scope = scope;
+      this.itemName = itemName;
+      this.start = new HashMap<>(scope.getScope());
+      this.macros = macrosOf(scope);
+    }
+
+    /** Never reuse this iteration. */
+    void opaque() {
+      opaque = true;
+    }
+
+    /** A template variable read from the render's context (it was in no loop's scope). */
+    void name(String name, Object value) {
+      reads.add(new RenderMemo.NameRead(name, RenderMemo.norm(value)));
+    }
+
+    /** A variable of a for loop read: this loop's is a read; an inner loop's is the iteration's own. */
+    void loopAttribute(ForLoop l, String attribute, Object value) {
+      if (l != loop) {
+        return;
+      }
+      if (value == null) {
+        opaque = true;
+      } else {
+        reads.add(new RenderMemo.LoopRead(attribute, value));
+      }
+    }
+
+    void message(int index, Object message) {
+      reads.add(new RenderMemo.MessageRead(index, message));
+    }
+
+    void messageCount(int count) {
+      if (!counted) {
+        counted = true;
+        reads.add(new RenderMemo.MessageCount(count));
+      }
+    }
+
+    void namespaceRead(MemoNamespace ns, Object attribute, Object value) {
+      Set<String> w = written.get(ns);
+      if (!(attribute instanceof String a)) {
+        opaque = true;
+      } else if (w == null || !w.contains(a)) {
+        reads.add(new RenderMemo.NamespaceRead(ns.ordinal, a, RenderMemo.norm(value)));
+      }
+    }
+
+    void namespaceWrite(MemoNamespace ns, Object attribute) {
+      if (attribute instanceof String a) {
+        written.computeIfAbsent(ns, n -> new java.util.HashSet<>()).add(a);
+      } else {
+        opaque = true;
+      }
+    }
+
+    /** The macros defined in the loop's scope (a copy; read without making the map, as jinjava's getter would). */
+    private static Map<?, ?> macrosOf(Context scope) {
+      Object m = scope.getScope().get(Context.GLOBAL_MACROS_SCOPE_KEY);
+      return m instanceof Map<?, ?> map ? new HashMap<>(map) : Map.of();
+    }
+
+    private boolean sameMacros() {
+      Map<?, ?> now = macrosOf(scope);
+      if (now.size() != macros.size()) {
+        return false;
+      }
+      for (Map.Entry<?, ?> e : now.entrySet()) {
+        if (macros.get(e.getKey()) != e.getValue()) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    /** The iteration as the next render may reuse it, or null when it may not. */
+    RenderMemo.Iteration finish(Object item, String output) {
+      if (opaque || !sameMacros()) {
+        return null;  // a macro defined in the iteration keeps its scope: replaying the output would not define it
+      }
+      List<String> carriedNames = new ArrayList<>();
+      List<Object> carriedValues = new ArrayList<>();
+      for (Map.Entry<String, Object> e : start.entrySet()) {
+        if (!e.getKey().equals(itemName) && !e.getKey().equals("loop")) {
+          carriedNames.add(e.getKey());
+          carriedValues.add(RenderMemo.norm(e.getValue()));
+        }
+      }
+      List<String> names = new ArrayList<>();
+      List<Object> values = new ArrayList<>();
+      for (Map.Entry<String, Object> e : scope.getScope().entrySet()) {
+        String k = e.getKey();
+        Object v = e.getValue();
+        if (k.equals(itemName) || k.equals("loop") || start.containsKey(k) && start.get(k) == v) {
+          continue;
+        }
+        if (v instanceof MemoNamespace || v instanceof MessageList || v instanceof ForLoop
+            || k.equals(Context.GLOBAL_MACROS_SCOPE_KEY)) {
+          return null;  // a reference into this render (a macro keeps its scope): the next render's is another
+        }
+        names.add(k);
+        values.add(v);
+      }
+      List<RenderMemo.NamespaceWrite> nsWrites = new ArrayList<>();
+      for (Map.Entry<MemoNamespace, Set<String>> e : written.entrySet()) {
+        for (String a : e.getValue()) {
+          Object v = e.getKey().rawGet(a);
+          if (v instanceof MemoNamespace || v instanceof MessageList || v instanceof ForLoop) {
+            return null;
+          }
+          nsWrites.add(new RenderMemo.NamespaceWrite(e.getKey().ordinal, a, v));
+        }
+      }
+      return new RenderMemo.Iteration(item, carriedNames.toArray(new String[0]), carriedValues.toArray(),
+          reads.toArray(new RenderMemo.Read[0]), output, names.toArray(new String[0]), values.toArray(),
+          nsWrites.toArray(new RenderMemo.NamespaceWrite[0]));
+    }
+  }
+
+  /**
+   * The render's {@code messages}, a jinjava list as any list it is handed becomes: while an iteration is recorded,
+   * every element and every size read through it is a read of the iteration (what jinjava's own size checks read
+   * too: the element read by an index is read as that element, {@link CallLookups}).
+   */
+  static final class MessageList extends PyList {
+    private final List<Object> raw;
+    private final MemoSession session;
+    private final List<Object> recorded = new AbstractList<>() {
+      @Override
+      public Object get(int index) {
+        Recording r = session.recording;
+        if (r != null) {
+          if (index >= 0 && index < raw.size()) {
+            r.message(index, raw.get(index));
+          } else {
+            r.messageCount(raw.size());
+          }
+        }
+        return raw.get(index);
+      }
+
+      @Override
+      public int size() {
+        Recording r = session.recording;
+        if (r != null) {
+          r.messageCount(raw.size());
+        }
+        return raw.size();
+      }
+
+      @Override
+      public Object set(int index, Object element) {
+        return raw.set(index, element);
+      }
+
+      @Override
+      public void add(int index, Object element) {
+        raw.add(index, element);
+      }
+
+      @Override
+      public Object remove(int index) {
+        return raw.remove(index);
+      }
+    };
+
+    @SuppressWarnings("unchecked")
+    MessageList(List<?> raw, MemoSession session) {
+      super((List<Object>) raw);
+      this.raw = (List<Object>) raw;
+      this.session = session;
+    }
+
+    List<Object> raw() {
+      return raw;
+    }
+
+    @Override
+    protected List<Object> delegate() {
+      return session.recording != null ? recorded : raw;
+    }
+  }
+
+  /** A template's namespace: its reads and writes while an iteration is recorded are the iteration's. */
+  static final class MemoNamespace extends Namespace {
+    final int ordinal;
+    private final MemoSession session;
+
+    MemoNamespace(Map<String, Object> values, MemoSession session, int ordinal) {
+      super(values);
+      this.session = session;
+      this.ordinal = ordinal;
+    }
+
+    Object rawGet(String attribute) {
+      return delegate().get(attribute);
+    }
+
+    void rawPut(String attribute, Object value) {
+      delegate().put(attribute, value);
+    }
+
+    @Override
+    public Object get(Object key) {
+      Object v = super.get(key);
+      Recording r = session.recording;
+      if (r != null) {
+        r.namespaceRead(this, key, v);
+      }
+      return v;
+    }
+
+    @Override
+    public Object get(String key, Object defaultValue) {
+      Recording r = session.recording;
+      if (r != null) {
+        r.opaque();
+      }
+      return super.get(key, defaultValue);
+    }
+
+    @Override
+    public boolean containsKey(Object key) {
+      Recording r = session.recording;
+      if (r != null) {
+        r.namespaceRead(this, key, super.get(key));
+      }
+      return super.containsKey(key);
+    }
+
+    @Override
+    public Object put(String key, Object value) {
+      Recording r = session.recording;
+      if (r != null) {
+        r.namespaceWrite(this, key);
+      }
+      return super.put(key, value);
+    }
+
+    @Override
+    public void putAll(Map<? extends String, ? extends Object> m) {
+      Recording r = session.recording;
+      if (r != null) {
+        r.opaque();
+      }
+      super.putAll(m);
+    }
+  }
+}

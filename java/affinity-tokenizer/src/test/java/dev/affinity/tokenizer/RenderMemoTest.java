@@ -1,0 +1,293 @@
+package dev.affinity.tokenizer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@link RenderMemo}: a render that reuses the conversation's last render's loop iterations is the whole render,
+ * character for character, turn after turn; and it reuses what an agent's next turn leaves unchanged. The four
+ * families' real templates on agent conversations (tool calls and results, reasoning that Qwen3 drops from earlier
+ * turns, a system prompt, edits of earlier messages, retries, sub-agents forked from a turn), then templates written to
+ * read what the recording must see (the number of messages, a neighbour, namespaces written and read, loop variables,
+ * variables left by an earlier iteration, macros) or cannot (calls that change what they are called on).
+ */
+class RenderMemoTest {
+  private static final String[] WORDS = ("the a function returns value file test error build class method list map "
+      + "string if else for while return null true false import config router worker cache token prefix block "
+      + "<tool_response> </tool_response> <think> </think> \n \n\n").split(" ");
+
+  private static ChatTemplate family(String family) throws Exception {
+    Path config = TestModels.dir(family).resolve("tokenizer_config.json");
+    String source = new ObjectMapper().readTree(Files.readString(config)).get("chat_template").asText();
+    return ChatTemplate.compile(source, config.toString(), Map.of("bos_token", "<s>", "eos_token", "</s>"));
+  }
+
+  private static String words(Random r, int n) {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      out.append(WORDS[r.nextInt(WORDS.length)]).append(' ');
+    }
+    return out.toString();
+  }
+
+  private static Map<String, Object> message(Object... kv) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put((String) kv[i], kv[i + 1]);
+    }
+    m.putIfAbsent("media", List.of());
+    return m;
+  }
+
+  /** The next message of a random agent conversation: a question, an answer, a tool call and its result. */
+  private static List<Map<String, Object>> step(Random r, int turn, String family, boolean alternating) {
+    boolean deepseek = family.equals(TestModels.DEEPSEEK_V3);
+    if (alternating || r.nextInt(4) == 0) {
+      String answer = r.nextBoolean() ? "<think>\n" + words(r, 8) + "\n</think>\n\n" + words(r, 10) : words(r, 12);
+      Map<String, Object> a = message("role", "assistant", "content", answer);
+      if (!alternating && r.nextInt(3) == 0) {
+        a.put("reasoning_content", words(r, 5));
+      }
+      return List.of(message("role", "user", "content", r.nextInt(5) == 0
+          ? "<tool_response>" + words(r, 4) + "</tool_response>" : "question " + turn + " " + words(r, 10)), a);
+    }
+    List<Object> calls = new ArrayList<>();
+    int n = 1 + r.nextInt(2);
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Object args = deepseek ? "{\"path\": \"f" + turn + "\"}" : Map.of("path", "f" + turn + "_" + i);
+      calls.add(Map.of("id", "c" + turn + "_" + i, "type", "function", "function",
+          Map.of("name", "read_file", "arguments", args)));
+    }
+    out.add(message("role", "assistant", "content", deepseek ? null : r.nextBoolean() ? "" : words(r, 4),
+        "tool_calls", calls));
+    for (int i = 0; i < n; i++) {
+      out.add(message("role", "tool", "tool_call_id", "c" + turn + "_" + i, "content", words(r, 6 + r.nextInt(20))));
+    }
+    return out;
+  }
+
+  /** Each message a fresh map with the same values, as each turn's request is read anew. */
+  private static List<Map<String, Object>> copies(List<Map<String, Object>> messages) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    messages.forEach(m -> out.add(new LinkedHashMap<>(m)));
+    return out;
+  }
+
+  /** Renders with and without the memo; they must agree. Returns the memo render. */
+  private static ChatTemplate.Rendered check(ChatTemplate t, ChatInput input, RenderMemo memo, String what) {
+    String whole;
+    try {
+      whole = t.render(input);
+    } catch (TemplateException e) {
+      TemplateException again = assertThrows(TemplateException.class, () -> t.render(input, memo), what);
+      assertEquals(e.getMessage(), again.getMessage(), what);
+      return null;
+    }
+    ChatTemplate.Rendered r = t.render(input, memo);
+    assertEquals(whole, r.text(), what);
+    return r;
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {TestModels.QWEN3, TestModels.LLAMA3, TestModels.DEEPSEEK_V3, TestModels.GEMMA3})
+  void agentConversationsRenderedTurnByTurnAreTheWholeRender(String family) throws Exception {
+    ChatTemplate t = family(family);
+    boolean alternating = family.equals(TestModels.GEMMA3);  // user / model turns only
+    long reused = 0;
+    long rendered = 0;
+    for (int seed = 0; seed < 12; seed++) {
+      Random r = new Random(seed * 7919L + family.hashCode());
+      List<Map<String, Object>> messages = new ArrayList<>();
+      if (r.nextInt(4) != 0) {
+        messages.add(message("role", "system", "content", "You are an agent. " + words(r, 20)));
+      }
+      RenderMemo memo = null;
+      List<RenderMemo> earlier = new ArrayList<>();
+      for (int turn = 0; turn < 24; turn++) {
+        int edit = r.nextInt(10);
+        if (edit == 0 && messages.size() > 2) {  // an earlier message rewritten
+          int at = r.nextInt(messages.size());
+          Map<String, Object> m = new LinkedHashMap<>(messages.get(at));
+          m.put("content", m.get("content") == null ? null : m.get("content") + words(r, 2));
+          messages.set(at, m);
+        } else if (edit == 1 && messages.size() > 4) {  // cut back (a compaction, a retry of an earlier turn)
+          messages.subList(messages.size() - 2 - r.nextInt(2), messages.size()).clear();
+        } else if (edit != 2) {  // edit 2: the same conversation again
+          messages.addAll(step(r, turn, family, alternating));
+        }
+        Map<String, Object> kwargs = r.nextInt(6) == 0 ? Map.of("enable_thinking", false) : Map.of();
+        ChatInput input = new ChatInput(copies(messages), null, r.nextInt(5) != 0, kwargs);
+        String what = family + " seed " + seed + " turn " + turn;
+        ChatTemplate.Rendered out = check(t, input, memo, what);
+        if (out != null) {
+          memo = out.memo();
+          earlier.add(memo);
+          reused += out.reusedIterations();
+          rendered += out.renderedIterations();
+        }
+        if (r.nextInt(6) == 0 && !earlier.isEmpty()) {  // a sub-agent forked from an earlier turn: its memo
+          List<Map<String, Object>> fork = new ArrayList<>(messages.subList(0, messages.size() / 2));
+          fork.add(message("role", "user", "content", "sub-task " + words(r, 6)));
+          check(t, new ChatInput(copies(fork), null, true, Map.of()), earlier.get(r.nextInt(earlier.size())),
+              what + " (sub-agent)");
+        }
+      }
+    }
+    // Qwen3 walks the messages reversed first, and each of those iterations reads their number: every turn renders
+    // them all, so its main loop's reuse shows against half of what it renders
+    long walked = family.equals(TestModels.QWEN3) ? rendered / 2 : 0;
+    assertTrue(reused > rendered - walked, family + ": most iterations are reused, " + reused + " against " + rendered);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {TestModels.LLAMA3, TestModels.DEEPSEEK_V3, TestModels.GEMMA3, TestModels.QWEN3})
+  void aTurnThatAddsMessagesRendersOnlyWhatItsReadsChanged(String family) throws Exception {
+    ChatTemplate t = family(family);
+    boolean alternating = family.equals(TestModels.GEMMA3);
+    Random r = new Random(5);
+    List<Map<String, Object>> messages = new ArrayList<>();
+    for (int turn = 0; turn < 30; turn++) {
+      messages.addAll(step(r, turn, family, true));
+    }
+    RenderMemo memo = check(t, new ChatInput(copies(messages), null, true, Map.of()), null, family).memo();
+    int before = messages.size();
+    messages.addAll(step(r, 30, family, alternating));
+    ChatTemplate.Rendered next = check(t, new ChatInput(copies(messages), null, true, Map.of()), memo, family);
+    // the main loop renders what changed: the new messages and the one whose loop.last turned false; Qwen3 also
+    // walks its messages reversed (each iteration reads their number) and renders again the answers after the
+    // last question, which its new question moved
+    long bound = family.equals(TestModels.QWEN3) ? messages.size() + before / 2 + 4 : messages.size() - before + 3;
+    assertTrue(next.renderedIterations() <= bound, family + ": rendered " + next.renderedIterations());
+    long reusedAtLeast = family.equals(TestModels.QWEN3) ? before / 2 - 1 : before - 3;  // Qwen3: the questions
+    assertTrue(next.reusedIterations() >= reusedAtLeast, family + ": reused " + next.reusedIterations());
+  }
+
+  private static List<Map<String, Object>> chat(int n) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(message("role", i % 2 == 0 ? "user" : "assistant", "content", "m" + i));
+    }
+    return out;
+  }
+
+  /** Renders the conversation growing one message a turn, with and without the memo; returns iterations reused. */
+  private static long grow(String source, int turns) {
+    ChatTemplate t = ChatTemplate.compile(source, "test", Map.of("bos_token", "<s>"));
+    RenderMemo memo = null;
+    long reused = 0;
+    for (int n = 1; n <= turns; n++) {
+      ChatTemplate.Rendered out = check(t, new ChatInput(chat(n), null, true, Map.of()), memo, source + " n=" + n);
+      assertNotNull(out);
+      memo = out.memo();
+      reused += out.reusedIterations();
+    }
+    return reused;
+  }
+
+  @Test
+  void whatAnIterationReadsOutsideItsItemIsRead() {
+    // each template's output for an old message changes as the conversation grows: reusing it whole would be wrong
+    grow("{% for m in messages %}{{ m.content }}/{{ messages|length }};{% endfor %}", 8);
+    grow("{% for m in messages %}{{ m.content }}{% if loop.last %}!{% endif %};{% endfor %}", 8);
+    grow("{% for m in messages %}{{ loop.revindex }}{{ loop.length }}{{ m.content }};{% endfor %}", 8);
+    grow("{% for m in messages %}{{ m.content }}>{{ messages[loop.index0 + 1].content if not loop.last }};{% endfor %}",
+        8);
+    grow("{% for m in messages %}{{ m.content }}{{ messages[-1].content }};{% endfor %}", 8);
+    grow("{% set ns = namespace(last=-1) %}{% for m in messages %}{% if m.role == 'user' %}{% set ns.last = "
+        + "loop.index0 %}{% endif %}{% endfor %}{% for m in messages %}{{ m.content }}"
+        + "{% if loop.index0 >= ns.last %}*{% endif %};{% endfor %}", 8);
+    // a namespace written by one iteration and read by the next; a variable one iteration leaves for the next
+    grow("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ ns.n }}{% endfor %}"
+        + "{{ ns.n }}", 8);
+    grow("{% for m in messages %}{% if prev is defined %}{{ prev }}{% endif %}{% set prev = m.content %}"
+        + "{% endfor %}", 8);
+    // a macro reading a template variable; a variable set after the loop
+    grow("{% macro show(m) %}{{ bos_token }}{{ m.content }}{{ messages|length }}{% endmacro %}"
+        + "{% for m in messages %}{{ show(m) }}{% endfor %}", 8);
+    // nested loops, the inner one over all messages
+    grow("{% for m in messages %}{% for o in messages %}{{ o.content }}{% endfor %}|{% endfor %}", 6);
+  }
+
+  @Test
+  void iterationsThatReadOnlyTheirItemAreReused() {
+    long reused = grow("{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}"
+        + "{% if loop.first %}(first){% endif %}{% endfor %}{% if add_generation_prompt %}<a>{% endif %}", 10);
+    // turn n reuses its first n - 1 messages' iterations
+    assertEquals(9 * 10 / 2, reused);
+  }
+
+  @Test
+  void outputsWithinTheTextAreNotKeptTwice() {
+    ChatTemplate t = ChatTemplate.compile("{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+        + "{% endfor %}", "t", Map.of("bos_token", "<s>"));
+    List<Map<String, Object>> messages = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      messages.add(message("role", "user", "content", "m" + i + " " + "x".repeat(1000)));
+    }
+    ChatTemplate.Rendered first = t.render(new ChatInput(copies(messages), null, true, Map.of()), null);
+    assertTrue(first.memo().bytes() < first.text().length(), "kept within the text: " + first.memo().bytes());
+    messages.add(message("role", "user", "content", "next"));
+    ChatTemplate.Rendered next = t.render(new ChatInput(copies(messages), null, true, Map.of()), first.memo());
+    assertEquals(50, next.reusedIterations());
+    assertTrue(next.memo().bytes() < next.text().length(), "the reused ones too: " + next.memo().bytes());
+    // a loop whose output the template changes before it reaches the text keeps its own
+    ChatTemplate upper = ChatTemplate.compile("{% set body %}{% for m in messages %}{{ m.content }};{% endfor %}"
+        + "{% endset %}{{ body|upper }}", "u", Map.of());
+    ChatTemplate.Rendered u = upper.render(new ChatInput(copies(messages), null, true, Map.of()), null);
+    assertTrue(u.memo().bytes() > u.text().length(), "kept apart: " + u.memo().bytes());
+    assertTrue(grow("{% set body %}{% for m in messages %}{{ m.content }};{% endfor %}{% endset %}"
+        + "{{ body|upper }}", 6) > 0, "reused where the output is kept apart");
+  }
+
+  @Test
+  void callsThatChangeWhatTheyAreCalledOnAreNeverReused() {
+    String append = "{% set seen = [] %}{% for m in messages %}{% do seen.append(m.content) %}{{ seen|length }}"
+        + "{% endfor %}";
+    assertEquals(0, grow(append, 6));
+    assertEquals(0, grow("{% for m in messages %}{{ loop.cycle('a', 'b') }}{{ m.content }}{% endfor %}", 6));
+    assertEquals(0, grow("{% for m in messages %}{% set ns = namespace(x=m.content) %}{{ ns.x }}{% endfor %}", 6));
+    assertEquals(0, grow("{% for m in messages %}{% macro say() %}{{ m.content }}{% endmacro %}{{ say() }}"
+        + "{% endfor %}", 6));
+    // loop controls and the engine's random helpers: the template renders whole every time
+    assertEquals(0, grow("{% for m in messages %}{% if m.content == 'm3' %}{% break %}{% endif %}{{ m.content }}"
+        + "{% endfor %}", 6));
+  }
+
+  @Test
+  void aMemoOfAnotherTemplateIsNotUsed() {
+    ChatTemplate a = ChatTemplate.compile("{% for m in messages %}{{ m.content }}{% endfor %}", "a", Map.of());
+    ChatTemplate b = ChatTemplate.compile("{% for m in messages %}[{{ m.content }}]{% endfor %}", "b", Map.of());
+    ChatInput input = new ChatInput(chat(4), null, true, Map.of());
+    RenderMemo memo = a.render(input, null).memo();
+    ChatTemplate.Rendered out = b.render(input, memo);
+    assertEquals("[m0][m1][m2][m3]", out.text());
+    assertEquals(0, out.reusedIterations());
+    assertNull(a.render(input, null).memo().run(b, null, 0));
+  }
+
+  @Test
+  void aRaisedExceptionIsTheWholeRendersAgain() {
+    ChatTemplate t = ChatTemplate.compile("{% for m in messages %}{% if m.content == 'm3' %}"
+        + "{{ raise_exception('no m3') }}{% endif %}{{ m.content }}{% endfor %}", "t", Map.of());
+    RenderMemo memo = t.render(new ChatInput(chat(3), null, true, Map.of()), null).memo();
+    TemplateException e = assertThrows(TemplateException.class,
+        () -> t.render(new ChatInput(chat(4), null, true, Map.of()), memo));
+    assertEquals("no m3", e.getMessage());
+  }
+}
