@@ -72,8 +72,8 @@ final class CallLookups extends LookupResolver {
       return value;
     }
     MemoSession session = MemoSession.current();
-    if (session != null && session.recording() != null && !pure(base, method)) {
-      session.recording().opaque();
+    if (session != null && !pure(base, method)) {
+      session.impureCall(base);
     }
     return null;
   }

@@ -35,6 +35,7 @@ final class MemoSession implements AutoCloseable {
   private final List<MemoNamespace> namespaces = new ArrayList<>();
   private final IdentityHashMap<RenderMemo.Iteration[], Run> runs = new IdentityHashMap<>();
   private Recording recording;
+  private boolean mutating;
   private int depth;
   private long reused;
   private long rendered;
@@ -139,9 +140,13 @@ final class MemoSession implements AutoCloseable {
   /**
    * The memo of this render, for the conversation's next. The outputs of a run that lies whole within the render's
    * text ({@code text}, kept with the memo: a top-level loop's output goes to it as it is) are read from there, not
-   * kept twice; the others are kept as strings of their own.
+   * kept twice; the others are kept as strings of their own. None where the render called something that may
+   * have changed its input.
    */
   RenderMemo memo(String text) {
+    if (mutating) {
+      return null;
+    }
     for (List<RenderMemo.Iteration[]> byNode : loops.values()) {
       for (RenderMemo.Iteration[] run : byNode) {
         Run r = runs.get(run);
@@ -169,6 +174,19 @@ final class MemoSession implements AutoCloseable {
     MemoNamespace ns = new MemoNamespace(made.toMap(), s, s.namespaces.size());
     s.namespaces.add(ns);
     return ns;
+  }
+
+  /**
+   * A call that may change what it is called on: the iteration being recorded is never reused, and a call on a map or
+   * a list (perhaps the conversation's own messages, which the next turn's input reuses) leaves no memo at all.
+   */
+  void impureCall(Object base) {
+    if (recording != null) {
+      recording.opaque();
+    }
+    if (base instanceof Map<?, ?> || base instanceof List<?>) {
+      mutating = true;
+    }
   }
 
   /** Marks the iteration being recorded, if any, as one that is never reused. */

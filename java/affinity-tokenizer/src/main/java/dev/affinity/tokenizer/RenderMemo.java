@@ -23,10 +23,22 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
+  /** The request's messages and tools the render's input was made of, and that input (null: not known). */
+  private final List<?> sourceMessages;
+  private final Object sourceTools;
+  private final ChatInput input;
 
   RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
+    this(template, loops, null, null, null);
+  }
+
+  private RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops, List<?> sourceMessages,
+      Object sourceTools, ChatInput input) {
     this.template = template;
     this.loops = loops;
+    this.sourceMessages = sourceMessages;
+    this.sourceTools = sourceTools;
+    this.input = input;
     long b = 64;
     for (List<Iteration[]> runs : loops.values()) {
       for (Iteration[] run : runs) {
@@ -37,6 +49,28 @@ public final class RenderMemo {
       }
     }
     this.bytes = b;
+  }
+
+  /**
+   * The same memo, knowing that its render's {@code input} was made of the request's {@code messages} and
+   * {@code tools}: the next turn's input reuses what was made of the same messages ({@link OpenAiChat#toInput}).
+   */
+  RenderMemo withInput(List<?> messages, Object tools, ChatInput input) {
+    return new RenderMemo(template, loops, messages, tools, input);
+  }
+
+  /** The template input made of the request's {@code i}-th message, if that message is {@code message}; else null. */
+  Map<String, Object> inputOf(int i, Object message) {
+    if (sourceMessages == null || i >= sourceMessages.size() || i >= input.messages().size()) {
+      return null;
+    }
+    Object was = sourceMessages.get(i);
+    return was == message || was.equals(message) ? input.messages().get(i) : null;
+  }
+
+  /** The template's tools made of the request's {@code tools}, if those are the last render's; else null. */
+  List<Object> toolsOf(Object tools) {
+    return sourceMessages == null || tools == null || !tools.equals(sourceTools) ? null : input.tools();
   }
 
   /** The iterations of the {@code occurrence}-th run of loop {@code node} (null: none kept), for {@code t}'s renders. */

@@ -269,6 +269,71 @@ class RenderMemoTest {
         + "{% endfor %}", 6));
   }
 
+  @ParameterizedTest
+  @ValueSource(strings = {TestModels.QWEN3, TestModels.DEEPSEEK_V3})
+  void aRequestsTurnsThroughTheRendererAreTheWholeEncodingAndReuseTheLastTurnsInput(String family) throws Exception {
+    try (ModelTokenizer t = ModelTokenizer.load(TestModels.dir(family))) {
+      PromptRenderer keeping = new PromptRenderer(t, new PromptPrefixes(64L << 20));
+      PromptRenderer whole = new PromptRenderer(t);
+      dev.affinity.protocol.ProtocolCodec codec = new dev.affinity.protocol.ProtocolCodec();
+      ObjectMapper json = new ObjectMapper();
+      Random r = new Random(11);
+      List<Map<String, Object>> messages = new ArrayList<>();
+      messages.add(Map.of("role", "system", "content", "You are an agent. " + words(r, 20)));
+      List<Object> tools = List.of(Map.of("type", "function", "function", Map.of("name", "read_file",
+          "parameters", Map.of("type", "object", "properties", Map.of("path", Map.of("type", "string"))))));
+      dev.affinity.protocol.ChatCompletionRequest last = null;
+      for (int turn = 0; turn < 12; turn++) {
+        for (Map<String, Object> m : step(r, turn, family, false)) {
+          Map<String, Object> wire = new LinkedHashMap<>(m);
+          wire.remove("media");
+          if (wire.get("tool_calls") instanceof List<?> calls) {  // on the wire, arguments are a JSON string
+            List<Object> sent = new ArrayList<>();
+            for (Object c : calls) {
+              @SuppressWarnings("unchecked")
+              Map<String, Object> call = new LinkedHashMap<>((Map<String, Object>) c);
+              @SuppressWarnings("unchecked")
+              Map<String, Object> f = new LinkedHashMap<>((Map<String, Object>) call.get("function"));
+              f.put("arguments", f.get("arguments") instanceof String a ? a : json.writeValueAsString(f.get("arguments")));
+              call.put("function", f);
+              sent.add(call);
+            }
+            wire.put("tool_calls", sent);
+          }
+          messages.add(wire);
+        }
+        byte[] body = json.writeValueAsBytes(Map.of("model", "m", "messages", messages, "tools", tools));
+        dev.affinity.protocol.ChatCompletionRequest chat = codec.parseChatCompletionRequest(body);
+        String what = family + " turn " + turn;
+        assertEquals(java.util.Arrays.toString(whole.encodeChat(chat)),
+            java.util.Arrays.toString(keeping.encodeChat(chat, "c", null)), what);
+        RenderMemo memo = keeping.prefixes().renderMemo("c", null);
+        assertNotNull(memo, what);
+        if (last != null) {
+          // the same request's messages again: every map and the tools are the last render's
+          ChatInput again = OpenAiChat.toInput(chat, memo);
+          for (int i = 0; i < chat.messages().size(); i++) {
+            assertTrue(again.messages().get(i) == memo.inputOf(i, chat.messages().get(i)), what + " message " + i);
+          }
+          assertTrue(again.tools() == memo.toolsOf(chat.tools()), what);
+          assertEquals(OpenAiChat.toInput(chat).messages(), again.messages(), what);
+        }
+        last = chat;
+      }
+      assertTrue(keeping.prefixes().stats().reusedIterations() > 0, family);
+    }
+  }
+
+  @Test
+  void aRenderThatMayChangeItsInputLeavesNoMemo() {
+    // (the trial render at compile time has one user message: an unconditional change would fail it)
+    ChatTemplate t = ChatTemplate.compile("{% for m in messages %}{% if m.role == 'assistant' %}"
+        + "{% do m.update({'content': 'x'}) %}{% endif %}{{ m.content }}{% endfor %}", "t", Map.of());
+    ChatTemplate.Rendered r = t.render(new ChatInput(chat(3), null, true, Map.of()), null);
+    assertEquals("m0xm2", r.text());
+    assertNull(r.memo());
+  }
+
   @Test
   void aMemoOfAnotherTemplateIsNotUsed() {
     ChatTemplate a = ChatTemplate.compile("{% for m in messages %}{{ m.content }}{% endfor %}", "a", Map.of());
