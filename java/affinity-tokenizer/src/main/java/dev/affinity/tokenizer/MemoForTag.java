@@ -51,7 +51,7 @@ final class MemoForTag extends ForTag {
     try (JinjavaInterpreter.InterpreterScopeClosable c = interpreter.enterScope()) {
       Context scope = interpreter.getContext();
       scope.put(LOOP, loop);
-      StringBuilder buff = new StringBuilder();
+      StringBuilder buff = new StringBuilder(RenderMemo.outputLength(before) + 256);  // not grown a doubling at a time
       int[] starts = new int[items.size()];  // where each iteration's output starts in the run's
       boolean recording = true;
       int i = 0;

@@ -90,6 +90,17 @@ public final class RenderMemo {
     return bytes;
   }
 
+  /** How long the outputs of a run's kept iterations are together (0 for none). */
+  static int outputLength(Iteration[] run) {
+    long n = 0;
+    if (run != null) {
+      for (Iteration it : run) {
+        n += it == null ? 0 : it.end() - it.start();
+      }
+    }
+    return (int) Math.min(n, Integer.MAX_VALUE - 1024);
+  }
+
   /** A value read in an iteration, as it compares across renders: a namespace by its order of creation. */
   static Object norm(Object value) {
     if (value instanceof MemoSession.MemoNamespace ns) {
