@@ -42,11 +42,13 @@ public final class ChatTemplate {
 
   /**
    * What a template may call whose result the reuse of loop iterations cannot see as a read: jinjava's random, time
-   * and stateful helpers, and loop controls ({@code break} leaves the loop, which a reused iteration would not).
-   * A template that names any of them renders whole every time.
+   * and stateful helpers; loop controls ({@code break} leaves the loop, which a reused iteration would not); macros
+   * (which macro a name calls is looked up past the render's context, and a macro defined in one branch or another
+   * is not a read the memo compares). A template that uses any of them renders whole every time.
    */
   private static final java.util.regex.Pattern NOT_MEMOIZABLE = java.util.regex.Pattern.compile(
-      "\\b(random|shuffle|cycler|joiner|today|unixtimestamp|now)\\b|\\{%[-+]?\\s*(break|continue)\\b");
+      "\\b(random|shuffle|cycler|joiner|today|unixtimestamp)\\s*[(|]|\\|\\s*(random|shuffle)\\b"
+      + "|\\{%[-+]?\\s*(break|continue|macro|call)\\b");
 
   private final Jinjava jinjava;
   private final Node tree;
@@ -61,7 +63,7 @@ public final class ChatTemplate {
     this.source = source;
     this.origin = origin;
     this.specialTokens = specialTokens;
-    this.memoizable = !NOT_MEMOIZABLE.matcher(source.replace("strftime_now", "")).find();
+    this.memoizable = !NOT_MEMOIZABLE.matcher(source).find();
   }
 
   /** A render's text, and what the conversation's next render may reuse of it (null: nothing). */

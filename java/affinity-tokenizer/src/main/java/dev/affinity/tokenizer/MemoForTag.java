@@ -14,8 +14,8 @@ import java.util.List;
 /**
  * jinjava's {@code for}, which in a render with a {@link MemoSession} reuses the iterations of a top-level loop over a
  * list that the conversation's last render rendered with the same reads ({@link RenderMemo}), and records the ones it
- * renders. Everything else (nested loops, several loop variables, loops over maps, renders without a session) is
- * jinjava's own loop. An iteration renders as jinjava's does: the item and {@code loop} in the loop's scope, the
+ * renders. Everything else (nested loops, loops inside a macro, a call or a set block, several loop variables, loops
+ * over maps, renders without a session) is jinjava's own loop. An iteration renders as jinjava's does: the item and {@code loop} in the loop's scope, the
  * children in order, {@code continue} ending the iteration.
  */
 final class MemoForTag extends ForTag {
@@ -28,7 +28,10 @@ final class MemoForTag extends ForTag {
     }
     int depth = s.enterLoop();
     try {
-      if (depth > 0 || loopVars.size() != 1 || !(collection instanceof List<?> items)
+      // only a loop of the template's own level: inside a macro, a call block or a set block, its scope's parent
+      // holds arguments and variables whose reads the render's context never sees
+      if (depth > 0 || interpreter.getContext() != s.outsideContext() || loopVars.size() != 1
+          || !(collection instanceof List<?> items)
           || interpreter.isValidationMode() || interpreter.getConfig().getMaxOutputSize() > 0
           || interpreter.getConfig().getExecutionMode().useEagerParser()) {
         return super.renderForCollection(tagNode, interpreter, loopVars, collection);

@@ -74,6 +74,11 @@ final class MemoSession implements AutoCloseable {
     return outside.get(name);
   }
 
+  /** The render's own context (the template's top level). */
+  Context outsideContext() {
+    return outside;
+  }
+
   /** The iteration being recorded, or null. */
   Recording recording() {
     return recording;
@@ -304,12 +309,16 @@ final class MemoSession implements AutoCloseable {
       for (Map.Entry<String, Object> e : scope.getScope().entrySet()) {
         String k = e.getKey();
         Object v = e.getValue();
+        if (k.equals("loop") && v != loop) {
+          return null;  // {% set loop = ... %}: the next iteration reads it
+        }
         if (k.equals(itemName) || k.equals("loop") || start.containsKey(k) && start.get(k) == v) {
           continue;
         }
-        if (v instanceof MemoNamespace || v instanceof MessageList || v instanceof ForLoop
-            || k.equals(Context.GLOBAL_MACROS_SCOPE_KEY)) {
-          return null;  // a reference into this render (a macro keeps its scope): the next render's is another
+        if (!RenderMemo.immutable(v)) {
+          // a reference into this render (a namespace, a macro keeping its scope, a list the next render may change):
+          // replaying it would hand the next render this one's object
+          return null;
         }
         names.add(k);
         values.add(v);
@@ -318,7 +327,7 @@ final class MemoSession implements AutoCloseable {
       for (Map.Entry<MemoNamespace, Set<String>> e : written.entrySet()) {
         for (String a : e.getValue()) {
           Object v = e.getKey().rawGet(a);
-          if (v instanceof MemoNamespace || v instanceof MessageList || v instanceof ForLoop) {
+          if (!RenderMemo.immutable(v)) {
             return null;
           }
           nsWrites.add(new RenderMemo.NamespaceWrite(e.getKey().ordinal, a, v));
@@ -448,6 +457,74 @@ final class MemoSession implements AutoCloseable {
         r.namespaceWrite(this, key);
       }
       return super.put(key, value);
+    }
+
+    /** A read of the whole namespace (printed, serialized, iterated): not a read the memo can compare. */
+    private void whole() {
+      Recording r = session.recording;
+      if (r != null) {
+        r.opaque();
+      }
+    }
+
+    @Override
+    public java.util.Set<Map.Entry<String, Object>> entrySet() {
+      whole();
+      return super.entrySet();
+    }
+
+    @Override
+    public java.util.Set<String> keySet() {
+      whole();
+      return super.keySet();
+    }
+
+    @Override
+    public java.util.Collection<Object> values() {
+      whole();
+      return super.values();
+    }
+
+    @Override
+    public int size() {
+      whole();
+      return super.size();
+    }
+
+    @Override
+    public boolean isEmpty() {
+      whole();
+      return super.isEmpty();
+    }
+
+    @Override
+    public boolean containsValue(Object value) {
+      whole();
+      return super.containsValue(value);
+    }
+
+    @Override
+    public String toString() {
+      whole();
+      return super.toString();
+    }
+
+    @Override
+    public <T extends Appendable & CharSequence> T appendPyishString(T appendable) throws java.io.IOException {
+      whole();
+      return super.appendPyishString(appendable);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      whole();
+      return super.equals(o);
+    }
+
+    @Override
+    public int hashCode() {
+      whole();
+      return super.hashCode();
     }
 
     @Override

@@ -40,23 +40,12 @@ public final class OpenAiChat {
 
   /** The template input of a chat request. */
   public static ChatInput toInput(ChatCompletionRequest chat) {
-    return toInput(chat, null);
-  }
-
-  /**
-   * The template input of a chat request, taking from {@code previous} (the memo of the conversation's last render,
-   * null: none) what it made of the same messages and tools: a message equal to the last turn's at its index (the
-   * same object, where the frontend kept the turn) is the same map, and its tool calls' arguments are not parsed again.
-   */
-  static ChatInput toInput(ChatCompletionRequest chat, RenderMemo previous) {
     List<Map<String, Object>> messages = new ArrayList<>(chat.messages().size());
-    for (int i = 0; i < chat.messages().size(); i++) {
-      ChatMessage m = chat.messages().get(i);
-      Map<String, Object> made = previous == null ? null : previous.inputOf(i, m);
-      messages.add(made != null ? made : message(m));
+    for (ChatMessage m : chat.messages()) {
+      messages.add(message(m));
     }
-    List<Object> tools = previous == null ? null : previous.toolsOf(chat.tools());
-    if (tools == null && chat.tools() != null && chat.tools().isArray()) {
+    List<Object> tools = null;
+    if (chat.tools() != null && chat.tools().isArray()) {
       tools = new ArrayList<>();
       for (JsonNode t : chat.tools()) {
         tools.add(tool(t));

@@ -82,7 +82,7 @@ public final class PromptRenderer {
    * the template's loops where their reads are unchanged ({@link RenderMemo}) when {@code memo}.
    */
   private ChatTemplate.Rendered render(ChatCompletionRequest chat, RenderMemo previous, boolean memo) {
-    ChatInput input = OpenAiChat.toInput(chat, previous);
+    ChatInput input = OpenAiChat.toInput(chat);
     try {
       ChatTemplate template;
       if (chat.chatTemplate() != null) {
@@ -96,9 +96,7 @@ public final class PromptRenderer {
       if (!memo) {
         return new ChatTemplate.Rendered(template.render(input), null, 0, 0);
       }
-      ChatTemplate.Rendered r = template.render(input, previous);
-      return r.memo() == null ? r : new ChatTemplate.Rendered(r.text(),
-          r.memo().withInput(chat.messages(), chat.tools(), input), r.reusedIterations(), r.renderedIterations());
+      return template.render(input, previous);
     } catch (TemplateException e) {
       if (!e.raisedByTemplate()) {
         throw e;  // the engine's limit, not the client's fault: the caller decides

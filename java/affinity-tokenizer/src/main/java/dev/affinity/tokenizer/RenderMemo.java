@@ -23,22 +23,9 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
-  /** The request's messages and tools the render's input was made of, and that input (null: not known). */
-  private final List<?> sourceMessages;
-  private final Object sourceTools;
-  private final ChatInput input;
-
   RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
-    this(template, loops, null, null, null);
-  }
-
-  private RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops, List<?> sourceMessages,
-      Object sourceTools, ChatInput input) {
     this.template = template;
     this.loops = loops;
-    this.sourceMessages = sourceMessages;
-    this.sourceTools = sourceTools;
-    this.input = input;
     long b = 64;
     for (List<Iteration[]> runs : loops.values()) {
       for (Iteration[] run : runs) {
@@ -49,28 +36,6 @@ public final class RenderMemo {
       }
     }
     this.bytes = b;
-  }
-
-  /**
-   * The same memo, knowing that its render's {@code input} was made of the request's {@code messages} and
-   * {@code tools}: the next turn's input reuses what was made of the same messages ({@link OpenAiChat#toInput}).
-   */
-  RenderMemo withInput(List<?> messages, Object tools, ChatInput input) {
-    return new RenderMemo(template, loops, messages, tools, input);
-  }
-
-  /** The template input made of the request's {@code i}-th message, if that message is {@code message}; else null. */
-  Map<String, Object> inputOf(int i, Object message) {
-    if (sourceMessages == null || i >= sourceMessages.size() || i >= input.messages().size()) {
-      return null;
-    }
-    Object was = sourceMessages.get(i);
-    return was == message || was.equals(message) ? input.messages().get(i) : null;
-  }
-
-  /** The template's tools made of the request's {@code tools}, if those are the last render's; else null. */
-  List<Object> toolsOf(Object tools) {
-    return sourceMessages == null || tools == null || !tools.equals(sourceTools) ? null : input.tools();
   }
 
   /** The iterations of the {@code occurrence}-th run of loop {@code node} (null: none kept), for {@code t}'s renders. */
@@ -114,7 +79,50 @@ public final class RenderMemo {
 
   /** Whether a value read now is the one read before ({@link #norm normalized} both). */
   static boolean same(Object before, Object now) {
-    return before == now || Objects.equals(before, norm(now));
+    return before == now || equalInOrder(before, norm(now));
+  }
+
+  /**
+   * Equal, maps with their keys in the same order (a map's {@code equals} ignores the order, which {@code tojson} and
+   * a loop over its items print).
+   */
+  static boolean equalInOrder(Object a, Object b) {
+    if (a == b) {
+      return true;
+    }
+    if (a instanceof Map<?, ?> x && b instanceof Map<?, ?> y) {
+      if (x.size() != y.size()) {
+        return false;
+      }
+      var i = x.entrySet().iterator();
+      var j = y.entrySet().iterator();
+      while (i.hasNext()) {
+        var e = i.next();
+        var f = j.next();
+        if (!Objects.equals(e.getKey(), f.getKey()) || !equalInOrder(e.getValue(), f.getValue())) {
+          return false;
+        }
+      }
+      return true;
+    }
+    if (a instanceof List<?> x && b instanceof List<?> y) {
+      if (x.size() != y.size()) {
+        return false;
+      }
+      for (int k = 0; k < x.size(); k++) {
+        if (!equalInOrder(x.get(k), y.get(k))) {
+          return false;
+        }
+      }
+      return true;
+    }
+    return Objects.equals(a, b);
+  }
+
+  /** A value a replayed iteration may hand the next render as it is: one nothing can change. */
+  static boolean immutable(Object v) {
+    return v == null || v instanceof String || v instanceof Number || v instanceof Boolean || v instanceof Character
+        || v instanceof com.hubspot.jinjava.interpret.NullValue;
   }
 
   /** The render's {@code messages} (its reads are kept one by one). */
