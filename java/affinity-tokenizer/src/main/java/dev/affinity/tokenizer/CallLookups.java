@@ -55,9 +55,9 @@ final class CallLookups extends LookupResolver {
   }
 
   /**
-   * Calls a filter directly. Resolves no other call. In a render that reuses the last one's loop iterations, a call that may change what it is called
-   * on ({@code list.append}, {@code ns.update}, {@code loop.cycle}) makes the iteration being recorded one that is
-   * never reused: reusing its output would not redo the change.
+   * Calls a filter directly. Resolves no other call. In a render that reuses the last one's loop iterations, a call
+   * that may change what it is called on ({@code list.append}, {@code ns.update}, {@code loop.cycle}) makes the
+   * iteration being recorded one that is never reused: reusing its output would not redo the change.
    */
   @Override
   @SuppressWarnings("unchecked")

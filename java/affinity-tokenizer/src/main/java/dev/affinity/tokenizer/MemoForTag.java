@@ -74,16 +74,11 @@ final class MemoForTag extends ForTag {
           after.add(RenderMemo.Iteration.firstItemOnly(raw));
         }
         RenderMemo.Iteration prev = recording && before != null && i < before.length ? before[i] : null;
+        starts[i] = buff.length();
         if (!recording) {
-          for (Node node : tagNode.getChildren()) {
-            buff.append(String.valueOf(node.render(interpreter)));
-            if (loop.isContinued()) {
-              break;
-            }
-          }
+          renderBody(tagNode, interpreter, loop, buff);
           s.countRendered();
         } else if (prev != null && prev.holds(raw, itemName, scope, s, loop)) {
-          starts[i] = buff.length();
           prev.appendOutput(buff);
           prev.replay(scope, s);
           after.add(prev);
@@ -91,22 +86,14 @@ final class MemoForTag extends ForTag {
         } else {
           MemoSession.Recording r = s.record(loop, scope, itemName);
           int errors = interpreter.getErrors().size();
-          StringBuilder out = new StringBuilder();
           try {
-            for (Node node : tagNode.getChildren()) {
-              out.append(String.valueOf(node.render(interpreter)));
-              if (loop.isContinued()) {
-                r.opaque();
-                break;
-              }
+            if (renderBody(tagNode, interpreter, loop, buff)) {
+              r.opaque();
             }
           } finally {
             s.stopRecording();
           }
-          String output = out.toString();
-          starts[i] = buff.length();
-          buff.append(output);
-          after.add(interpreter.getErrors().size() == errors ? r.finish(raw, output) : null);
+          after.add(interpreter.getErrors().size() == errors ? r.finish(raw, buff.substring(starts[i])) : null);
           s.countRendered();
         }
         i++;
@@ -117,5 +104,16 @@ final class MemoForTag extends ForTag {
     } finally {
       interpreter.getContext().removeNonMetaContextVariables(loopVars);
     }
+  }
+
+  /** One iteration's children, in order, into {@code out}, as jinjava's loop renders them; true if it continued. */
+  private static boolean renderBody(TagNode tagNode, JinjavaInterpreter interpreter, ForLoop loop, StringBuilder out) {
+    for (Node node : tagNode.getChildren()) {
+      out.append(String.valueOf(node.render(interpreter)));
+      if (loop.isContinued()) {
+        return true;
+      }
+    }
+    return false;
   }
 }

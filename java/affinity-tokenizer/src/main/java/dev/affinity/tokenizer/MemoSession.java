@@ -33,7 +33,7 @@ final class MemoSession implements AutoCloseable {
   private final Context outside;
   private final IdentityHashMap<TagNode, List<RenderMemo.Iteration[]>> loops = new IdentityHashMap<>();
   private final List<MemoNamespace> namespaces = new ArrayList<>();
-  private final IdentityHashMap<RenderMemo.Iteration[], Run> runs = new IdentityHashMap<>();
+  private final List<Run> runs = new ArrayList<>();
   private Recording recording;
   private boolean mutating;
   private int depth;
@@ -98,11 +98,12 @@ final class MemoSession implements AutoCloseable {
     depth--;
   }
 
-  /** The last render's iterations of this run of {@code node} (null: none), and the run's index. */
+  /** The index of {@code node}'s run about to start (a loop may run more than once in a render). */
   int nextRun(TagNode node) {
     return loops.computeIfAbsent(node, n -> new ArrayList<>()).size();
   }
 
+  /** The last render's iterations of the {@code run}-th run of {@code node} (null: none). */
   RenderMemo.Iteration[] previousRun(TagNode node, int run) {
     return previous == null ? null : previous.run(template, node, run);
   }
@@ -111,10 +112,11 @@ final class MemoSession implements AutoCloseable {
   void keepRun(TagNode node, List<RenderMemo.Iteration> iterations, String output, int[] starts) {
     RenderMemo.Iteration[] run = iterations.toArray(new RenderMemo.Iteration[0]);
     loops.get(node).add(run);
-    runs.put(run, new Run(iterations.size() == starts.length ? output : null, starts));
+    runs.add(new Run(run, iterations.size() == starts.length ? output : null, starts));
   }
 
-  private record Run(String output, int[] starts) {}
+  /** A run's iterations (the array the memo keeps), its output (null: not one per item) and their starts in it. */
+  private record Run(RenderMemo.Iteration[] iterations, String output, int[] starts) {}
 
   void countReused() {
     reused++;
@@ -152,14 +154,12 @@ final class MemoSession implements AutoCloseable {
     if (mutating) {
       return null;
     }
-    for (List<RenderMemo.Iteration[]> byNode : loops.values()) {
-      for (RenderMemo.Iteration[] run : byNode) {
-        Run r = runs.get(run);
-        int at = r == null || r.output == null ? -1 : text.indexOf(r.output);
-        for (int i = 0; i < run.length; i++) {
-          if (run[i] != null && run[i].source() != null) {
-            run[i] = at >= 0 && i < r.starts.length ? run[i].within(text, at + r.starts[i]) : run[i].owned();
-          }
+    for (Run r : runs) {
+      RenderMemo.Iteration[] run = r.iterations();
+      int at = r.output() == null ? -1 : text.indexOf(r.output());
+      for (int i = 0; i < run.length; i++) {
+        if (run[i] != null && run[i].source() != null) {
+          run[i] = at >= 0 ? run[i].within(text, at + r.starts()[i]) : run[i].owned();
         }
       }
     }
@@ -183,7 +183,7 @@ final class MemoSession implements AutoCloseable {
 
   /**
    * A call that may change what it is called on: the iteration being recorded is never reused, and a call on a map or
-   * a list (perhaps the conversation's own messages, which the next turn's input reuses) leaves no memo at all.
+   * a list (perhaps one that an earlier iteration's recorded read still refers to) leaves no memo at all.
    */
   void impureCall(Object base) {
     if (recording != null) {

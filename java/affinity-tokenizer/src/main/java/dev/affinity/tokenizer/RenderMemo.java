@@ -23,6 +23,7 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
+
   RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
     this.template = template;
     this.loops = loops;
@@ -256,8 +257,8 @@ public final class RenderMemo {
     }
 
     long bytes() {
-      return 96 + (source == null || shared ? 0 : 2L * (end - start)) + 48L * (reads.length + carriedNames.length + writtenNames.length
-          + namespaceWrites.length);
+      return 96 + (source == null || shared ? 0 : 2L * (end - start))
+          + 48L * (reads.length + carriedNames.length + writtenNames.length + namespaceWrites.length);
     }
   }
 
