@@ -83,11 +83,7 @@ public interface PromptTokenizer {
       return c.promptText().map(String::length).orElse(0);
     }
     ChatCompletionRequest chat = (ChatCompletionRequest) request;
-    long chars = 0;
-    for (var m : chat.messages()) {
-      chars += m.contentText().length();
-    }
-    return chars;
+    return chat.contentChars();
   }
 
   /**

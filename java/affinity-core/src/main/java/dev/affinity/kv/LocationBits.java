@@ -1,14 +1,22 @@
 package dev.affinity.kv;
 
 import java.util.Arrays;
+import java.util.concurrent.locks.StampedLock;
 
 /**
  * Block key → set of location ids holding it, without boxing: 64 stripes, each an open-addressing
- * table (linear probing, backward-shift deletion) of keys with their bitset words stored inline
- * ({@code width} longs per entry, grown when a higher location id arrives). An entry exists exactly
- * while some bit is set, so an all-zero slot is an empty one. Each stripe is guarded by its own
- * lock; readers copy a key's words out under it. About 24 bytes per distinct key at 64 locations or
- * fewer, instead of ≈ 140 for a boxed concurrent map of copy-on-write arrays.
+ * table (linear probing, backward-shift deletion) whose entries are the key followed by its bitset
+ * words ({@code 1 + width} longs per entry, in one array so that a lookup touches one cache line;
+ * grown when a higher location id arrives). An entry exists exactly while some bit is set, so an
+ * all-zero entry is an empty one. About 24 bytes per distinct key at 64 locations or fewer, instead
+ * of ≈ 140 for a boxed concurrent map of copy-on-write arrays.
+ *
+ * <p>Each stripe has its own {@link StampedLock}: changes take its write lock; a lookup reads
+ * optimistically (no write to shared memory, so a prefix walk's lookups overlap their cache misses:
+ * a lock's atomic instruction orders every load behind it) and takes the read lock only when a change
+ * ran meanwhile. An optimistic read may see a table halfway through a change, so it bounds its probe
+ * and checks every index against the arrays it read; what it found counts only when the stamp still
+ * validates.
  */
 final class LocationBits {
   private static final int STRIPES = 64;
@@ -28,8 +36,11 @@ final class LocationBits {
   void set(long key, int location) {
     long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
-    synchronized (s) {
+    long stamp = s.lock.writeLock();
+    try {
       s.set(key, h, location);
+    } finally {
+      s.lock.unlockWrite(stamp);
     }
   }
 
@@ -37,8 +48,11 @@ final class LocationBits {
   void clear(long key, int location) {
     long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
-    synchronized (s) {
+    long stamp = s.lock.writeLock();
+    try {
       s.clear(key, h, location);
+    } finally {
+      s.lock.unlockWrite(stamp);
     }
   }
 
@@ -46,135 +60,177 @@ final class LocationBits {
   void copy(long key, long[] out) {
     long h = OpenAddressing.mix(key);
     Stripe s = stripe(h);
-    synchronized (s) {
+    long stamp = s.lock.tryOptimisticRead();
+    if (stamp != 0) {
       s.copy(key, h, out);
+      if (s.lock.validate(stamp)) {
+        return;
+      }
     }
+    stamp = s.lock.readLock();
+    try {
+      s.copy(key, h, out);
+    } finally {
+      s.lock.unlockRead(stamp);
+    }
+  }
+
+  /**
+   * Reads the key's home entry without a lock and returns what it read, so that the caller can read several keys'
+   * entries back to back before it looks them up: their cache misses overlap (Java has no prefetch).
+   */
+  long touch(long key) {
+    long h = OpenAddressing.mix(key);
+    Stripe s = stripe(h);
+    long[] t = s.table;
+    int i = (int) (((int) h & (s.capacity - 1)) * (long) s.stride);
+    return i >= 0 && i < t.length ? t[i] : 0;
   }
 
   /** Distinct keys held by at least one location. */
   int size() {
     int n = 0;
     for (Stripe s : stripes) {
-      synchronized (s) {
+      long stamp = s.lock.readLock();
+      try {
         n += s.size;
+      } finally {
+        s.lock.unlockRead(stamp);
       }
     }
     return n;
   }
 
-  /** One stripe: keys[slot], words[slot * width .. + width). */
+  /**
+   * One stripe: entry {@code e} is {@code table[e * stride]} (the key) and its {@code stride - 1} words after it. The
+   * fields change under the write lock only; {@link #copy} reads them without it too (see the class comment).
+   */
   private static final class Stripe {
-    long[] keys = new long[16];
-    long[] words = new long[16];
-    int width = 1;
+    final StampedLock lock = new StampedLock();
+    long[] table = new long[16 * 2];
+    int stride = 2;
+    int capacity = 16;
     int size;
 
-    private int mask() {
-      return keys.length - 1;
-    }
-
-    private boolean occupied(int slot) {
-      int base = slot * width;
-      for (int w = 0; w < width; w++) {
-        if (words[base + w] != 0) {
+    private static boolean occupied(long[] t, int base, int stride) {
+      for (int w = 1; w < stride; w++) {
+        if (t[base + w] != 0) {
           return true;
         }
       }
       return false;
     }
 
-    /** The slot holding {@code key}, or the empty slot where it would go. */
+    /** The entry holding {@code key}, or the empty one where it would go (under the write lock). */
     private int find(long key, long h) {
-      int slot = (int) h & mask();
-      while (occupied(slot) && keys[slot] != key) {
-        slot = (slot + 1) & mask();
+      int mask = capacity - 1;
+      int e = (int) h & mask;
+      while (occupied(table, e * stride, stride) && table[e * stride] != key) {
+        e = (e + 1) & mask;
       }
-      return slot;
+      return e;
     }
 
     void set(long key, long h, int location) {
       int word = location >>> 6;
-      if (word >= width) {
-        rebuild(keys.length, word + 1);
+      if (word + 1 >= stride) {
+        rebuild(capacity, word + 2);
       }
-      int slot = find(key, h);
-      if (!occupied(slot)) {
-        keys[slot] = key;
+      int e = find(key, h);
+      int base = e * stride;
+      if (!occupied(table, base, stride)) {
+        table[base] = key;
         size++;
       }
-      words[slot * width + word] |= 1L << location;
-      if (size * 2 > keys.length) {
-        rebuild(keys.length * 2, width);
+      table[base + 1 + word] |= 1L << location;
+      if (size * 2 > capacity) {
+        rebuild(capacity * 2, stride);
       }
     }
 
     void clear(long key, long h, int location) {
       int word = location >>> 6;
-      if (word >= width) {
+      if (word + 1 >= stride) {
         return;
       }
-      int slot = find(key, h);
-      if (!occupied(slot)) {
+      int e = find(key, h);
+      int base = e * stride;
+      if (!occupied(table, base, stride)) {
         return;
       }
-      words[slot * width + word] &= ~(1L << location);
-      if (!occupied(slot)) {
+      table[base + 1 + word] &= ~(1L << location);
+      if (!occupied(table, base, stride)) {
         size--;
-        shiftBack(slot);
+        shiftBack(e);
       }
     }
 
+    /**
+     * Copies the key's words into {@code out}; safe without the lock: the arrays and sizes are read once, the probe
+     * ends after every entry, and an inconsistent view (a change halfway) copies something the caller's validation
+     * throws away.
+     */
     void copy(long key, long h, long[] out) {
       Arrays.fill(out, 0);
-      int slot = find(key, h);
-      if (occupied(slot)) {
-        System.arraycopy(words, slot * width, out, 0, Math.min(width, out.length));
+      long[] t = table;
+      int st = stride;
+      int cap = capacity;
+      if (st < 2 || cap <= 0 || (long) cap * st > t.length || Integer.bitCount(cap) != 1) {
+        return;  // a view halfway through a rebuild
+      }
+      int mask = cap - 1;
+      int e = (int) h & mask;
+      for (int probes = 0; probes < cap; probes++) {
+        int base = e * st;
+        if (!occupied(t, base, st)) {
+          return;
+        }
+        if (t[base] == key) {
+          System.arraycopy(t, base + 1, out, 0, Math.min(st - 1, out.length));
+          return;
+        }
+        e = (e + 1) & mask;
       }
     }
 
-    /** Backward-shift deletion of the (now empty) slot {@code hole}: probe chains stay unbroken. */
+    /** Backward-shift deletion of the (now empty) entry {@code hole}: probe chains stay unbroken. */
     private void shiftBack(int hole) {
-      int mask = mask();
+      int mask = capacity - 1;
       int b = hole;
       while (true) {
         b = (b + 1) & mask;
-        if (!occupied(b)) {
+        if (!occupied(table, b * stride, stride)) {
           return;
         }
-        int home = (int) OpenAddressing.mix(keys[b]) & mask;
+        int home = (int) OpenAddressing.mix(table[b * stride]) & mask;
         if (OpenAddressing.fillsHole(hole, b, home)) {
-          keys[hole] = keys[b];
-          System.arraycopy(words, b * width, words, hole * width, width);
-          Arrays.fill(words, b * width, b * width + width, 0);
+          System.arraycopy(table, b * stride, table, hole * stride, stride);
+          Arrays.fill(table, b * stride, b * stride + stride, 0);
           hole = b;
         }
       }
     }
 
-    private void rebuild(int capacity, int newWidth) {
-      long[] oldKeys = keys;
-      long[] oldWords = words;
-      int oldWidth = width;
-      keys = new long[capacity];
-      words = new long[capacity * newWidth];
-      width = newWidth;
-      int mask = capacity - 1;
-      for (int slot = 0; slot < oldKeys.length; slot++) {
-        int base = slot * oldWidth;
-        boolean any = false;
-        for (int w = 0; w < oldWidth; w++) {
-          any |= oldWords[base + w] != 0;
-        }
-        if (!any) {
+    private void rebuild(int newCapacity, int newStride) {
+      long[] old = table;
+      int oldStride = stride;
+      int oldCapacity = capacity;
+      long[] t = new long[newCapacity * newStride];
+      int mask = newCapacity - 1;
+      for (int e = 0; e < oldCapacity; e++) {
+        int base = e * oldStride;
+        if (!occupied(old, base, oldStride)) {
           continue;
         }
-        int to = (int) OpenAddressing.mix(oldKeys[slot]) & mask;
-        while (occupied(to)) {
+        int to = (int) OpenAddressing.mix(old[base]) & mask;
+        while (occupied(t, to * newStride, newStride)) {
           to = (to + 1) & mask;
         }
-        keys[to] = oldKeys[slot];
-        System.arraycopy(oldWords, base, words, to * newWidth, oldWidth);
+        System.arraycopy(old, base, t, to * newStride, oldStride);
       }
+      table = t;
+      stride = newStride;
+      capacity = newCapacity;
     }
   }
 }

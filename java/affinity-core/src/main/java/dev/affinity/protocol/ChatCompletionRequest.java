@@ -194,6 +194,14 @@ public record ChatCompletionRequest(
   }
 
   /**
+   * The characters of every message's text content ({@link ChatMessage#contentText}), summed; a conversation's next
+   * turn counts only the messages it does not share with the last ({@link #withMessagesFollowing}).
+   */
+  public long contentChars() {
+    return ((Messages) messages).textChars();
+  }
+
+  /**
    * A copy with {@code newMessages}, the next turn of a conversation whose last request's messages were
    * {@code previous}: their JSON, once written, copies {@code previous}'s for the leading messages that are the same
    * objects (kept turns, {@code dev.affinity.admission.KeptTurns}).

@@ -29,6 +29,8 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
    * objects); dropped once this list's JSON is written, so that a conversation's turns do not hold each other.
    */
   private volatile Messages base;
+  /** {@code charsBefore[i]}: the content characters of the messages before {@code i}; null until counted. */
+  private volatile long[] charsBefore;
   /** How many leading messages this list shares with {@link #base}. */
   private final int shared;
 
@@ -64,6 +66,29 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
       n++;
     }
     return new Messages(list, p, n);
+  }
+
+  /**
+   * The characters of the messages' contents ({@link ChatMessage#contentText}), summed: counted once, and for the
+   * messages shared with the list this one follows taken from its count (admission reads it every request, and the
+   * history's 400 message objects cost ~0.3 ms a turn to visit, their cache misses).
+   */
+  long textChars() {
+    long[] c = charsBefore;
+    if (c == null) {
+      c = new long[list.size() + 1];
+      Messages b = base;
+      long[] known = b == null ? null : b.charsBefore;
+      int from = known == null ? 0 : Math.min(shared, known.length - 1);
+      if (from > 0) {
+        System.arraycopy(known, 0, c, 0, from + 1);
+      }
+      for (int i = from; i < list.size(); i++) {
+        c[i + 1] = c[i] + list.get(i).contentText().length();
+      }
+      charsBefore = c;
+    }
+    return c[c.length - 1];
   }
 
   @Override

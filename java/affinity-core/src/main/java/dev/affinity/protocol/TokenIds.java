@@ -234,6 +234,19 @@ public final class TokenIds {
     gen.writeRawValue(w.raw);
   }
 
+  /**
+   * The length of this sequence's kept JSON ({@link #jsonKept}) when {@code bytes} holds exactly it from {@code at}
+   * (compared at memory speed); -1 when it does not, or none is kept.
+   */
+  int keptJsonAt(byte[] bytes, int at) {
+    Written w = json;
+    if (w == null) {
+      return -1;
+    }
+    byte[] j = w.raw.bytes();
+    return at + j.length <= bytes.length && Arrays.equals(bytes, at, at + j.length, j, 0, j.length) ? j.length : -1;
+  }
+
   /** How many ids the JSON copied from {@code base}'s covers (whole chunks they share from the start); 0 without. */
   static int sharedChunks(int[] ids, TokenIds base) {
     Written w = base == null ? null : base.json;

@@ -73,4 +73,84 @@ class LocationBitsTest {
       assertArrayEquals(java.util.Arrays.copyOf(r.toLongArray(), 3), out, "key " + k);
     }
   }
+
+  /**
+   * Lookups without the lock (optimistic reads) never miss a key that stays: one thread sets a stripe's keys, whose
+   * homes crowd into a few of its entries (long probe chains), then clears them in order, each clear shifting the later
+   * keys back over its hole; another looks up keys not yet cleared, which must be found with exactly their location,
+   * every time. Rounds change the location (once past 64: the bitsets widen). Without the stamp's validation, or with a
+   * lookup that reads the table's fields inconsistently, it fails.
+   */
+  @Test
+  void lookupsWhileEntriesShiftBackFindEveryKeyThatStays() throws Exception {
+    long[] keys = new long[2_000];  // one stripe, homes in 256 of its 4,096 entries
+    for (long k = 1, n = 0; n < keys.length; k++) {
+      long h = OpenAddressing.mix(k);
+      if (h >>> 58 == 0 && (h & 4095) < 256) {
+        keys[(int) n++] = k;
+      }
+    }
+    LocationBits bits = new LocationBits();
+    java.util.concurrent.atomic.AtomicInteger round = new java.util.concurrent.atomic.AtomicInteger(-1);
+    java.util.concurrent.atomic.AtomicInteger cleared = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+    int rounds = 150;
+    java.util.function.IntUnaryOperator location = r -> r == rounds / 2 ? 200 : r % 64;
+    Thread writer = new Thread(() -> {
+      try {
+        for (int r = 0; r < rounds && failure.get() == null; r++) {
+          for (long k : keys) {
+            bits.set(k, location.applyAsInt(r));
+          }
+          cleared.set(0);
+          round.set(r);  // keys from cleared + 1 on are there until the round's next value
+          for (int i = 0; i < keys.length; i++) {
+            bits.clear(keys[i], location.applyAsInt(r));
+            cleared.set(i + 1);
+          }
+          round.set(-1);
+        }
+      } catch (Throwable t) {
+        failure.compareAndSet(null, t);
+      } finally {
+        round.set(Integer.MAX_VALUE);
+      }
+    });
+    long[] checked = new long[1];
+    Thread reader = new Thread(() -> {
+      long[] out = new long[4];
+      java.util.Random random = new java.util.Random(5);
+      try {
+        while (round.get() != Integer.MAX_VALUE && failure.get() == null) {
+          int i = random.nextInt(keys.length);
+          int before = round.get();
+          bits.touch(keys[(i + 1) % keys.length]);
+          bits.copy(keys[i], out);
+          int c = cleared.get();
+          if (before < 0 || before == Integer.MAX_VALUE || round.get() != before || i <= c) {
+            continue;  // not a key known to stay through the lookup
+          }
+          checked[0]++;
+          int loc = location.applyAsInt(before);
+          long[] expected = new long[4];
+          expected[loc >>> 6] = 1L << loc;
+          if (!java.util.Arrays.equals(expected, out)) {
+            throw new AssertionError("round " + before + ", key " + i + " (" + c + " cleared): "
+                + java.util.Arrays.toString(out));
+          }
+        }
+      } catch (Throwable t) {
+        failure.compareAndSet(null, t);
+      }
+    });
+    writer.start();
+    reader.start();
+    writer.join();
+    reader.join();
+    if (failure.get() != null) {
+      throw new AssertionError(failure.get());
+    }
+    assertEquals(0, bits.size());
+    org.junit.jupiter.api.Assertions.assertTrue(checked[0] > 0, "some lookups were of keys that stayed");
+  }
 }

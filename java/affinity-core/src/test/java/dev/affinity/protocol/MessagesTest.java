@@ -44,7 +44,9 @@ class MessagesTest {
   /**
    * A request's messages that follow the last turn's ({@link ChatCompletionRequest#withMessagesFollowing}) write the
    * JSON the same messages write alone, whatever they share with the last turn: the same objects from the start,
-   * equal objects that are not the same, none, all of them, more; whether the last turn's JSON was written or not.
+   * equal objects that are not the same, none, all of them, more; whether the last turn's JSON was written or not. Their
+   * content characters ({@link ChatCompletionRequest#contentChars}), taken in part from the last turn's count when it
+   * was counted, are the sum over the messages.
    */
   @Test
   void messagesThatFollowTheLastTurnsWriteTheSameJsonAsAlone() {
@@ -66,12 +68,21 @@ class MessagesTest {
       ChatCompletionRequest next = last == null ? fresh.withMessages(messages)
           : fresh.withMessagesFollowing(last.messages(), messages);
       ChatCompletionRequest alone = fresh.withMessages(new java.util.ArrayList<>(messages));
+      long chars = messages.stream().mapToLong(m -> m.contentText().length()).sum();
+      boolean countFirst = r.nextBoolean();  // counted before the JSON is written (as admission does), after, or never
+      if (countFirst) {
+        assertEquals(chars, next.contentChars(), "turn " + turn);
+      }
       if (r.nextInt(5) > 0) {  // written by the turn's first leg, copied by the second; else never written
         for (int leg = 0; leg < 2; leg++) {
           assertEquals(new String(CODEC.toJsonBytes(alone), StandardCharsets.UTF_8),
               new String(CODEC.toJsonBytes(next), StandardCharsets.UTF_8), "turn " + turn);
         }
       }
+      if (!countFirst && r.nextBoolean()) {
+        assertEquals(chars, next.contentChars(), "turn " + turn);
+      }
+      assertEquals(chars, alone.contentChars());
       last = next;
     }
   }

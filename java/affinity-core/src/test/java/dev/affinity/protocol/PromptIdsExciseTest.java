@@ -46,7 +46,7 @@ class PromptIdsExciseTest {
       }
       String answer = "{" + ws(r) + String.join("," + ws(r), fields) + ws(r) + "}";
       byte[] bytes = answer.getBytes(StandardCharsets.UTF_8);
-      JsonNode out = JSON.readTree(ResponseScan.withoutPromptIds(bytes));
+      JsonNode out = JSON.readTree(ResponseScan.withoutPromptIds(bytes, null));
       ObjectNode expected = (ObjectNode) JSON.readTree(bytes);
       expected.putArray("prompt_token_ids");
       assertEquals(expected, out, answer);
@@ -59,8 +59,45 @@ class PromptIdsExciseTest {
         "{\"prompt_token_ids\":[1,\"2\"]}", "{\"prompt_token_ids\":null}", "{\"prompt_token_ids\":[1.5]}",
         "{\"a\":{\"prompt_token_ids\":[1]}}", "{\"a\":\"\\\"prompt_token_ids\\\":[1]\"}", "{\"prompt_token_ids\":[1,2"}) {
       byte[] bytes = answer.getBytes(StandardCharsets.UTF_8);
-      assertSame(bytes, ResponseScan.withoutPromptIds(bytes), answer);
+      assertSame(bytes, ResponseScan.withoutPromptIds(bytes, null), answer);
     }
+  }
+
+  /**
+   * A leg's ids whose JSON is kept: where the answer spells them as the leg did, the array's end is found by comparing
+   * (the same result as reading it); any other spelling, other ids, a longer or shorter array, or ids cut short are read,
+   * as without them.
+   */
+  @Test
+  void theSentIdsSpelledAsSentAreFoundByComparingAndAnythingElseIsRead() throws Exception {
+    Random r = new Random(47);
+    int[] sent = new int[3000];
+    for (int i = 0; i < sent.length; i++) {
+      sent[i] = r.nextInt(200_000);
+    }
+    TokenIds ids = TokenIds.of(sent);
+    String spelled = new String(JSON.writeValueAsBytes(ids), StandardCharsets.UTF_8);
+    org.junit.jupiter.api.Assertions.assertTrue(ids.jsonKept());
+    String spaced = spelled.replace(",", ", ");
+    String longer = spelled.replace("]", ",7]");
+    String shorter = spelled.substring(0, spelled.lastIndexOf(',')) + "]";
+    String other = "[" + (sent[0] + 1) + spelled.substring(spelled.indexOf(','));
+    String cut = spelled.substring(0, spelled.length() / 2);
+    for (String array : new String[] {spelled, spaced, longer, shorter, other, cut, "[]", "[1,\"2\"]"}) {
+      for (String after : new String[] {"", ",\"usage\":{\"prompt_tokens\":3000}", " "}) {
+        String answer = "{\"id\":\"x\",\"choices\":[],\"prompt_token_ids\":" + array + after + "}";
+        byte[] bytes = answer.getBytes(StandardCharsets.UTF_8);
+        byte[] withIds = ResponseScan.withoutPromptIds(bytes, ids);
+        assertEquals(new String(ResponseScan.withoutPromptIds(bytes, null), StandardCharsets.UTF_8),
+            new String(withIds, StandardCharsets.UTF_8), array.length() > 40 ? array.substring(0, 40) : array);
+      }
+    }
+    byte[] asSent = ("{\"prompt_token_ids\":" + spelled + "}").getBytes(StandardCharsets.UTF_8);
+    assertEquals("{\"prompt_token_ids\":[]}", new String(ResponseScan.withoutPromptIds(asSent, ids), StandardCharsets.UTF_8));
+    assertEquals(spelled.length(), ids.keptJsonAt(asSent, "{\"prompt_token_ids\":".length()));
+    assertEquals(-1, ids.keptJsonAt(("{\"prompt_token_ids\":" + spaced + "}").getBytes(StandardCharsets.UTF_8),
+        "{\"prompt_token_ids\":".length()));
+    assertEquals(-1, TokenIds.of(1, 2, 3).keptJsonAt(asSent, 20)); // no JSON kept: read
   }
 
   /** The eight-byte check of the ids' scan says what a byte-by-byte check of digits, commas and minus signs says. */
