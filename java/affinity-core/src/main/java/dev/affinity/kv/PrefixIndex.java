@@ -30,6 +30,13 @@ public final class PrefixIndex {
   /** What the touches read, stored so that the compiler keeps them; never read. */
   @SuppressWarnings("unused")
   private static long touchSink;
+  /**
+   * Keys each location's removal log holds: a walk that continues an earlier one checks the keys its locations lost
+   * since against its blocks, and walks again from the start where more went (a rank evicting 300 blocks a second
+   * loses 4,096 in about 14 s, longer than an agent's tool call between two turns).
+   */
+  static final int REMOVAL_LOG = 4096;
+  private final int removalLog;
   private final Map<String, Integer> locationIds = new HashMap<>();
   private final List<LocationState> locations = new ArrayList<>();
   private final AtomicLong entries = new AtomicLong();
@@ -43,19 +50,43 @@ public final class PrefixIndex {
     long createdBlocks;
     /** The most blocks the location held when its worker evicted some (0: never evicted since its cache was made). */
     long heldAtEviction;
+    /** The last {@code removedKeys.length} keys the location lost, {@code removedKeys[n % length]} the n-th. */
+    final long[] removedKeys;
+    /**
+     * How many keys the location has lost (a wipe counts past the log's length): a walk that saw this count knows, from
+     * the log, which of its blocks went since ({@link #walk}). Written under the location's lock, after its log entry.
+     */
+    volatile long removals;
 
-    LocationState(String worker, int rank) {
+    LocationState(String worker, int rank, int removalLog) {
       this.worker = worker;
       this.rank = rank;
+      this.removedKeys = new long[removalLog];
+    }
+
+    /** Logs a key the location loses (under its lock), before its bit is cleared. */
+    void removing(long key) {
+      long n = removals;
+      removedKeys[(int) (n % removedKeys.length)] = key;
+      removals = n + 1;
     }
   }
 
   /** @param maxBlocksPerLocation entries kept per location before the least recently used go */
   public PrefixIndex(long maxBlocksPerLocation) {
+    this(maxBlocksPerLocation, REMOVAL_LOG);
+  }
+
+  /** With a log of the last {@code removalLog} keys each location lost ({@link #walk}; tests make it short). */
+  PrefixIndex(long maxBlocksPerLocation, int removalLog) {
     if (maxBlocksPerLocation <= 0) {
       throw new IllegalArgumentException("maxBlocksPerLocation must be > 0, got " + maxBlocksPerLocation);
     }
+    if (removalLog <= 0) {
+      throw new IllegalArgumentException("removalLog must be > 0, got " + removalLog);
+    }
     this.maxBlocksPerLocation = maxBlocksPerLocation;
+    this.removalLog = removalLog;
   }
 
   /** The dense id of (worker, rank); rank -1 stands for the whole worker (ranks not visible). */
@@ -64,7 +95,7 @@ public final class PrefixIndex {
     Integer id = locationIds.get(key);
     if (id == null) {
       id = locations.size();
-      locations.add(new LocationState(worker, rank));
+      locations.add(new LocationState(worker, rank, removalLog));
       locationIds.put(key, id);
     }
     return id;
@@ -108,6 +139,7 @@ public final class PrefixIndex {
       while (over-- > 0 && st.lru.size() > 0) {
         long k = st.lru.removeOldest();
         entries.decrementAndGet();
+        st.removing(k);
         holders.clear(k, location);
       }
     }
@@ -130,6 +162,7 @@ public final class PrefixIndex {
       for (long k : keys) {
         if (st.lru.remove(k)) {
           entries.decrementAndGet();
+          st.removing(k);
           holders.clear(k, location);
         }
       }
@@ -162,6 +195,7 @@ public final class PrefixIndex {
   }
 
   private void emptyLocked(LocationState st, int location) {
+    st.removals += removalLog + 1L;  // more than the log holds: every walk of this location starts again
     st.lru.forEach(k -> {
       entries.decrementAndGet();
       holders.clear(k, location);
@@ -218,36 +252,151 @@ public final class PrefixIndex {
    * first block it lacks): {@code result[i]} belongs to {@code candidateLocations[i]}.
    */
   public int[] matchDepths(long[] keys, int[] candidateLocations) {
-    int[] out = new int[candidateLocations.length];
-    if (keys.length == 0 || candidateLocations.length == 0) {
+    return depthsFrom(keys, candidateLocations, new int[candidateLocations.length]);
+  }
+
+  /**
+   * {@link #matchDepths}, continuing {@code last} (an earlier walk of this index, of a prompt that may share leading
+   * blocks with this one: a conversation's last turn), or whole when it is null. Where a location held the first
+   * {@code p} blocks both prompts share when {@code last} looked, and lost none of them since (its removal log, checked
+   * against {@code last}'s filter of its keys), those blocks are held still: only the blocks from {@code p} on are
+   * looked up for it. An agent's turn re-sends a history of thousands of blocks and adds a few; the walk costs what it
+   * adds (a cache miss a block: about 1.4 ms of a 176k-token turn, docs/benchmarks.md). A location that lost more than
+   * the log holds since, or any block the filter may hold, or was wiped, is walked from the start. The result is the
+   * whole walk's, as of the moment each location's removals were read.
+   */
+  public Walk walk(long[] keys, int[] candidateLocations, Walk last) {
+    int n = candidateLocations.length;
+    LocationState[] states = new LocationState[n];
+    synchronized (this) {
+      for (int i = 0; i < n; i++) {
+        states[i] = locations.get(candidateLocations[i]);
+      }
+    }
+    long[] seen = new long[n];
+    for (int i = 0; i < n; i++) {
+      seen[i] = states[i].removals;  // before any lookup: what goes after is checked next time
+    }
+    int[] start = new int[n];
+    if (last != null && last.index == this && keys.length > 0) {
+      int shared = Arrays.mismatch(last.keys, keys);
+      shared = shared < 0 ? keys.length : shared;
+      for (int i = 0; i < n; i++) {
+        int j = indexOf(last.locations, candidateLocations[i]);
+        int held = j < 0 ? 0 : Math.min(last.depths[j], shared);
+        if (held > 0 && lostNoneOf(states[i], last.removals[j], seen[i], last.filter)) {
+          start[i] = held;
+        }
+      }
+    }
+    int[] depths = depthsFrom(keys, candidateLocations, start);
+    return new Walk(this, keys, candidateLocations.clone(), depths, seen, filterOf(keys));
+  }
+
+  /** Whether none of the keys {@code st} lost from its count {@code then} to {@code now} may be in {@code filter}. */
+  private static boolean lostNoneOf(LocationState st, long then, long now, long[] filter) {
+    long[] log = st.removedKeys;
+    if (now == then) {
+      return true;
+    }
+    if (now < then || now - then >= log.length) {
+      return false;
+    }
+    for (long c = then; c < now; c++) {
+      if (mayHold(filter, log[(int) (c % log.length)])) {
+        return false;
+      }
+    }
+    // the writer fills entry r % length before it counts r + 1: none of ours was overwritten while r - then < length
+    return st.removals - then < log.length;
+  }
+
+  private static int indexOf(int[] a, int v) {
+    for (int i = 0; i < a.length; i++) {
+      if (a[i] == v) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** A Bloom filter of {@code keys}: 16 bits a key, two probes (about 1.4% false positives). */
+  private static long[] filterOf(long[] keys) {
+    int bits = Integer.highestOneBit(Math.max(64, keys.length * 16 - 1)) << 1;
+    long[] filter = new long[bits >>> 6];
+    for (long k : keys) {
+      long h = OpenAddressing.mix(k);
+      int a = (int) h & (bits - 1);
+      int b = (int) (h >>> 32) & (bits - 1);
+      filter[a >>> 6] |= 1L << a;
+      filter[b >>> 6] |= 1L << b;
+    }
+    return filter;
+  }
+
+  private static boolean mayHold(long[] filter, long key) {
+    int bits = filter.length << 6;
+    long h = OpenAddressing.mix(key);
+    int a = (int) h & (bits - 1);
+    int b = (int) (h >>> 32) & (bits - 1);
+    return (filter[a >>> 6] & (1L << a)) != 0 && (filter[b >>> 6] & (1L << b)) != 0;
+  }
+
+  /**
+   * The depths of {@code keys} at each candidate, each looked up from its {@code start} (the blocks before it known
+   * held): one walk for all, each block's holders read once, a block skipped where no candidate needs it.
+   */
+  private int[] depthsFrom(long[] keys, int[] candidateLocations, int[] start) {
+    int n = candidateLocations.length;
+    int[] out = new int[n];
+    if (keys.length == 0 || n == 0) {
       return out;
     }
     int maxLoc = 0;
     for (int l : candidateLocations) {
       maxLoc = Math.max(maxLoc, l);
     }
-    long[] alive = new long[(maxLoc >>> 6) + 1];
-    for (int l : candidateLocations) {
-      alive[l >>> 6] |= 1L << l;
+    long[] order = new long[n];  // candidates by start
+    for (int i = 0; i < n; i++) {
+      order[i] = ((long) start[i] << 32) | i;
     }
+    Arrays.sort(order);
+    long[] alive = new long[(maxLoc >>> 6) + 1];
     int[] depth = new int[maxLoc + 1];
     long[] h = new long[alive.length];
     Arrays.fill(depth, -1);
-    int block = 0;
+    int next = 0;
+    int touchedTo = 0;
     long touched = 0;
-    for (; block < keys.length; block++) {
-      if ((block & (AHEAD - 1)) == 0) {
-        for (int b = block, end = Math.min(keys.length, block + AHEAD); b < end; b++) {
+    int block = 0;
+    while (true) {
+      boolean any = false;
+      for (; next < n && (int) (order[next] >>> 32) <= block; next++) {
+        int l = candidateLocations[(int) order[next]];
+        alive[l >>> 6] |= 1L << l;
+      }
+      for (long w : alive) {
+        any |= w != 0;
+      }
+      if (!any) {
+        if (next == n) {
+          break;
+        }
+        block = (int) (order[next] >>> 32);  // no one needs the blocks before the next start
+        continue;
+      }
+      if (block >= keys.length) {
+        break;
+      }
+      if (block >= touchedTo) {
+        touchedTo = Math.min(keys.length, block + AHEAD);
+        for (int b = block; b < touchedTo; b++) {
           touched += holders.touch(keys[b]);
         }
       }
       holders.copy(keys[block], h);
-      boolean any = false;
       for (int w = 0; w < alive.length; w++) {
         long before = alive[w];
-        if (before == 0) {
-          continue;
-        }
         long now = before & h[w];
         long dropped = before & ~now;
         while (dropped != 0) {
@@ -256,17 +405,47 @@ public final class PrefixIndex {
           dropped &= dropped - 1;
         }
         alive[w] = now;
-        any |= now != 0;
       }
-      if (!any) {
-        break;
-      }
+      block++;
     }
     touchSink = touched;
-    for (int i = 0; i < candidateLocations.length; i++) {
+    for (int i = 0; i < n; i++) {
       int d = depth[candidateLocations[i]];
       out[i] = d < 0 ? keys.length : d;
     }
     return out;
+  }
+
+  /**
+   * What a walk found ({@link #walk}), for the next walk of a prompt that shares its leading blocks: its keys (not
+   * copied), the locations it matched, their depths, how many keys each had lost when it looked, and a filter of its
+   * keys. Immutable.
+   */
+  public static final class Walk {
+    private final PrefixIndex index;
+    private final long[] keys;
+    private final int[] locations;
+    private final int[] depths;
+    private final long[] removals;
+    private final long[] filter;
+
+    private Walk(PrefixIndex index, long[] keys, int[] locations, int[] depths, long[] removals, long[] filter) {
+      this.index = index;
+      this.keys = keys;
+      this.locations = locations;
+      this.depths = depths;
+      this.removals = removals;
+      this.filter = filter;
+    }
+
+    /** The depths, {@code [i]} at the walk's {@code candidateLocations[i]} (a copy). */
+    public int[] depths() {
+      return depths.clone();
+    }
+
+    /** What it keeps beyond its keys (its prompt's chain holds them): the filter, about two bytes a key. */
+    public long bytes() {
+      return 96 + 8L * filter.length + 16L * locations.length;
+    }
   }
 }

@@ -107,10 +107,8 @@ public final class RoutedPrefixes {
     int[] out = new int[locationCount];
     int n = Math.min(fullBlocks, keys.length);
     long[] set = new long[(Math.max(locationCount, 1) + 63) >>> 6];
-    for (int i = 0; i < n; i++) {
-      if (!sampled(i, n)) {
-        continue;
-      }
+    // the sampled positions only (every stride-th, and the last), not every position tested for being one
+    for (int i = Math.min(stride, n) - 1; i >= 0 && i < n; i = i == n - 1 ? n : Math.min(i + stride, n - 1)) {
       holders.copy(keys[i], set);
       boolean any = false;
       for (long w : set) {

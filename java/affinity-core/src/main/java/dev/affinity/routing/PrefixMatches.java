@@ -31,7 +31,6 @@ final class PrefixMatches {
     }
     int[] depth = new int[index.locationCount()];
     for (Map.Entry<WorkerInfo, List<Worker>> g : groups.entrySet()) {
-      long[] keys = request.blockKeys(g.getKey().hashAlgorithm(), g.getKey().tokensPerBlock());
       int count = 0;
       for (Worker w : g.getValue()) {
         count += router.locationsOf(w).length;
@@ -43,7 +42,7 @@ final class PrefixMatches {
           locs[at++] = loc;
         }
       }
-      int[] d = index.matchDepths(keys, locs);
+      int[] d = request.matchDepths(index, g.getKey().hashAlgorithm(), g.getKey().tokensPerBlock(), locs);
       for (int i = 0; i < locs.length; i++) {
         if (locs[i] >= depth.length) {
           depth = java.util.Arrays.copyOf(depth, locs[i] + 1);

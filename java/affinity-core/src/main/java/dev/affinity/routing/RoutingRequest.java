@@ -135,6 +135,23 @@ public final class RoutingRequest {
     });
   }
 
+  /**
+   * How many leading blocks of the prompt (hashed this way) each of {@code locations} holds in {@code index}
+   * ({@link dev.affinity.kv.PrefixIndex#matchDepths}); with its conversation's {@link dev.affinity.kv.BlockChains}, the
+   * walk continues the conversation's last walk of that index and becomes its last ({@link dev.affinity.kv.PrefixIndex#walk}).
+   */
+  public int[] matchDepths(dev.affinity.kv.PrefixIndex index, HashAlgorithm algorithm, int tokensPerBlock,
+      int[] locations) {
+    long[] keys = blockKeys(algorithm, tokensPerBlock);
+    if (blockChains == null || keys.length == 0) {
+      return index.matchDepths(keys, locations);
+    }
+    dev.affinity.kv.PrefixIndex.Walk walk =
+        index.walk(keys, locations, blockChains.lastWalk(index, algorithm, tokensPerBlock));
+    blockChains.storeWalk(index, algorithm, tokensPerBlock, walk);
+    return walk.depths();
+  }
+
   @Override
   public String toString() {
     return "RoutingRequest[" + requestId + ", " + fleet + ", key=" + routingKey + ", tokens=" + numTokens + "]";
