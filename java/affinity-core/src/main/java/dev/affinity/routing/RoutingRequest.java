@@ -142,12 +142,17 @@ public final class RoutingRequest {
    */
   public int[] matchDepths(dev.affinity.kv.PrefixIndex index, HashAlgorithm algorithm, int tokensPerBlock,
       int[] locations) {
-    long[] keys = blockKeys(algorithm, tokensPerBlock);
-    if (blockChains == null || keys.length == 0) {
-      return index.matchDepths(keys, locations);
+    if (blockChains == null) {
+      return index.matchDepths(blockKeys(algorithm, tokensPerBlock), locations);
     }
-    dev.affinity.kv.PrefixIndex.Walk walk =
-        index.walk(keys, locations, blockChains.lastWalk(index, algorithm, tokensPerBlock));
+    // before the keys: storing this prompt's chain makes the conversation's own, and a sub-agent's first turn
+    // continues its parent's walk
+    dev.affinity.kv.PrefixIndex.Walk last = blockChains.lastWalk(index, algorithm, tokensPerBlock);
+    long[] keys = blockKeys(algorithm, tokensPerBlock);
+    if (keys.length == 0) {
+      return new int[locations.length];
+    }
+    dev.affinity.kv.PrefixIndex.Walk walk = index.walk(keys, locations, last);
     blockChains.storeWalk(index, algorithm, tokensPerBlock, walk);
     return walk.depths();
   }
