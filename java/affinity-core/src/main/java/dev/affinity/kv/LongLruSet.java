@@ -55,7 +55,7 @@ final class LongLruSet {
   }
 
   /** Marks {@code key} as the most recently used if present. */
-  void touch(long key) {
+  void use(long key) {
     int bucket = find(key);
     if (table[bucket] != 0) {
       moveToTail(table[bucket] - 1);
@@ -109,6 +109,15 @@ final class LongLruSet {
   // ---------------------------------------------------------------------------------------------
 
   /** The bucket holding {@code key}, or the empty bucket where it would go. */
+  /**
+   * Reads {@code key}'s home bucket and the key its slot holds, and returns it: a caller about to add or touch several
+   * keys reads them all first, so that their cache misses overlap ({@link PrefixIndex#store}).
+   */
+  long touch(long key) {
+    int slot = table[(int) OpenAddressing.mix(key) & (table.length - 1)];
+    return slot == 0 ? 0 : keys[slot - 1];
+  }
+
   private int find(long key) {
     int mask = table.length - 1;
     int b = (int) OpenAddressing.mix(key) & mask;

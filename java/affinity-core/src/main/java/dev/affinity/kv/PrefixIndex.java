@@ -128,7 +128,13 @@ public final class PrefixIndex {
       // sets never disagree.
       // Deepest block first, so that a chain's prefix is its most recently used part and the LRU
       // drops suffixes before prefixes (as a KV cache evicts).
+      long touched = 0;
       for (int i = to - 1; i >= from; i--) {
+        if ((to - 1 - i) % AHEAD == 0) {  // the next keys' buckets and slots read back to back: their misses overlap
+          for (int j = i; j > i - AHEAD && j >= from; j--) {
+            touched += st.lru.touch(keys[j]);
+          }
+        }
         long k = keys[i];
         if (st.lru.add(k)) {
           entries.incrementAndGet();
@@ -142,6 +148,7 @@ public final class PrefixIndex {
         st.removing(k);
         holders.clear(k, location);
       }
+      touchSink = touched;
     }
   }
 
@@ -222,7 +229,7 @@ public final class PrefixIndex {
     LocationState st = state(location);
     synchronized (st) {
       for (int i = Math.min(count, keys.length) - 1; i >= 0; i--) {
-        st.lru.touch(keys[i]);
+        st.lru.use(keys[i]);
       }
     }
   }

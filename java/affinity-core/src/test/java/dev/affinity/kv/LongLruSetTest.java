@@ -25,7 +25,7 @@ class LongLruSetTest {
     assertTrue(s.add(2));
     assertTrue(s.add(3));
     assertFalse(s.add(1), "already there: only touched");
-    s.touch(2);
+    s.use(2);
     assertEquals(List.of(3L, 1L, 2L), keys(s));
     assertEquals(3, s.removeOldest());
     assertTrue(s.remove(2));
@@ -52,7 +52,7 @@ class LongLruSetTest {
         case 1 -> assertEquals(ref.remove(k) != null, set.remove(k));
         case 2 -> {
           ref.get(k);
-          set.touch(k);
+          set.use(k);
         }
         default -> {
           if (!ref.isEmpty()) {
