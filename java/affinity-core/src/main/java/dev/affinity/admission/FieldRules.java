@@ -112,11 +112,26 @@ final class FieldRules {
   /** A role is a non-empty name of at most {@value #MAX_ROLE_LENGTH} letters, digits, {@code _} or {@code -}. */
   private static void role(ChatMessage m, int i) {
     String role = m.role();
-    if (role.isEmpty() || role.length() > MAX_ROLE_LENGTH || !role.matches("[A-Za-z][A-Za-z0-9_-]*")) {
+    if (role.isEmpty() || role.length() > MAX_ROLE_LENGTH || !roleName(role)) {
       throw ProtocolException.invalidField("messages[" + i + "].role", "must be a role name "
           + "such as system, user, assistant or tool (letters, digits, _ and -; at most " + MAX_ROLE_LENGTH
           + " characters), got \"" + printable(role) + "\"");
     }
+  }
+
+  /**
+   * {@code [A-Za-z][A-Za-z0-9_-]*}, checked by hand: {@code String.matches} compiled the pattern for every message of
+   * every request (a sixth of an agent turn's tokenizing thread at 400 messages).
+   */
+  private static boolean roleName(String role) {
+    for (int i = 0; i < role.length(); i++) {
+      char c = role.charAt(i);
+      boolean letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+      if (!letter && (i == 0 || !((c >= '0' && c <= '9') || c == '_' || c == '-'))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static ProtocolException wrongType(String field, String expected, JsonNode got) {

@@ -169,4 +169,30 @@ class ClientRequestGuardTest {
     g.check(codec.parseChatCompletionRequest(("{\"model\": \"m\", \"messages\": [{\"role\": \"ipython\", "
         + "\"content\": \"x\"}]}").getBytes(StandardCharsets.UTF_8)));
   }
+
+  /** Random roles pass exactly when they are a role name: {@code [A-Za-z][A-Za-z0-9_-]*}, at most 64 characters. */
+  @Test
+  void rolesPassExactlyWhenTheyMatchTheRoleNamePattern() {
+    java.util.Random r = new java.util.Random(7);
+    String alphabet = "aZz09_-. /\u00e9\u0000Ab";
+    for (int i = 0; i < 3_000; i++) {
+      StringBuilder role = new StringBuilder();
+      for (int n = r.nextInt(i % 100 == 0 ? 80 : 6); n > 0; n--) {
+        role.append(alphabet.charAt(r.nextInt(alphabet.length())));
+      }
+      String json = "{\"model\": \"m\", \"messages\": [{\"role\": "
+          + new com.fasterxml.jackson.databind.node.TextNode(role.toString()) + ", \"content\": \"y\"}]}";
+      ChatCompletionRequest chat = codec.parseChatCompletionRequest(json.getBytes(StandardCharsets.UTF_8));
+      boolean name = role.length() <= 64 && role.toString().matches("[A-Za-z][A-Za-z0-9_-]*");
+      boolean passed;
+      try {
+        ClientRequestGuard.strict().check(chat);
+        passed = true;
+      } catch (ProtocolException e) {
+        assertEquals("messages[0].role", e.field(), e.getMessage());
+        passed = false;
+      }
+      assertEquals(name, passed, "role \"" + role + "\"");
+    }
+  }
 }
