@@ -190,6 +190,11 @@ public final class ProtocolCodec {
 
   // ---- writing ----
 
+  /** {@link #toJsonBytes}'s bytes, written to {@code out}. */
+  public void writeJson(Object value, java.io.OutputStream out) throws IOException {
+    WRITER.writeValue(out, value);
+  }
+
   /** Compact UTF-8 JSON of a protocol object (for a worker or a client). */
   public byte[] toJsonBytes(Object value) {
     try {

@@ -84,7 +84,11 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
       return;
     }
     channel = ch;
-    ExchangeHandler.of(ch).start(this, request);
+    try {
+      ExchangeHandler.of(ch).start(this, request);
+    } catch (RuntimeException e) {  // a leg's JSON is written here, into the write's buffer, and it could not be
+      call.fail(WorkerFailure.Kind.PROTOCOL, 0, "cannot build the request: " + e);
+    }
   }
 
   @Override

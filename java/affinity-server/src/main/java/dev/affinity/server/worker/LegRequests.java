@@ -86,9 +86,40 @@ final class LegRequests {
         headers.add(new RequestTemplate.Header(TraceContext.TRACESTATE, trace.tracestate()));
       }
     }
+    if (legSigner == null) {  // written at each write, straight into its buffer
+      int size = sizeHint(body);
+      return new RequestTemplate(HttpMethod.POST, basePath + body.path(), host, headers,
+          new RequestTemplate.BodyWriter() {
+            @Override
+            public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+              codec.writeJson(body, out);
+            }
+
+            @Override
+            public int sizeHint() {
+              return size;
+            }
+          });
+    }
     byte[] json = codec.toJsonBytes(body);
     return new RequestTemplate(HttpMethod.POST, basePath + body.path(), host, headers, json,
         legSignature(body.path(), json, hint, affinityId, retention, salt));
+  }
+
+  /**
+   * About the bytes of a leg's JSON: its messages' text and its ids (at most eleven bytes each), with room for the
+   * rest; a body longer than this grows its buffer once or twice.
+   */
+  static int sizeHint(OpenAiRequest body) {
+    long size = 2048;
+    if (body instanceof dev.affinity.protocol.ChatCompletionRequest chat) {
+      size += chat.contentChars() + 96L * chat.messages().size();
+    }
+    dev.affinity.protocol.TokenIds ids = body.tokenPrompt();
+    if (ids != null) {
+      size += 8L * ids.size();
+    }
+    return (int) Math.min(size, 64 << 20);
   }
 
   /**

@@ -2,6 +2,8 @@ package dev.affinity.server.worker;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufOutputStream;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
@@ -12,6 +14,10 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,8 +45,23 @@ final class RequestTemplate {
   private final String host;
   private final List<Header> headers;
   private final byte[] body;
+  /** A body written into each write's own buffer instead of {@link #body}, or null. */
+  private final BodyWriter writer;
   /** The header computed at each write ({@link LegAuth#HEADER}), or null. */
   private final Supplier<Header> signature;
+
+  /**
+   * A body written straight into the buffer of each write ({@link #encode}): a leg's JSON, which would otherwise be
+   * written into segments, copied into an array and copied again into the write's buffer (a 176k-token agent turn's
+   * two legs carry 4 MB).
+   */
+  interface BodyWriter {
+    /** Writes the body; the same bytes every time. */
+    void writeTo(OutputStream out) throws IOException;
+
+    /** About how many bytes it writes (the buffer's first size). */
+    int sizeHint();
+  }
 
   RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body) {
     this(method, uri, host, headers, body, null);
@@ -53,17 +74,44 @@ final class RequestTemplate {
     this.host = host;
     this.headers = List.copyOf(headers);
     this.body = body;
+    this.writer = null;
     this.signature = signature;
+  }
+
+  /** A request whose body {@code writer} writes at each write (no signature: a signed body is an array). */
+  RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, BodyWriter writer) {
+    this.method = method;
+    this.uri = uri;
+    this.host = host;
+    this.headers = List.copyOf(headers);
+    this.body = null;
+    this.writer = writer;
+    this.signature = null;
+  }
+
+  /** The body's bytes: the array, or what the writer writes; null without a body. */
+  byte[] bodyBytes() {
+    if (writer == null) {
+      return body;
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream(writer.sizeHint());
+    try {
+      writer.writeTo(out);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
   }
 
   /** A request without extra headers or body. */
   static RequestTemplate of(HttpMethod method, String uri, String host) {
-    return new RequestTemplate(method, uri, host, new ArrayList<>(), null);
+    return new RequestTemplate(method, uri, host, new ArrayList<>(), (byte[]) null);
   }
 
   /** The request as a Netty object: what {@link #encode} must write the same bytes as (tests compare them). */
   FullHttpRequest toRequest() {
     HttpHeaders h = HEADERS.newHeaders();
+    byte[] body = bodyBytes();
     FullHttpRequest r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri,
         body == null ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body), h, EmptyHttpHeaders.INSTANCE);
     h.set(HttpHeaderNames.HOST, host);
@@ -84,31 +132,15 @@ final class RequestTemplate {
    * connection instead of a request object, its header map, and the encoder's separate head and body writes.
    */
   ByteBuf encode(ByteBufAllocator alloc) {
+    if (writer != null) {
+      return encodeWritten(alloc);
+    }
     Header signed = signature == null ? null : signature.get();
     int bodyLength = body == null ? 0 : body.length;
     String length = Integer.toString(bodyLength);
-    int size = method.name().length() + uri.length() + 12 + 8 + host.length() + 18 + length.length() + 2 + bodyLength;
-    for (Header h : headers) {
-      size += h.name().length() + h.value().length() + 4;
-    }
-    if (signed != null) {
-      size += signed.name().length() + signed.value().length() + 4;
-    }
-    ByteBuf buf = alloc.buffer(size);
+    ByteBuf buf = alloc.buffer(headSize(length, signed) + bodyLength);
     try {
-      buf.writeCharSequence(method.name(), StandardCharsets.US_ASCII);
-      buf.writeByte(' ');
-      buf.writeCharSequence(uri.isEmpty() ? "/" : uri, StandardCharsets.UTF_8);
-      buf.writeCharSequence(" HTTP/1.1\r\n", StandardCharsets.US_ASCII);
-      header(buf, "host", host);
-      for (Header h : headers) {
-        header(buf, h.name(), h.value());
-      }
-      if (signed != null) {
-        header(buf, signed.name(), signed.value());
-      }
-      header(buf, "content-length", length);
-      buf.writeShort(CRLF);
+      writeHead(buf, length, signed);
       if (body != null) {
         buf.writeBytes(body);
       }
@@ -117,6 +149,67 @@ final class RequestTemplate {
       buf.release();
       throw e;
     }
+  }
+
+  /**
+   * {@link #encode} of a written body: the body is written first, after room for the longest head (a ten-digit
+   * length), and the head then right before it, so the bytes are copied once, from the writer into the buffer.
+   */
+  private ByteBuf encodeWritten(ByteBufAllocator alloc) {
+    int room = head("0000000000", null).length;
+    ByteBuf buf = alloc.buffer(room + writer.sizeHint());
+    try {
+      buf.writerIndex(room);
+      try (OutputStream out = new ByteBufOutputStream(buf)) {
+        writer.writeTo(out);
+      }
+      int end = buf.writerIndex();
+      byte[] head = head(Integer.toString(end - room), null);
+      buf.setBytes(room - head.length, head);
+      buf.readerIndex(room - head.length);
+      return buf;
+    } catch (IOException e) {
+      buf.release();
+      throw new UncheckedIOException(e);
+    } catch (RuntimeException e) {
+      buf.release();
+      throw e;
+    }
+  }
+
+  /** The head's bytes with this content length. */
+  private byte[] head(String length, Header signed) {
+    ByteBuf b = Unpooled.buffer(headSize(length, signed));
+    writeHead(b, length, signed);
+    return ByteBufUtil.getBytes(b);
+  }
+
+  /** About the head's size (characters; a non-ASCII URI takes more bytes). */
+  private int headSize(String length, Header signed) {
+    int size = method.name().length() + uri.length() + 12 + 8 + host.length() + 18 + length.length() + 2;
+    for (Header h : headers) {
+      size += h.name().length() + h.value().length() + 4;
+    }
+    if (signed != null) {
+      size += signed.name().length() + signed.value().length() + 4;
+    }
+    return size;
+  }
+
+  private void writeHead(ByteBuf buf, String length, Header signed) {
+    buf.writeCharSequence(method.name(), StandardCharsets.US_ASCII);
+    buf.writeByte(' ');
+    buf.writeCharSequence(uri.isEmpty() ? "/" : uri, StandardCharsets.UTF_8);
+    buf.writeCharSequence(" HTTP/1.1\r\n", StandardCharsets.US_ASCII);
+    header(buf, "host", host);
+    for (Header h : headers) {
+      header(buf, h.name(), h.value());
+    }
+    if (signed != null) {
+      header(buf, signed.name(), signed.value());
+    }
+    header(buf, "content-length", length);
+    buf.writeShort(CRLF);
   }
 
   private static final int CRLF = ('\r' << 8) | '\n';

@@ -12,7 +12,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** A leg written as bytes is exactly what Netty's request encoder writes for the same request. */
+/**
+ * A leg written as bytes is exactly what Netty's request encoder writes for the same request, its body an array or
+ * written into the buffer (shorter or longer than its hint).
+ */
 class RequestTemplateTest {
 
   private static String netty(RequestTemplate t) {
@@ -51,6 +54,37 @@ class RequestTemplateTest {
             () -> new RequestTemplate.Header("x-affinity-leg-auth", "v1.1700000000.abc.def")),
         new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, json,
             () -> new RequestTemplate.Header("x-affinity-leg-auth", "v1.1700000000.abc.def")));
+    for (int hint : new int[] {0, 3, 1 << 16}) {  // a body written into the write's buffer: under, over its hint
+      RequestTemplate.BodyWriter writer = new RequestTemplate.BodyWriter() {
+        @Override
+        public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+          out.write(json);
+        }
+
+        @Override
+        public int sizeHint() {
+          return hint;
+        }
+      };
+      cases = new java.util.ArrayList<>(cases);
+      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/completions", "worker.example:8001", headers, writer));
+      cases.add(new RequestTemplate(HttpMethod.POST, "/bé/v1/chat", "w:2", List.of(), writer));
+    }
+    byte[] large = new byte[3 << 20];  // a leg's size: the buffer grows past its hint
+    java.util.Arrays.fill(large, (byte) 'x');
+    cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers,
+        new RequestTemplate.BodyWriter() {
+          @Override
+          public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+            out.write(large, 0, 1000);
+            out.write(large, 1000, large.length - 1000);
+          }
+
+          @Override
+          public int sizeHint() {
+            return 1 << 20;
+          }
+        }));
     for (RequestTemplate t : cases) {
       String expected = netty(t);
       assertEquals(expected, encoded(t));
