@@ -110,6 +110,11 @@ def post(messages):
 LAST_THREADS = {}
 
 
+def mark(phase):
+    """The wall-clock time a measured phase starts or ends, to match a profile (FRONTEND_JAVA_OPTS) against it."""
+    print(f"MARK {phase} {time.strftime('%H:%M:%S')}", flush=True)
+
+
 def turns(messages, n, tag):
     global LAST_THREADS
     prompt = size = 0
@@ -133,7 +138,9 @@ for h in HISTORIES:
     SESSION = f"agent-{h}"
     cpu, wall, prompt, size = turns(history(h, h), 1, "first")  # the history's first sight, not counted below
     turns(history(h, h), HOT, "hot")  # turns at this length before the measured ones: the JIT's code for its sizes
+    mark(f"turns {h}")
     cpu, wall, prompt, size = turns(history(h, h), TURNS, "turn")
+    mark("end")
     print(f"RESULT turn history_tokens={prompt} body_bytes={size} cpu_ms={cpu * 1000:.2f} wall_ms={wall * 1000:.2f}",
           flush=True)
     top = sorted(((k, v) for k, v in LAST_THREADS.items() if not k.endswith(" (kernel)")), key=lambda kv: -kv[1])[:6]
@@ -144,19 +151,26 @@ biggest = HISTORIES[-1]
 
 def subagent_first_turns(messages, n, tag):
     """n sub-agents' first turns, each a new session forking its parent's (the parent's history and a task)."""
-    global SESSION
+    global SESSION, LAST_THREADS
+    before = thread_cpu(PID)
     t0 = cpu_seconds(PID)
     for i in range(n):
         SESSION = f"{tag}-{i}"
         prompt, size = post(messages + [{"role": "user", "content": f"{tag} {i}: a task for a sub-agent"}])
+    after = thread_cpu(PID)
+    LAST_THREADS = {k: (after.get(k, 0) - before.get(k, 0)) / n for k in after}
     return (cpu_seconds(PID) - t0) / n, prompt
 
 
 # a sub-agent's first turn (its parent's session in X-Dynamo-Parent-Session-ID): it re-sends its parent's history
 PARENT = f"agent-{biggest}"
 subagent_first_turns(history(biggest, biggest), HOT, "sub-hot")
+mark("sub-agent first turns")
 cpu, prompt = subagent_first_turns(history(biggest, biggest), TURNS, "sub")
+mark("end")
 print(f"RESULT subagent_first_turn history_tokens={prompt} cpu_ms={cpu * 1000:.2f}", flush=True)
+top = sorted(((k, v) for k, v in LAST_THREADS.items() if not k.endswith(" (kernel)")), key=lambda kv: -kv[1])[:6]
+print("  per turn by thread: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in top if v > 0), flush=True)
 PARENT = None
 cpus = []
 for k in range(FRESH):

@@ -50,15 +50,13 @@ public final class ChatTemplate {
       "\\b(random|shuffle|cycler|joiner|today|unixtimestamp)\\s*[(|]|\\|\\s*(random|shuffle)\\b"
       + "|\\{%[-+]?\\s*(break|continue|macro|call)\\b");
 
-  private final Jinjava jinjava;
   private final Node tree;
   private final String source;
   private final String origin;
   private final Map<String, Object> specialTokens;
   private final boolean memoizable;
 
-  private ChatTemplate(Jinjava jinjava, Node tree, String source, String origin, Map<String, Object> specialTokens) {
-    this.jinjava = jinjava;
+  private ChatTemplate(Node tree, String source, String origin, Map<String, Object> specialTokens) {
     this.tree = tree;
     this.source = source;
     this.origin = origin;
@@ -66,19 +64,14 @@ public final class ChatTemplate {
     this.memoizable = !NOT_MEMOIZABLE.matcher(source).find();
   }
 
-  /** A render's text, and what the conversation's next render may reuse of it (null: nothing). */
-  public record Rendered(String text, RenderMemo memo, long reusedIterations, long renderedIterations) {}
-
   /**
-   * Compiles a template and renders it once on a short conversation to find what the engine cannot do.
-   *
-   * @param origin where the template comes from, for errors (for example {@code /models/qwen3/tokenizer_config.json})
-   * @param specialTokens the tokenizer's special tokens the template may name ({@code bos_token}, {@code eos_token},
-   *     ...; absent ones are left undefined)
-   * @throws IllegalArgumentException naming the origin and the template line when it cannot be rendered
+   * A jinjava engine set up for chat templates: Jinja2's whitespace rules, our resolver, and the filters, functions and
+   * tags of Hugging Face's environment. One per thread that renders ({@link #engine}): the engine's global context
+   * holds sets that every render's contexts share and write without a lock (the names a loop adds and removes,
+   * {@code Context.addNonMetaContextVariables}), and two renders at once on one engine broke them
+   * ({@code ConcurrentModificationException} under concurrent agent turns).
    */
-  public static ChatTemplate compile(String source, String origin, Map<String, String> specialTokens) {
-    Objects.requireNonNull(source, "source");
+  private static Jinjava engine() {
     Jinjava jinjava = new Jinjava(JinjavaConfig.newBuilder()
         // trim_blocks, lstrip_blocks and keep_trailing_newline as Jinja2's lexer applies them: TemplateSource
         .withTrimBlocks(false)
@@ -101,6 +94,26 @@ public final class ChatTemplate {
     jinjava.getGlobalContext().registerTag(new MemoForTag());
     jinjava.getGlobalContext().registerFunction(
         new ELFunctionDefinition("", "namespace", MemoSession.class, "namespace", Object[].class));
+    return jinjava;
+  }
+
+  /** This thread's engine (the parsed template is shared: its nodes and tags keep no render's state). */
+  private static final ThreadLocal<Jinjava> ENGINES = ThreadLocal.withInitial(ChatTemplate::engine);
+
+  /** A render's text, and what the conversation's next render may reuse of it (null: nothing). */
+  public record Rendered(String text, RenderMemo memo, long reusedIterations, long renderedIterations) {}
+
+  /**
+   * Compiles a template and renders it once on a short conversation to find what the engine cannot do.
+   *
+   * @param origin where the template comes from, for errors (for example {@code /models/qwen3/tokenizer_config.json})
+   * @param specialTokens the tokenizer's special tokens the template may name ({@code bos_token}, {@code eos_token},
+   *     ...; absent ones are left undefined)
+   * @throws IllegalArgumentException naming the origin and the template line when it cannot be rendered
+   */
+  public static ChatTemplate compile(String source, String origin, Map<String, String> specialTokens) {
+    Objects.requireNonNull(source, "source");
+    Jinjava jinjava = ENGINES.get();
     Map<String, Object> tokens = new HashMap<>();
     specialTokens.forEach((k, v) -> {
       if (v != null) {
@@ -115,7 +128,7 @@ public final class ChatTemplate {
     } finally {
       JinjavaInterpreter.popCurrent();
     }
-    ChatTemplate template = new ChatTemplate(jinjava, tree, source, origin, Map.copyOf(tokens));
+    ChatTemplate template = new ChatTemplate(tree, source, origin, Map.copyOf(tokens));
     try {
       template.failOn(interpreter.getErrors(), false);
       template.render(new ChatInput(List.of(Map.of("role", "user", "content", "Hello")), null, true, Map.of()));
@@ -127,9 +140,9 @@ public final class ChatTemplate {
     return template;
   }
 
-  /** The engine's global context, shared by every render (tests check that renders leave it as it was). */
+  /** This thread's engine's global context, shared by its renders (tests check that renders leave it as it was). */
   Context globalContext() {
-    return jinjava.getGlobalContext();
+    return ENGINES.get().getGlobalContext();
   }
 
   /** The template's source as the model ships it. */
@@ -161,8 +174,9 @@ public final class ChatTemplate {
     // A context under the shared global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root context,
     // which registers every built-in filter, function and tag again by reflection on each render (about half of a
     // 2k-token chat's render); the template's own assignments stay in this context either way.
-    RenderContext context = new RenderContext(jinjava.getGlobalContext());
-    JinjavaInterpreter interpreter = new JinjavaInterpreter(jinjava, context, jinjava.getGlobalConfig());
+    Jinjava engine = ENGINES.get();
+    RenderContext context = new RenderContext(engine.getGlobalContext());
+    JinjavaInterpreter interpreter = new JinjavaInterpreter(engine, context, engine.getGlobalConfig());
     MemoSession session = memo ? MemoSession.open(this, previous, input.messages(), context) : null;
     try {
       Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF

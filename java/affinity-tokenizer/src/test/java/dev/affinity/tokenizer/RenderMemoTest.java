@@ -2,7 +2,9 @@ package dev.affinity.tokenizer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -387,5 +389,52 @@ class RenderMemoTest {
     TemplateException e = assertThrows(TemplateException.class,
         () -> t.render(new ChatInput(chat(4), null, true, Map.of()), memo));
     assertEquals("no m3", e.getMessage());
+  }
+
+  /**
+   * Renders on several threads at once, with and without the memo, of one template whose loops nest (a namespace, a
+   * loop inside a loop and inside a macro), each equal to the same render alone: every thread renders on its own
+   * engine. On one engine shared by all threads, loops wrote the same unguarded set of the engine's global context
+   * and renders failed with a {@code ConcurrentModificationException}.
+   */
+  @Test
+  void rendersOnSeveralThreadsAtOnceEachGiveTheRenderAlone() throws Exception {
+    ChatTemplate qwen = family(TestModels.QWEN3);
+    ChatTemplate nested = ChatTemplate.compile("{% macro m(xs) %}{% for x in xs %}({{ x }}){% endfor %}{% endmacro %}"
+        + "{% set ns = namespace(n=0) %}{% for msg in messages %}{% for c in msg.content.split(' ') %}{{ c|length }},"
+        + "{% set ns.n = ns.n + 1 %}{% endfor %}{{ m([msg.role, ns.n]) }}{% endfor %}", "nested", Map.of());
+    Random r = new Random(3);
+    List<Map<String, Object>> messages = new ArrayList<>();
+    for (int turn = 0; turn < 30; turn++) {
+      messages.addAll(step(r, turn, TestModels.QWEN3, true));
+    }
+    ChatInput input = new ChatInput(messages, null, true, Map.of());
+    String qwenAlone = qwen.render(input);
+    String nestedAlone = nested.render(input);
+    RenderMemo memo = qwen.render(input, null).memo();
+    int threads = 4;
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    try {
+      // each thread its own engine: nothing of one render's context chain is another thread's
+      com.hubspot.jinjava.interpret.Context mine = qwen.globalContext();
+      assertNotSame(mine, pool.submit(qwen::globalContext).get(), "another thread renders on another engine");
+      assertSame(mine, qwen.globalContext());
+      List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        done.add(pool.submit(() -> {
+          for (int i = 0; i < 150; i++) {
+            assertEquals(qwenAlone, qwen.render(input));
+            assertEquals(qwenAlone, qwen.render(input, memo).text());
+            assertEquals(nestedAlone, nested.render(input));
+          }
+          return null;
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
   }
 }
