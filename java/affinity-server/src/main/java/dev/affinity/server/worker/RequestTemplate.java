@@ -69,24 +69,23 @@ final class RequestTemplate {
 
   RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body,
       Supplier<Header> signature) {
+    this(method, uri, host, headers, body, null, signature);
+  }
+
+  /** A request whose body {@code writer} writes at each write (no signature: a signed body is an array). */
+  RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, BodyWriter writer) {
+    this(method, uri, host, headers, null, writer, null);
+  }
+
+  private RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, byte[] body,
+      BodyWriter writer, Supplier<Header> signature) {
     this.method = method;
     this.uri = uri;
     this.host = host;
     this.headers = List.copyOf(headers);
     this.body = body;
-    this.writer = null;
-    this.signature = signature;
-  }
-
-  /** A request whose body {@code writer} writes at each write (no signature: a signed body is an array). */
-  RequestTemplate(HttpMethod method, String uri, String host, List<Header> headers, BodyWriter writer) {
-    this.method = method;
-    this.uri = uri;
-    this.host = host;
-    this.headers = List.copyOf(headers);
-    this.body = null;
     this.writer = writer;
-    this.signature = null;
+    this.signature = signature;
   }
 
   /** The body's bytes: the array, or what the writer writes; null without a body. */
