@@ -266,10 +266,10 @@ public final class PrefixIndex {
    * {@link #matchDepths}, continuing {@code last} (an earlier walk of this index, of a prompt that may share leading
    * blocks with this one: a conversation's last turn), or whole when it is null. Where a location held the first
    * {@code p} blocks both prompts share when {@code last} looked, and lost none of them since (its removal log, checked
-   * against {@code last}'s filter of its keys), those blocks are held still: only the blocks from {@code p} on are
-   * looked up for it. An agent's turn re-sends a history of thousands of blocks and adds a few; the walk costs what it
+   * against {@code last}'s filter of its keys, and a key the filter may hold looked for among them), those blocks are
+   * held still: only the blocks from {@code p} on are looked up for it; a lost block moves {@code p} back to it. An agent's turn re-sends a history of thousands of blocks and adds a few; the walk costs what it
    * adds (a cache miss a block: about 1.4 ms of a 176k-token turn, docs/benchmarks.md). A location that lost more than
-   * the log holds since, or any block the filter may hold, or was wiped, is walked from the start. The result is the
+   * the log holds since, or was wiped, is walked from the start. The result is the
    * whole walk's, as of the moment each location's removals were read.
    */
   public Walk walk(long[] keys, int[] candidateLocations, Walk last) {
@@ -291,31 +291,41 @@ public final class PrefixIndex {
       for (int i = 0; i < n; i++) {
         int j = indexOf(last.locations, candidateLocations[i]);
         int held = j < 0 ? 0 : Math.min(last.depths[j], shared);
-        if (held > 0 && lostNoneOf(states[i], last.removals[j], seen[i], last.filter)) {
-          start[i] = held;
-        }
+        start[i] = held > 0 ? stillHeld(states[i], last.removals[j], seen[i], last, held) : 0;
       }
     }
     int[] depths = depthsFrom(keys, candidateLocations, start);
     return new Walk(this, keys, candidateLocations.clone(), depths, seen, filterOf(keys));
   }
 
-  /** Whether none of the keys {@code st} lost from its count {@code then} to {@code now} may be in {@code filter}. */
-  private static boolean lostNoneOf(LocationState st, long then, long now, long[] filter) {
+  /**
+   * How many of {@code last}'s first {@code held} blocks {@code st} still holds, given the keys it lost from its count
+   * {@code then} to {@code now}: {@code held}, or the first position of a lost key among them (a key the filter may
+   * hold is looked for in the keys themselves, so a false positive costs a scan, not the walk); 0 when the log no
+   * longer holds them all (more were lost, or the location was wiped).
+   */
+  private static int stillHeld(LocationState st, long then, long now, Walk last, int held) {
     long[] log = st.removedKeys;
     if (now == then) {
-      return true;
+      return held;
     }
     if (now < then || now - then >= log.length) {
-      return false;
+      return 0;
     }
-    for (long c = then; c < now; c++) {
-      if (mayHold(filter, log[(int) (c % log.length)])) {
-        return false;
+    int still = held;
+    for (long c = then; c < now && still > 0; c++) {
+      long key = log[(int) (c % log.length)];
+      if (mayHold(last.filter, key)) {
+        for (int b = 0; b < still; b++) {
+          if (last.keys[b] == key) {
+            still = b;
+            break;
+          }
+        }
       }
     }
     // the writer fills entry r % length before it counts r + 1: none of ours was overwritten while r - then < length
-    return st.removals - then < log.length;
+    return st.removals - then < log.length ? still : 0;
   }
 
   private static int indexOf(int[] a, int v) {
