@@ -7,9 +7,10 @@ import java.util.function.LongConsumer;
 /**
  * A conversation's last prompt as the routers hashed it, one {@link BlockHasher.Chain} per hashing (algorithm and
  * block size): the next turn, which re-sends the history with a little more, hashes only the blocks it adds
- * ({@link BlockHasher#chain}); and each index's last walk of it, which the next walk continues ({@link PrefixIndex#walk}). A sub-agent's first turn continues its parent's chains until it has its own. Kept with
- * the conversation's last turn ({@code dev.affinity.admission.KeptTurns}), which counts its bytes: {@code grew} is
- * told of what each stored chain adds. Thread-safe.
+ * ({@link BlockHasher#chain}); and each index's last walk of it, which the next walk continues
+ * ({@link PrefixIndex#walk}). A sub-agent's first turn continues its parent's chains and walks until it has its own.
+ * Kept with the conversation's last turn ({@code dev.affinity.admission.KeptTurns}), which counts its bytes:
+ * {@code grew} is told of what each stored chain or walk adds. Thread-safe.
  */
 public final class BlockChains {
   private final Map<Long, BlockHasher.Chain> chains = new ConcurrentHashMap<>();

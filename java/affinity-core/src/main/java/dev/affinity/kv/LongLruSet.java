@@ -108,7 +108,6 @@ final class LongLruSet {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** The bucket holding {@code key}, or the empty bucket where it would go. */
   /**
    * Reads {@code key}'s home bucket and the key its slot holds, and returns it: a caller about to add or touch several
    * keys reads them all first, so that their cache misses overlap ({@link PrefixIndex#store}).
@@ -118,6 +117,7 @@ final class LongLruSet {
     return slot == 0 ? 0 : keys[slot - 1];
   }
 
+  /** The bucket holding {@code key}, or the empty bucket where it would go. */
   private int find(long key) {
     int mask = table.length - 1;
     int b = (int) OpenAddressing.mix(key) & mask;

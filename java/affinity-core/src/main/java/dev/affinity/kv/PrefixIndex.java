@@ -267,10 +267,11 @@ public final class PrefixIndex {
    * blocks with this one: a conversation's last turn), or whole when it is null. Where a location held the first
    * {@code p} blocks both prompts share when {@code last} looked, and lost none of them since (its removal log, checked
    * against {@code last}'s filter of its keys, and a key the filter may hold looked for among them), those blocks are
-   * held still: only the blocks from {@code p} on are looked up for it; a lost block moves {@code p} back to it. An agent's turn re-sends a history of thousands of blocks and adds a few; the walk costs what it
-   * adds (a cache miss a block: about 1.4 ms of a 176k-token turn, docs/benchmarks.md). A location that lost more than
-   * the log holds since, or was wiped, is walked from the start. The result is the
-   * whole walk's, as of the moment each location's removals were read.
+   * held still: only the blocks from {@code p} on are looked up for it; a lost block moves {@code p} back to it. An
+   * agent's turn re-sends a history of thousands of blocks and adds a few; the walk costs what it adds (a cache miss a
+   * block: 355 against 22 us at 5,500 blocks, {@code PrefixWalkBenchmark}). A location that lost more than the log
+   * holds since, or was wiped, is walked from the start. The result is the whole walk's, as of the moment each
+   * location's removals were read.
    */
   public Walk walk(long[] keys, int[] candidateLocations, Walk last) {
     int n = candidateLocations.length;

@@ -171,9 +171,9 @@ public final class ChatTemplate {
   }
 
   private Rendered render(ChatInput input, RenderMemo previous, boolean memo) {
-    // A context under the shared global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root context,
-    // which registers every built-in filter, function and tag again by reflection on each render (about half of a
-    // 2k-token chat's render); the template's own assignments stay in this context either way.
+    // A context under this thread's engine's global one, not Jinjava.newInterpreter()'s copy of it: the copy is a root
+    // context, which registers every built-in filter, function and tag again by reflection on each render (about half
+    // of a 2k-token chat's render); the template's own assignments stay in this context either way.
     Jinjava engine = ENGINES.get();
     RenderContext context = new RenderContext(engine.getGlobalContext());
     JinjavaInterpreter interpreter = new JinjavaInterpreter(engine, context, engine.getGlobalConfig());
@@ -335,11 +335,11 @@ public final class ChatTemplate {
   }
 
   /**
-   * A render's own context under the shared global one. jinjava records every expression, value and function a
-   * render resolves in its context and in each context above it (for callers who ask which variables a template used;
-   * jinjava itself never reads them): under the shared global context that was a plain {@code HashSet} written by
-   * every render on every tokenizing thread at once, a data race, and a hash and insert per property access. A render
-   * keeps none of it, and nothing goes up to the global context.
+   * A render's own context under its thread's engine's global one. jinjava records every expression, value and
+   * function a render resolves in its context and in each context above it (for callers who ask which variables a
+   * template used; jinjava itself never reads them): a hash and an insert per property access, up to the global
+   * context, which every render of the thread shares. A render keeps none of it, and nothing goes up to the global
+   * context.
    */
   private static final class RenderContext extends Context {
     /** The render's reuse of loop iterations: a read reaching this context from inside a loop is the loop's. */

@@ -15,8 +15,8 @@ import java.util.List;
  * jinjava's {@code for}, which in a render with a {@link MemoSession} reuses the iterations of a top-level loop over a
  * list that the conversation's last render rendered with the same reads ({@link RenderMemo}), and records the ones it
  * renders. Everything else (nested loops, loops inside a macro, a call or a set block, several loop variables, loops
- * over maps, renders without a session) is jinjava's own loop. An iteration renders as jinjava's does: the item and {@code loop} in the loop's scope, the
- * children in order, {@code continue} ending the iteration.
+ * over maps, renders without a session) is jinjava's own loop. An iteration renders as jinjava's does: the item and
+ * {@code loop} in the loop's scope, the children in order, {@code continue} ending the iteration.
  */
 final class MemoForTag extends ForTag {
   @Override

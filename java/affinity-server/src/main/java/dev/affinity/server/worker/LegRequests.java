@@ -107,8 +107,8 @@ final class LegRequests {
   }
 
   /**
-   * About the bytes of a leg's JSON: its messages' text and its ids (at most eleven bytes each), with room for the
-   * rest; a body longer than this grows its buffer once or twice.
+   * About the bytes of a leg's JSON: its messages' text and its ids (eight bytes each: a vocabulary's ids have up to
+   * six digits, and a comma), with room for the rest; a body longer than this grows its buffer once or twice.
    */
   static int sizeHint(OpenAiRequest body) {
     long size = 2048;
