@@ -255,6 +255,29 @@ TEST(chunked_prefill_spans_iterations) {
   CHECK_EQ(r.metrics.firstTokenUs, st.busyUs);
 }
 
+TEST(a_rank_counts_the_prompt_tokens_it_computed_as_iterations_end) {
+  auto e = make(cfg(R"("max_num_tokens":100)"));
+  auto computed = [&] {
+    KvCacheStats ks;
+    e->getKvCacheStats(0, ks);
+    return ks.contextTokensComputed;
+  };
+  const auto p = seqTokens(1, 250);
+  const int64_t id = e->enqueue(spec(p, 1));
+  std::vector<int64_t> seen;
+  for (int64_t t; (t = e->nextIterationEndUs()) >= 0;) {
+    seen.push_back(computed());  // the running iteration's chunk is not counted before it ends
+    e->advanceTo(t);
+  }
+  CHECK((seen == std::vector<int64_t>{0, 100, 200}));
+  CHECK_EQ(computed(), 250);
+  finalOf(take(*e), id);
+  // A request that reuses 248 cached tokens (31 blocks) computes only the 12 after them.
+  const int64_t again = e->enqueue(spec(concat(p, seqTokens(900, 10)), 1));
+  CHECK_EQ(finalOf(runAll(*e), again).metrics.reusedTokens, 248);
+  CHECK_EQ(computed(), 262);
+}
+
 TEST(prompt_over_max_num_tokens_without_chunking_is_an_error) {
   const std::string c = cfg(R"("max_num_tokens":100,"enable_chunked_prefill":false)");
   Response r = runOne(c, spec(seqTokens(1, 101), 1));

@@ -541,6 +541,12 @@ TEST(a_ranks_load_comes_from_its_own_row_fields_not_the_copied_ones) {
   CHECK_EQ(kv0.activeRequests, 0);
   CHECK_EQ(kv1.maxNumBlocks, 0);  // rank 0's KV figures, copied into rank 1's row: not rank 1's
   CHECK_EQ(kv0.maxNumBlocks, 1000);
+  // the prompts' tokens computed on rank 1 (the stand-in counts a whole prompt), none on rank 0
+  untilStats(*e, [](const std::vector<KvCacheStats>& kv) { return kv[1].contextTokensComputed == 8; });
+  e->getKvCacheStats(0, kv0);
+  e->getKvCacheStats(1, kv1);
+  CHECK_EQ(kv1.contextTokensComputed, 8);
+  CHECK_EQ(kv0.contextTokensComputed, 0);
   for (int64_t id : ids) e->cancel(id);
   std::map<int64_t, std::vector<Response>> seen;
   for (int64_t id : ids) until(*e, id, seen);
@@ -567,6 +573,7 @@ TEST(older_releases_report_rank_0_alone_and_pinned_requests_count_where_they_run
   CHECK(st.iterations > 0);  // rank 0's rows arrive, and say nothing of rank 1
   e->getKvCacheStats(1, kv1);
   CHECK_EQ(kv1.activeRequests, 2);
+  CHECK_EQ(kv1.contextTokensComputed, -1);  // no row of rank 1's: not reported
   for (int64_t id : ids) e->cancel(id);
   std::map<int64_t, std::vector<Response>> seen;
   for (int64_t id : ids) until(*e, id, seen);

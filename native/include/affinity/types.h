@@ -333,6 +333,10 @@ struct KvCacheStats {
   int64_t activeRequests = 0;  ///< requests assigned to this rank and not finished
   int64_t queuedRequests = 0;  ///< of those, waiting for admission
   double cacheHitRate = 0.0;   ///< reusedBlocks / (reusedBlocks + missedBlocks)
+  /// Prompt tokens the rank has computed (prefilled, not reused) since it started, counted when their iteration
+  /// ends; cumulative, as the sum of TensorRT-LLM's per-iteration inflightBatchingStats.numCtxTokens. -1: the
+  /// backend does not report it.
+  int64_t contextTokensComputed = -1;
 };
 
 /// Executor-wide counters and the shape of the last iteration.

@@ -253,8 +253,9 @@ def _stats_tuple(st):
     """One iteration-stats row as the tuple _affinity_host.stats reads. With attention DP TensorRT-LLM
     sends a row per rank that copies numActiveRequests and kvCacheStats from one base row (rank 0's);
     only inflightBatchingStats is the rank's own (older releases send rank 0's row alone). A rank's
-    load is therefore its scheduled and paused requests from inflightBatchingStats, and the KV-cache
-    figures count for rank 0 only. Raises on a row of another shape."""
+    load is therefore its scheduled and paused requests from inflightBatchingStats, and so are the
+    context tokens it computed in the iteration (numCtxTokens); the KV-cache figures count for rank 0
+    only. Raises on a row of another shape."""
     if isinstance(st, str):
         st = json.loads(st)
     if not isinstance(st, dict):
@@ -267,7 +268,7 @@ def _stats_tuple(st):
     row = (rank, load) + tuple(
         int(kv.get(k, -1)) for k in ("maxNumBlocks", "freeNumBlocks", "usedNumBlocks", "tokensPerBlock",
                                      "allocTotalBlocks", "allocNewBlocks", "reusedBlocks", "missedBlocks")
-    ) + (float(kv.get("cacheHitRate", -1)),)
+    ) + (float(kv.get("cacheHitRate", -1)), int(ifb.get("numCtxTokens", -1)))
     queued = int(st.get("numQueuedRequests", -1)) if rank == 0 else -1  # only rank 0 reports the queue
     return (int(st.get("iter", -1)), float(st.get("iterLatencyMS", -1)), int(ifb.get("numContextRequests", -1)),
             int(ifb.get("numGenRequests", -1)), int(ifb.get("numCtxTokens", -1)), queued, [row])

@@ -36,6 +36,8 @@ struct HostRankStats {
   int64_t reusedBlocks = -1;
   int64_t missedBlocks = -1;
   double cacheHitRate = -1;
+  /// The context tokens the rank computed in the iteration (its own inflightBatchingStats.numCtxTokens); -1: absent.
+  int64_t contextTokens = -1;
 };
 struct HostIterationStats {
   int64_t iteration = -1;

@@ -624,7 +624,8 @@ PyObject* mKvEvents(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
-// stats(engine, (iter, latency_ms, ctx_requests, gen_requests, ctx_tokens, queued, [(rank, active, 9 values)]))
+// stats(engine, (iter, latency_ms, ctx_requests, gen_requests, ctx_tokens, queued,
+//                [(rank, active, 9 KV values, the rank's ctx_tokens)]))
 PyObject* mStats(PyObject*, PyObject* args) {
   long long engine = 0;
   HostIterationStats st;
@@ -640,13 +641,14 @@ PyObject* mStats(PyObject*, PyObject* args) {
   if (fast == nullptr) return nullptr;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
     HostRankStats r;
-    long long active = -1, v[8];
-    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "iLLLLLLLLLd", &r.rank, &active, &v[0], &v[1], &v[2],
-                          &v[3], &v[4], &v[5], &v[6], &v[7], &r.cacheHitRate)) {
+    long long active = -1, rankCtxTokens = -1, v[8];
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "iLLLLLLLLLdL", &r.rank, &active, &v[0], &v[1], &v[2],
+                          &v[3], &v[4], &v[5], &v[6], &v[7], &r.cacheHitRate, &rankCtxTokens)) {
       Py_DECREF(fast);
       return nullptr;
     }
     r.activeRequests = active;
+    r.contextTokens = rankCtxTokens;
     r.maxNumBlocks = v[0];
     r.freeNumBlocks = v[1];
     r.usedNumBlocks = v[2];

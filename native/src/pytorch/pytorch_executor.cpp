@@ -183,7 +183,10 @@ void PyTorchExecutor::onStats(const pyhost::HostIterationStats& s) {
   if (s.queuedRequests >= 0) queued_ = s.queuedRequests;
   stats_.lastIterationStartUs = nowLocked() - stats_.lastIterationDurationUs;
   for (const auto& r : s.ranks) {
-    if (r.rank >= 0 && r.rank < cfg_.numRanks) rankStats_[r.rank] = r;
+    if (r.rank < 0 || r.rank >= cfg_.numRanks) continue;
+    rankStats_[r.rank] = r;
+    // the rank's prefilled tokens, summed over the iterations whose rows arrived (a cumulative count)
+    if (r.contextTokens >= 0) rankContextTokens_[r.rank] += r.contextTokens;
   }
 }
 
@@ -233,6 +236,8 @@ void PyTorchExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
   }
   const int64_t reported = it == rankStats_.end() ? -1 : it->second.activeRequests;
   out.activeRequests = std::max(known, std::min(reported, static_cast<int64_t>(live_.size())));
+  auto computed = rankContextTokens_.find(rank);
+  out.contextTokensComputed = computed == rankContextTokens_.end() ? -1 : computed->second;
 }
 
 std::string PyTorchExecutor::describe() const {

@@ -83,6 +83,7 @@ class PyTorchExecutor final : public Executor, private pyhost::EngineSink {
   int64_t droppedEvents_ = 0;
   std::map<std::string, int64_t> rejected_;  ///< stream -> items of an unexpected shape that the driver skipped
   std::map<int32_t, pyhost::HostRankStats> rankStats_;
+  std::map<int32_t, int64_t> rankContextTokens_;  ///< per rank, numCtxTokens summed over the rows received
   int32_t queued_ = 0;  ///< the LLM's waiting queue, from its statistics
   IterationStats stats_;
 };

@@ -48,6 +48,7 @@ SimExecutor::SimExecutor(const SimConfig& cfg, std::shared_ptr<detail::HandoffRe
       wallStart_(std::chrono::steady_clock::now()),
       queued_(static_cast<size_t>(cfg.numRanks)),
       running_(static_cast<size_t>(cfg.numRanks)),
+      contextTokensComputed_(static_cast<size_t>(cfg.numRanks), 0),
       router_(cfg.adpRouter, cfg.numRanks, cfg.maxNumActiveRequests),
       nextEventIds_(static_cast<size_t>(cfg.numRanks), 0) {
   auto sink = [this](KvEvent&& e) {
@@ -257,6 +258,7 @@ void SimExecutor::getKvCacheStats(int32_t rank, KvCacheStats& out) {
   caches_[static_cast<size_t>(rank)]->fillStats(out);
   out.queuedRequests = static_cast<int64_t>(queued_[static_cast<size_t>(rank)].size());
   out.activeRequests = out.queuedRequests + static_cast<int64_t>(running_[static_cast<size_t>(rank)].size());
+  out.contextTokensComputed = contextTokensComputed_[static_cast<size_t>(rank)];
 }
 
 std::string SimExecutor::describe() const { return cfg_.toJson(); }
@@ -575,6 +577,7 @@ void SimExecutor::completeIterationLocked() {
     if (item.prefillTokens > 0) {
       if (r.state != State::kPrefill) continue;
       r.done += item.prefillTokens;
+      contextTokensComputed_[static_cast<size_t>(r.rank)] += item.prefillTokens;
       if (r.done >= r.promptLen) finishPrefillLocked(r, end);
     } else if (item.prefillTokens == 0) {
       if (r.state != State::kDecode) continue;

@@ -147,6 +147,7 @@ class SimExecutor final : public Executor, public detail::ContextHolder {
   std::vector<int64_t> pending_;
   std::vector<std::vector<int64_t>> queued_;   // per rank, waiting for admission
   std::vector<std::vector<int64_t>> running_;  // per rank, admitted (prefill, decode, transfer)
+  std::vector<int64_t> contextTokensComputed_;  // per rank, prompt tokens prefilled by ended iterations
   std::unordered_map<int64_t, int64_t> held_;  // ctx request id -> deadline
   std::vector<std::unique_ptr<KvCacheManager>> caches_;
   AdpRouter router_;

@@ -143,8 +143,10 @@ class ConversionTest(unittest.TestCase):
         self.assertEqual(t0[5], 4)                  # the queue, from rank 0's row
         self.assertEqual(t1[6][0][:3], (1, 3, -1))  # rank 1: 0 + 3; the KV figures are rank 0's copy
         self.assertEqual(t1[5], -1)
+        self.assertEqual((t0[6][0][-1], t1[6][0][-1]), (30, 0))  # each rank's own context tokens
         no_ifb = D._stats_tuple(dict(base, attentionDpRank=0))
         self.assertEqual(no_ifb[6][0][1], -1)  # no per-rank fields: unknown, never numActiveRequests
+        self.assertEqual(no_ifb[6][0][-1], -1)
         with self.assertRaises(TypeError):
             D._stats_tuple([1, 2])
 

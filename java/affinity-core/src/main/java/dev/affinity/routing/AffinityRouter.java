@@ -1,6 +1,7 @@
 package dev.affinity.routing;
 
 import dev.affinity.config.SubagentScope;
+import dev.affinity.executor.KvCacheStats;
 import dev.affinity.worker.Worker;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -41,6 +42,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   private final LockstepSiblings siblings;
   private final LruMap<String, Candidate> pins;
   private final PredictOnRoute routed;
+  private final ReportedProgress progress = new ReportedProgress();
   private final Map<Long, Routed> bySelection = new HashMap<>();
 
   /** A context selection's prefill work and uncached tokens, counted at its location until it is released. */
@@ -146,6 +148,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     }
     long n = request.numTokens();
     double meanTokens = (double) totalTokens / cands.size() + n + request.maxNewTokens();
+    LockstepSiblings.Queued[] queued = gen ? null : queued(cands);
     double[] siblingGen = gen ? LockstepSiblings.onSiblings(cands, i -> {
       Load l = load(cands.get(i));
       return generationCost(cands.get(i), l.requests, l.tokens, meanTokens);
@@ -164,12 +167,13 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
         long prefix = Math.min((long) matched[i] * c.worker().info().tokensPerBlock(), Math.max(0, n - 1));
         int chunk = siblings.chunkOf(c);
         double own = work(prefix, n - prefix);
-        long iterations = LockstepSiblings.iterations(l.uncached + n - prefix, chunk);
-        cost[i] = Math.max(l.work + own, siblings.siblingDelay(cands, i, iterations))
+        long iterations = LockstepSiblings.iterations(queued[i].uncached() + n - prefix, chunk);
+        cost[i] = Math.max(queued[i].work() + own, siblings.siblingDelay(cands, queued, i, iterations))
             + Math.min(work(0, n),
-                siblings.laterSiblingWaits(cands, i, queues.ownRatePerWork(request.routingKey(), now)))
+                siblings.laterSiblingWaits(cands, queued, i, queues.ownRatePerWork(request.routingKey(), now)))
             + settings.evictionWeight() * evictedTokens(loc, n - prefix, c.worker().info().tokensPerBlock())
-            + externality(cands, i, own, LockstepSiblings.iterations(n - prefix, chunk), request.routingKey(), now);
+            + externality(cands, queued, i, own, LockstepSiblings.iterations(n - prefix, chunk), request.routingKey(),
+                now);
       }
     }
     // Bounded load: no candidate above (1 + epsilon) x the mean after this request.
@@ -267,9 +271,45 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   }
 
   /** The weighted queueing externality of candidate {@code i} ({@link LockstepSiblings#externality}); 0 when off. */
-  private double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
+  private double externality(List<Candidate> cands, LockstepSiblings.Queued[] queued, int i, double own,
+      long ownIterations, String key, long now) {
     double weight = settings.externalityWeight();
-    return weight == 0 ? 0 : weight * siblings.externality(cands, i, own, ownIterations, key, now);
+    return weight == 0 ? 0 : weight * siblings.externality(cands, queued, i, own, ownIterations, key, now);
+  }
+
+  /**
+   * Per candidate, the prefill queued there still to do: what was routed there and not released, less what its rank
+   * reports it computed of this router's prefills ({@code queued_work: reported}, {@link ReportedProgress}); whole
+   * where the rank does not report it, or with {@code queued_work: routed}.
+   */
+  private LockstepSiblings.Queued[] queued(List<Candidate> cands) {
+    LockstepSiblings.Queued[] queued = new LockstepSiblings.Queued[cands.size()];
+    for (int i = 0; i < queued.length; i++) {
+      Candidate c = cands.get(i);
+      Load l = load(c);
+      long count = l.work > 0 ? computedTokens(c) : -1;
+      if (count < 0) {
+        queued[i] = new LockstepSiblings.Queued(l.work, l.uncached);
+      } else {
+        // other frontends' prefills there (their load shares) stay whole: the rank's count cannot tell them apart
+        ReportedProgress.Remaining r = progress.remaining(locationOf(c), count, this::work);
+        queued[i] = new LockstepSiblings.Queued(Math.max(0, l.work - r.routedWork() + r.work()),
+            Math.max(0, l.uncached - r.routedUncached() + r.uncached()));
+      }
+    }
+    return queued;
+  }
+
+  /**
+   * The prompt tokens candidate {@code c}'s rank reports it has computed ({@code queued_work: reported}), or -1: off,
+   * no visible rank, or a worker that does not report it (stock workers over HTTP).
+   */
+  private long computedTokens(Candidate c) {
+    if (!settings.queuedWorkReported() || c.rank() < 0) {
+      return -1;
+    }
+    KvCacheStats s = c.worker().kvCacheStats(c.rank());
+    return s == null ? -1 : s.contextTokensComputed();
   }
 
   /** A generation candidate's load: decode slots in use and KV tokens against the fleet's mean. */
@@ -331,6 +371,10 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
     l.uncached += n - prefix;
     int loc = locationOf(s.candidate());
     bySelection.put(s.id(), new Routed(w, n - prefix, loc));
+    long count = computedTokens(s.candidate());
+    if (count >= 0) {
+      progress.routed(loc, s.id(), prefix, n - prefix, count);
+    }
     queues.arrived(loc, r.routingKey(), work(0, n), context.nanoClock().getAsLong());
     int tpb = s.worker().info().tokensPerBlock();
     long[] keys = r.blockKeys(s.worker().info().hashAlgorithm(), tpb);
@@ -365,6 +409,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       l.work -= r.work();
       l.uncached -= r.uncached();
       queues.completed(r.location(), r.work(), context.nanoClock().getAsLong());
+      progress.released(r.location(), s.id(), computedTokens(s.candidate()));
     }
     if (outcome == Outcome.SUCCESS && settings.trackRoutedBlocks() && context.fleet() == Fleet.CONTEXT) {
       backfill(s);
@@ -391,6 +436,7 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
   @Override
   protected void onCacheCreated(int location) {
     routed.cleared(location);
+    progress.forget(location);
   }
 
   @Override

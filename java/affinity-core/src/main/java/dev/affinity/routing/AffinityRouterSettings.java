@@ -27,11 +27,14 @@ package dev.affinity.routing;
  * @param siblingWaitEveryCall {@code sibling_wait: every_call}: the externality charges each call that a lockstep
  *     sibling's sessions send while a placement runs one of its iterations ({@code once}: each session's first call
  *     only)
+ * @param queuedWorkReported {@code queued_work: reported}: the prefill queued at a rank counts what the rank reports
+ *     it has computed of it ({@link ReportedProgress}; {@code routed}: counted whole until released)
  */
 record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
     double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
     double slotWeight, double kvWeight, double softMargin, int maxNumTokens, double evictionWeight,
-    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall) {
+    double externalityWeight, double rateWindowSeconds, boolean siblingWaitEveryCall,
+    boolean queuedWorkReported) {
 
   /**
    * By default a pin breaks as soon as another candidate costs less: the cost (uncached prefill plus queued work,
@@ -49,6 +52,9 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
 
   /** How the externality charges a lockstep sibling's arrivals (docs/routing.md, docs/benchmarks.md: how chosen). */
   public static final String DEFAULT_SIBLING_WAIT = "every_call";
+
+  /** How a rank's queued prefill is counted (docs/routing.md, docs/benchmarks.md: how chosen). */
+  public static final String DEFAULT_QUEUED_WORK = "reported";
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;
@@ -73,8 +79,9 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
     double externality = args.getDouble("queue_externality_weight", 1.0, 0, 1000);
     double window = args.getDouble("rate_window_seconds", 60, 1e-3, 86400);
     String siblingWait = args.getChoice("sibling_wait", DEFAULT_SIBLING_WAIT, "every_call", "once");
+    String queuedWork = args.getChoice("queued_work", DEFAULT_QUEUED_WORK, "reported", "routed");
     args.done(RouterArgs.ADOPTED);
     return new AffinityRouterSettings(margin, tolerance, genMargin, eps, f, maxKeys, ttl, track, slots, kv, soft, chunk,
-        eviction, externality, window, siblingWait.equals("every_call"));
+        eviction, externality, window, siblingWait.equals("every_call"), queuedWork.equals("reported"));
   }
 }

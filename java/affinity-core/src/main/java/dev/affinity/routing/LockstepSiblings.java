@@ -73,8 +73,8 @@ final class LockstepSiblings {
    * own iterations ({@code work / ceil(uncached / max_num_tokens)} per iteration, which counts the attention over the
    * depth its chunks are at), and does at most all its queued work.
    */
-  double siblingDelay(List<Candidate> cands, int i, long iterations) {
-    return overBusySiblings(cands, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
+  double siblingDelay(List<Candidate> cands, Queued[] queued, int i, long iterations) {
+    return overBusySiblings(cands, queued, i, (work, perIteration) -> Math.min(work, iterations * perIteration));
   }
 
   /**
@@ -83,8 +83,9 @@ final class LockstepSiblings {
    * work, over the sibling's queued work) waits one of the sibling's iterations. The caller caps it at what moving
    * costs now (the session's whole prompt elsewhere): a session that would wait longer moves at its next call.
    */
-  double laterSiblingWaits(List<Candidate> cands, int i, double ratePerWork) {
-    return ratePerWork == 0 ? 0 : overBusySiblings(cands, i, (work, perIteration) -> ratePerWork * work * perIteration);
+  double laterSiblingWaits(List<Candidate> cands, Queued[] queued, int i, double ratePerWork) {
+    return ratePerWork == 0 ? 0
+        : overBusySiblings(cands, queued, i, (work, perIteration) -> ratePerWork * work * perIteration);
   }
 
   /** A value of a sibling rank's queued prefill work and the work of one of its iterations. */
@@ -93,10 +94,17 @@ final class LockstepSiblings {
   }
 
   /**
-   * The largest {@code value} over the sibling ranks of candidate {@code i} that have prefill queued (0 without any):
-   * each at the pace of its own iterations, {@code work / ceil(uncached / max_num_tokens)}.
+   * The prefill queued at a candidate still to do: its work and its uncached tokens (what was routed there and not
+   * released, less what its rank reports computed of it: {@link ReportedProgress}).
    */
-  private double overBusySiblings(List<Candidate> cands, int i, SiblingValue value) {
+  record Queued(double work, long uncached) {}
+
+  /**
+   * The largest {@code value} over the sibling ranks of candidate {@code i} that have prefill queued (0 without any):
+   * each at the pace of its own iterations, {@code work / ceil(uncached / max_num_tokens)} of what it has still to do
+   * (a prefill's deep chunks, which attend over more, take longer than its first).
+   */
+  private double overBusySiblings(List<Candidate> cands, Queued[] queued, int i, SiblingValue value) {
     String worker = cands.get(i).workerId();
     double most = 0;
     for (int k = 0; k < cands.size(); k++) {
@@ -104,9 +112,9 @@ final class LockstepSiblings {
       if (k == i || !s.workerId().equals(worker)) {
         continue;
       }
-      AbstractRouter.Load l = router.load(s);
-      if (l.work > 0) {
-        most = Math.max(most, value.of(l.work, l.work / iterations(l.uncached, chunkOf(s))));
+      Queued q = queued[k];
+      if (q.work() > 0) {
+        most = Math.max(most, value.of(q.work(), q.work() / iterations(q.uncached(), chunkOf(s))));
       }
     }
     return most;
@@ -123,11 +131,12 @@ final class LockstepSiblings {
    * after its answer and its tool, and each of its calls while this work runs waits again
    * ({@link RankQueues#delayedCalls}; {@code sibling_wait: once} counts one). Who arrives comes from the measured
    * rates; no session is charged more than prefilling its own context elsewhere would cost it (the router moves it
-   * rather than let it wait longer).
+   * rather than let it wait longer). {@code queued}: per candidate, the prefill queued there still to do.
    */
-  double externality(List<Candidate> cands, int i, double own, long ownIterations, String key, long now) {
+  double externality(List<Candidate> cands, Queued[] queued, int i, double own, long ownIterations, String key,
+      long now) {
     Candidate c = cands.get(i);
-    double ext = queues.delayedWork(router.locationOf(c), key, router.load(c).work + own / 2, own, now);
+    double ext = queues.delayedWork(router.locationOf(c), key, queued[i].work() + own / 2, own, now);
     double perIteration = own / ownIterations;
     for (int k = 0; k < cands.size(); k++) {
       Candidate s = cands.get(k);

@@ -335,6 +335,57 @@ class AffinityRouterTest {
         withMaxNumTokens("a", 2048), withMaxNumTokens("b", 2048)), "the section's value wins");
   }
 
+  /** A one-rank worker whose rank reports {@code computed} prompt tokens computed. */
+  private static Worker reporting(String id, java.util.concurrent.atomic.AtomicLong computed) {
+    Worker w = worker(id, 4, true, 1, 64);
+    when(w.kvCacheStats(0)).thenAnswer(inv -> new dev.affinity.executor.KvCacheStats(0, 1000, 1000, 0, 0, 4, 0, 0, 0,
+        0, 0, 0, 0, 0, computed.get()));
+    return w;
+  }
+
+  /**
+   * Where a session's next call goes while a 100,000-token prefill runs on the rank that holds its 10,000 cached
+   * tokens: the rank reports {@code computedSince} of the prefill's tokens computed since it was routed.
+   */
+  private String whereTheSessionGoesBesideALongPrefill(String queuedWork, long computedSince) {
+    var aCount = new java.util.concurrent.atomic.AtomicLong(50_000);  // computed for earlier requests
+    var bCount = new java.util.concurrent.atomic.AtomicLong(0);
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0, "queued_work",
+        queuedWork), context(Fleet.CONTEXT, clock));
+    r.addWorker(reporting("a", aCount));
+    r.addWorker(reporting("b", bCount));
+    int[] prompt = tokens(10_100, 900_000);
+    stored(r, "a", 0, java.util.Arrays.copyOf(prompt, 10_000));
+    Selection prefill = r.select(req(1, null, tokens(100_000, 0)), Set.of("b"));
+    aCount.addAndGet(computedSince);
+    Selection next = r.select(req(2, "session", prompt), Set.of());
+    next.release(Outcome.SUCCESS);
+    prefill.release(Outcome.SUCCESS);
+    return next.worker().id();
+  }
+
+  @Test
+  void aLongPrefillNearlyDoneByItsRanksWordKeepsTheSessionBesideItsCache() {
+    // routed whole, the prefill's ~320k units of work outweigh re-prefilling 10,100 tokens on b (~12k)
+    assertEquals("b", whereTheSessionGoesBesideALongPrefill("reported", 0));
+    // 99,990 of its tokens computed: ten are left, at the depth its chunks reached (~54 units)
+    assertEquals("a", whereTheSessionGoesBesideALongPrefill("reported", 99_990));
+    assertEquals("b", whereTheSessionGoesBesideALongPrefill("routed", 99_990), "counted whole until released");
+    // half done: the deep half of the attention is still to come (50,000 + 2.2e-5 x (1e10 - 2.5e9) = ~215k)
+    assertEquals("b", whereTheSessionGoesBesideALongPrefill("reported", 50_000));
+  }
+
+  @Test
+  void queuedWorkIsReportedOrRouted() {
+    RouterArgs args = RouterArgs.of("affinity", Map.of("queued_work", "remaining"));
+    dev.affinity.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+        dev.affinity.config.ConfigException.class, () -> AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), args));
+    assertTrue(e.getMessage().contains("queued_work"), e.getMessage());
+    assertTrue(e.getMessage().contains("reported, routed"), e.getMessage());
+    assertTrue(AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), RouterArgs.of("affinity", Map.of()))
+        .queuedWorkReported(), "reported by default");
+  }
+
   @Test
   void aSiblingIsChargedAtThePaceOfItsOwnIterations() {
     // attention makes deep chunks expensive: a/0 computes 10,000 new tokens after 90,000 cached (2 iterations of

@@ -217,7 +217,7 @@ class PeerRoutersTest {
   }
 
   private static KvCacheStats stats(int rank, long queued, long used, long total) {
-    return new KvCacheStats(rank, total, total - used, used, 0, 4, 0, 0, 0, 0, 0, queued, queued, 0);
+    return new KvCacheStats(rank, total, total - used, used, 0, 4, 0, 0, 0, 0, 0, queued, queued, 0, -1);
   }
 
   @Test

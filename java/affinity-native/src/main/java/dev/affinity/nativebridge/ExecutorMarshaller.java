@@ -253,7 +253,7 @@ final class ExecutorMarshaller {
       peer.getKvCacheStats(rank, s);
       return new KvCacheStats(rank, s.maxNumBlocks(), s.freeNumBlocks(), s.usedNumBlocks(), s.cachedNumBlocks(),
           s.tokensPerBlock(), s.allocTotalBlocks(), s.allocNewBlocks(), s.reusedBlocks(), s.missedBlocks(),
-          s.evictedBlocks(), s.activeRequests(), s.queuedRequests(), s.cacheHitRate());
+          s.evictedBlocks(), s.activeRequests(), s.queuedRequests(), s.cacheHitRate(), s.contextTokensComputed());
     }
   }
 

@@ -93,6 +93,7 @@ class NativeExecutorTest {
       assertEquals(1, ctxResp.tokenCount());
       int rank = ctxResp.metrics().rank();
       assertTrue(ctx.kvCacheStats(rank).usedNumBlocks() > 0, "KV held for the generation pull");
+      assertEquals(17, ctx.kvCacheStats(rank).contextTokensComputed(), "the rank's prefilled tokens cross the boundary");
       assertEquals(1, ctx.iterationStats().heldContexts());
 
       long genId = gen.enqueue(ExecutorRequest.builder(prompt, 6).clientRequestId(9).seed(5)

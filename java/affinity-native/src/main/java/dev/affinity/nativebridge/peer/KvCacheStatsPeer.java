@@ -43,4 +43,6 @@ public class KvCacheStatsPeer extends Pointer {
   @MemberGetter public native @Cast("int64_t") long queuedRequests();
 
   @MemberGetter public native double cacheHitRate();
+
+  @MemberGetter public native @Cast("int64_t") long contextTokensComputed();
 }
