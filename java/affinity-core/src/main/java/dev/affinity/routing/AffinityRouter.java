@@ -291,7 +291,8 @@ public final class AffinityRouter extends AbstractRouter implements PinKeeping {
       if (count < 0) {
         queued[i] = new LockstepSiblings.Queued(l.work, l.uncached);
       } else {
-        // other frontends' prefills there (their load shares) stay whole: the rank's count cannot tell them apart
+        // other frontends' prefills there (their load shares) stay whole and the count goes to this router's first:
+        // the total left is the same while the count stays within this router's own uncached tokens there
         ReportedProgress.Remaining r = progress.remaining(locationOf(c), count, this::work);
         queued[i] = new LockstepSiblings.Queued(Math.max(0, l.work - r.routedWork() + r.work()),
             Math.max(0, l.uncached - r.routedUncached() + r.uncached()));

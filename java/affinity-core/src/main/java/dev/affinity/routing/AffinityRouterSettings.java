@@ -28,7 +28,7 @@ package dev.affinity.routing;
  *     sibling's sessions send while a placement runs one of its iterations ({@code once}: each session's first call
  *     only)
  * @param queuedWorkReported {@code queued_work: reported}: the prefill queued at a rank counts what the rank reports
- *     it has computed of it ({@link ReportedProgress}; {@code routed}: counted whole until released)
+ *     it has computed of it ({@link ReportedProgress}; {@code routed}, the default: counted whole until released)
  */
 record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, double genPinMargin,
     double loadEpsilon, double attentionFactor, long maxKeys, double predictTtlSeconds, boolean trackRoutedBlocks,
@@ -54,7 +54,7 @@ record AffinityRouterSettings(long pinMarginTokens, double placementTolerance, d
   public static final String DEFAULT_SIBLING_WAIT = "every_call";
 
   /** How a rank's queued prefill is counted (docs/routing.md, docs/benchmarks.md: how chosen). */
-  public static final String DEFAULT_QUEUED_WORK = "reported";
+  public static final String DEFAULT_QUEUED_WORK = "routed";
 
   /** Soft first placement's default margin in Affinity's policy (docs/routing.md: how it was chosen). */
   public static final double DEFAULT_SOFT_PLACEMENT_MARGIN = 0;

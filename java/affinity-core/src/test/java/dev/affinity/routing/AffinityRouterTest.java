@@ -382,8 +382,8 @@ class AffinityRouterTest {
         dev.affinity.config.ConfigException.class, () -> AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), args));
     assertTrue(e.getMessage().contains("queued_work"), e.getMessage());
     assertTrue(e.getMessage().contains("reported, routed"), e.getMessage());
-    assertTrue(AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), RouterArgs.of("affinity", Map.of()))
-        .queuedWorkReported(), "reported by default");
+    assertTrue(!AffinityRouterSettings.of(context(Fleet.CONTEXT, clock), RouterArgs.of("affinity", Map.of()))
+        .queuedWorkReported(), "routed by default");
   }
 
   @Test

@@ -225,6 +225,10 @@ public final class WorkerServer implements AutoCloseable {
           KvCacheStats::activeRequests);
       gauge(registry, "affinity_worker_queued_requests", "requests waiting for the rank", executor, rank,
           KvCacheStats::queuedRequests);
+      io.micrometer.core.instrument.FunctionCounter.builder("affinity_worker_context_tokens_computed", executor,
+              e -> e.isClosed() ? 0 : Math.max(0, e.kvCacheStats(rank).contextTokensComputed()))
+          .description("prompt tokens the rank has prefilled (not reused)").tag("rank", Integer.toString(rank))
+          .register(registry);
     }
   }
 

@@ -194,6 +194,8 @@ class WorkerProcessEndToEndTest {
         return false;
       }
     }, "the context worker freed every pulled context");
+    assertTrue(ctx.metric(http, "affinity_worker_context_tokens_computed_total") > 0,
+        "the context worker counts the prompt tokens it prefilled");
 
     // ---- a generation worker killed mid-stream: the stream continues on the other one ----
     Map<String, WorkerProcess> gens = Map.of(gen0.id(), gen0, gen1.id(), gen1);
