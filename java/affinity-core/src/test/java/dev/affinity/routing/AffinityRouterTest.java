@@ -376,6 +376,26 @@ class AffinityRouterTest {
   }
 
   @Test
+  void anotherFrontendsPrefillCountsWholeWhateverTheRankComputed() {
+    // the 100,000-token prefill on a was routed by a peer frontend (its load share); the rank has computed 99,990
+    // tokens, but this router cannot tell whose: a looks busier than it is, never idler
+    var aCount = new java.util.concurrent.atomic.AtomicLong(0);
+    AffinityRouter r = (AffinityRouter) create("affinity", Map.of("predict_ttl_seconds", 0.0, "queued_work",
+        "reported"), context(Fleet.CONTEXT, clock));
+    r.addWorker(reporting("a", aCount));
+    r.addWorker(reporting("b", new java.util.concurrent.atomic.AtomicLong(0)));
+    r.peerLoads("peer", List.of(new LoadShare("a", 0, 1, 100_000, 100_000 + 2.2e-5 * 1e10, 100_000)));
+    int[] prompt = tokens(10_100, 900_000);
+    stored(r, "a", 0, java.util.Arrays.copyOf(prompt, 10_000));
+    Selection own = r.select(req(1, null, tokens(1_000, 0)), Set.of("b"));  // routed after the peer's, on a
+    aCount.addAndGet(99_990);
+    Selection next = r.select(req(2, "session", prompt), Set.of());
+    assertEquals("b", next.worker().id(), "the peer's prefill and what is left of this router's stay queued");
+    next.release(Outcome.SUCCESS);
+    own.release(Outcome.SUCCESS);
+  }
+
+  @Test
   void queuedWorkIsReportedOrRouted() {
     RouterArgs args = RouterArgs.of("affinity", Map.of("queued_work", "remaining"));
     dev.affinity.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
