@@ -41,16 +41,34 @@ final class Tables {
    * The share of the distance from the best other policy's TTFT p95 down to the zero-queue bound's p95 that {@code p}
    * closes: {@code (peer - p) / (peer - bound)}, where the peer is the lowest p95 among the policies of other families
    * ({@link #family}: a policy's variants are not its peers). 100% is the bound itself, 0% the peer, negative worse
-   * than the peer; n/a without a bound, a peer, or a peer above the bound.
+   * than the peer; n/a without a bound, a peer, or a peer above the bound. With two seeds or more that both ran, the
+   * range of the same share seed by seed follows in brackets ({@code 47% (31 to 62)}): how far one seed's draw moves
+   * it, against which a difference between two policies is read.
    */
   static String gapClosed(PolicySummary p, List<PolicySummary> policies) {
-    double peer = policies.stream().filter(o -> !family(o.policy()).equals(family(p.policy())))
-        .mapToDouble(PolicySummary::ttftP95Ms).min().orElse(Double.NaN);
+    PolicySummary peer = policies.stream().filter(o -> !family(o.policy()).equals(family(p.policy())))
+        .min(java.util.Comparator.comparingDouble(PolicySummary::ttftP95Ms)).orElse(null);
     double bound = p.boundTtftP95Ms();
-    if (Double.isNaN(peer) || Double.isNaN(bound) || !(peer > bound)) {
+    if (peer == null || Double.isNaN(peer.ttftP95Ms()) || Double.isNaN(bound) || !(peer.ttftP95Ms() > bound)) {
       return NA;
     }
-    return Text.fixed(100 * (peer - p.ttftP95Ms()) / (peer - bound), 0) + "%";
+    String mean = Text.fixed(100 * (peer.ttftP95Ms() - p.ttftP95Ms()) / (peer.ttftP95Ms() - bound), 0) + "%";
+    double low = Double.POSITIVE_INFINITY;
+    double high = Double.NEGATIVE_INFINITY;
+    int seeds = 0;
+    for (var e : p.p95BySeed().entrySet()) {
+      double[] other = peer.p95BySeed().get(e.getKey());
+      double own = e.getValue()[0];
+      double seedBound = e.getValue()[1];
+      if (other == null || Double.isNaN(seedBound) || !(other[0] > seedBound)) {
+        continue;
+      }
+      double share = 100 * (other[0] - own) / (other[0] - seedBound);
+      low = Math.min(low, share);
+      high = Math.max(high, share);
+      seeds++;
+    }
+    return seeds < 2 ? mean : mean + " (" + Text.fixed(low, 0) + " to " + Text.fixed(high, 0) + ")";
   }
 
   /** A policy's family: its name before any variant's settings ({@code {...}}), suffix ({@code -...}) or {@code +}. */

@@ -31,4 +31,25 @@ class TablesTest {
         p95("b", 6_000, Double.NaN))), "no bound");
     assertEquals("n/a", Tables.gapClosed(all.get(0), all.subList(0, 2)), "no peer");
   }
+
+  private static PolicySummary seeds(String policy, double boundP95, double... p95s) {
+    java.util.Map<Long, double[]> bySeed = new java.util.HashMap<>();
+    double sum = 0;
+    for (int i = 0; i < p95s.length; i++) {
+      bySeed.put((long) i + 1, new double[] {p95s[i], boundP95});
+      sum += p95s[i];
+    }
+    return new PolicySummary(policy, 1000, sum / p95s.length, 9000, 5, 2000, 9000, 0.9, 0.95, 0.95, 1, 1, 1, 1, 48, 900,
+        boundP95, 2000, bySeed);
+  }
+
+  @Test
+  void theSeedsRangeOfTheShareFollowsItsMean() {
+    // seed 1: (6,000 - 5,000) / 2,000 = 50%; seed 2: (7,000 - 4,500) / 3,000 = 83%; the means: (6,500 - 4,750) / 2,500
+    List<PolicySummary> all = List.of(seeds("affinity", 4_000, 5_000, 4_500), seeds("dynamo_kv", 4_000, 6_000, 7_000));
+    assertEquals("70% (50 to 83)", Tables.gapClosed(all.get(0), all));
+    // a seed the peer did not run is left out: one seed alone gives no range
+    List<PolicySummary> one = List.of(seeds("affinity", 4_000, 5_000, 4_500), seeds("dynamo_kv", 4_000, 6_000));
+    assertEquals("63%", Tables.gapClosed(one.get(0), one), "(6,000 - 4,750) / 2,000 of the means, no range");
+  }
 }
