@@ -25,16 +25,6 @@ record PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double t
     p95BySeed = Map.copyOf(p95BySeed);
   }
 
-  /** A summary without its seeds' own figures. */
-  PolicySummary(String policy, double ttftP50Ms, double ttftP95Ms, double ttftP99Ms, double itlP50Ms, double e2eP50Ms,
-      double e2eP95Ms, double hitRatio, double idealHitRatio, double pooledHitRatio, double genQueueP95Ms,
-      double ctxImbalance, double genImbalance, double agentsWithinSlo, double agents, double boundTtftP50Ms,
-      double boundTtftP95Ms, double sessionTimeMeanS) {
-    this(policy, ttftP50Ms, ttftP95Ms, ttftP99Ms, itlP50Ms, e2eP50Ms, e2eP95Ms, hitRatio, idealHitRatio, pooledHitRatio,
-        genQueueP95Ms, ctxImbalance, genImbalance, agentsWithinSlo, agents, boundTtftP50Ms, boundTtftP95Ms,
-        sessionTimeMeanS, Map.of());
-  }
-
   static PolicySummary of(PolicyRuns p) {
     List<RunMetrics> m = p.runs().stream().map(RunResult::metrics).toList();
     List<RunMetrics> queued = m.stream().filter(x -> x.genQueueMs() != null).toList();

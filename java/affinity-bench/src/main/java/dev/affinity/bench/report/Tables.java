@@ -2,6 +2,7 @@ package dev.affinity.bench.report;
 
 import dev.affinity.bench.metrics.RunResult;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 
 /** Builds the report's tables: the per-workload summary and the list of runs. */
@@ -47,7 +48,7 @@ final class Tables {
    */
   static String gapClosed(PolicySummary p, List<PolicySummary> policies) {
     PolicySummary peer = policies.stream().filter(o -> !family(o.policy()).equals(family(p.policy())))
-        .min(java.util.Comparator.comparingDouble(PolicySummary::ttftP95Ms)).orElse(null);
+        .min(Comparator.comparingDouble(PolicySummary::ttftP95Ms)).orElse(null);
     double bound = p.boundTtftP95Ms();
     if (peer == null || Double.isNaN(peer.ttftP95Ms()) || Double.isNaN(bound) || !(peer.ttftP95Ms() > bound)) {
       return NA;

@@ -2,13 +2,21 @@ package dev.affinity.bench.report;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The summary's share of the peer-to-bound gap closed. */
 class TablesTest {
   private static PolicySummary p95(String policy, double p95, double bound) {
-    return new PolicySummary(policy, 1000, p95, 9000, 5, 2000, 9000, 0.9, 0.95, 0.95, 1, 1, 1, 1, 48, 900, bound, 2000);
+    return summary(policy, p95, bound, Map.of());
+  }
+
+  /** A summary whose TTFT p95 and bound p95 are these, with these seeds' own figures. */
+  private static PolicySummary summary(String policy, double p95, double bound, Map<Long, double[]> bySeed) {
+    return new PolicySummary(policy, 1000, p95, 9000, 5, 2000, 9000, 0.9, 0.95, 0.95, 1, 1, 1, 1, 48, 900, bound, 2000,
+        bySeed);
   }
 
   @Test
@@ -33,14 +41,13 @@ class TablesTest {
   }
 
   private static PolicySummary seeds(String policy, double boundP95, double... p95s) {
-    java.util.Map<Long, double[]> bySeed = new java.util.HashMap<>();
+    Map<Long, double[]> bySeed = new HashMap<>();
     double sum = 0;
     for (int i = 0; i < p95s.length; i++) {
       bySeed.put((long) i + 1, new double[] {p95s[i], boundP95});
       sum += p95s[i];
     }
-    return new PolicySummary(policy, 1000, sum / p95s.length, 9000, 5, 2000, 9000, 0.9, 0.95, 0.95, 1, 1, 1, 1, 48, 900,
-        boundP95, 2000, bySeed);
+    return summary(policy, sum / p95s.length, boundP95, bySeed);
   }
 
   @Test
