@@ -94,6 +94,8 @@ public final class ChatTemplate {
     jinjava.getGlobalContext().registerTag(new MemoForTag());
     jinjava.getGlobalContext().registerFunction(
         new ELFunctionDefinition("", "namespace", MemoSession.class, "namespace", Object[].class));
+    jinjava.getGlobalContext().registerFunction(
+        new ELFunctionDefinition("", TemplateSource.DERIVED, ChatTemplate.class, "derived", String.class));
     return jinjava;
   }
 
@@ -223,6 +225,19 @@ public final class ChatTemplate {
     }
   }
 
+  /**
+   * A tag's expression that {@link TemplateSource} found to be a {@link DerivedExpression}: its value, evaluated here
+   * from the loop's counters, the namespace's attributes and the number of messages where they are all whole numbers
+   * (in an iteration being recorded, as one read of the iteration: {@link MemoSession#derived}), and by jinjava from
+   * its text otherwise.
+   */
+  public static Object derived(String text) {
+    JinjavaInterpreter interpreter = JinjavaInterpreter.getCurrent();
+    DerivedExpression d = DerivedExpression.of(text);
+    Object value = MemoSession.derived(d, interpreter.getContext());
+    return value != null ? value : interpreter.resolveELExpression(text, interpreter.getLineNumber());
+  }
+
   /** The template's {@code raise_exception(message)}. */
   public static Object raiseException(String message) {
     throw new RaisedException(message);
@@ -293,7 +308,9 @@ public final class ChatTemplate {
       if (var instanceof String s) {
         return new StringBuilder(s).reverse().toString();  // reverses surrogate pairs as pairs
       }
-      java.util.List<Object> out = new java.util.ArrayList<>();
+      // the render's messages reversed: a loop over them reuses the last render's iterations counted from the end
+      java.util.List<Object> out = var instanceof MemoSession.MessageList
+          ? new MemoSession.ReversedMessages() : new java.util.ArrayList<>();
       if (var instanceof Iterable<?> items) {
         items.forEach(out::add);
       } else if (var instanceof Object[] array) {

@@ -57,6 +57,10 @@ final class MemoForTag extends ForTag {
       StringBuilder buff = new StringBuilder(RenderMemo.outputLength(before) + 256);  // not grown a doubling at a time
       int[] starts = new int[items.size()];  // where each iteration's output starts in the run's
       boolean recording = true;
+      // a loop over the messages reversed meets the last render's messages after the new ones: the candidate for an
+      // iteration is the last render's iteration as far from the end (each is reused only where all its reads hold)
+      boolean fromEnd = items instanceof MemoSession.ReversedMessages && before != null;
+      int shift = fromEnd ? items.size() - before.length : 0;
       int i = 0;
       while (loop.hasNext()) {
         Object raw = loop.next();
@@ -66,14 +70,15 @@ final class MemoForTag extends ForTag {
         } else {
           scope.put(itemName, val);
         }
-        if (i == 0 && before != null && before.length > 0 && before[0] != null
+        if (!fromEnd && i == 0 && before != null && before.length > 0 && before[0] != null
             && !RenderMemo.same(before[0].item(), raw)) {
-          // Not the last run's items from the start (a loop over the messages reversed): nothing to reuse by
-          // position, now or next time, so this run records nothing but its first item.
+          // Not the last run's items from the start (a loop over a list the template reversed or cut): nothing to
+          // reuse by position, now or next time, so this run records nothing but its first item.
           recording = false;
           after.add(RenderMemo.Iteration.firstItemOnly(raw));
         }
-        RenderMemo.Iteration prev = recording && before != null && i < before.length ? before[i] : null;
+        int j = i - shift;
+        RenderMemo.Iteration prev = recording && before != null && j >= 0 && j < before.length ? before[j] : null;
         starts[i] = buff.length();
         if (!recording) {
           renderBody(tagNode, interpreter, loop, buff);

@@ -202,6 +202,82 @@ final class MemoSession implements AutoCloseable {
     }
   }
 
+  /**
+   * A {@link DerivedExpression}'s value in the render on this thread, its operands looked up in {@code context} as
+   * jinjava would; null where jinjava must evaluate its text: an operand not a whole number, {@code loop} not a for
+   * loop, a variable not a namespace or the messages not a list, and in an iteration being recorded, an operand it
+   * could not compare in the next render (another loop's counter, a namespace or the messages not the render's own,
+   * an attribute the iteration already wrote). In an iteration being recorded the value is one read, and the operands
+   * are not.
+   */
+  static Object derived(DerivedExpression d, Context context) {
+    MemoSession s = CURRENT.get();
+    Recording r = s == null ? null : s.recording;
+    ForLoop[] loop = {null};
+    Object[] namespaces = new Object[d.variables().size()];
+    Object[] messages = {null};
+    boolean[] usable = {true};
+    d.forEachOperand(t -> {
+      if (!usable[0]) {
+        return;
+      }
+      if (t instanceof DerivedExpression.LoopCounter) {
+        if (loop[0] == null) {
+          Object l = context.get("loop");
+          if (l instanceof ForLoop f && (r == null || f == r.loop)) {
+            loop[0] = f;
+          } else {
+            usable[0] = false;
+          }
+        }
+      } else if (t instanceof DerivedExpression.NamespaceAttribute a) {
+        Object ns = namespaces[a.slot()];
+        if (ns == null) {
+          ns = context.get(a.variable());
+          namespaces[a.slot()] = ns;
+        }
+        if (r != null) {
+          usable[0] = ns instanceof MemoNamespace m && s.outside(a.variable()) == m && !r.wrote(m, a.attribute());
+        } else {
+          usable[0] = ns instanceof Namespace;
+        }
+      } else if (messages[0] == null) {
+        Object m = context.get("messages");
+        usable[0] = m instanceof List<?> && (r == null || m == s.messages());
+        messages[0] = m;
+      }
+    });
+    if (!usable[0]) {
+      return null;
+    }
+    Object value = d.evaluate(new DerivedExpression.Operands() {
+      @Override
+      public Object loopCounter(String attribute) {
+        return RenderMemo.loopAttribute(loop[0], attribute);
+      }
+
+      @Override
+      public Object namespaceAttribute(int slot, String attribute) {
+        Object ns = namespaces[slot];
+        return ns instanceof MemoNamespace m ? m.rawGet(attribute) : ((Namespace) ns).get(attribute);
+      }
+
+      @Override
+      public Object messageCount() {
+        Object m = messages[0];
+        return m instanceof MessageList list ? list.raw().size() : ((List<?>) m).size();
+      }
+    });
+    if (value != null && r != null) {
+      int[] ordinals = new int[namespaces.length];
+      for (int i = 0; i < ordinals.length; i++) {
+        ordinals[i] = namespaces[i] instanceof MemoNamespace m ? m.ordinal : -1;
+      }
+      r.reads.add(new RenderMemo.DerivedRead(d, ordinals, value));
+    }
+    return value;
+  }
+
   /** What one iteration read and whether it can be reused. */
   final class Recording {
     private final ForLoop loop;
@@ -262,6 +338,12 @@ final class MemoSession implements AutoCloseable {
       } else if (w == null || !w.contains(a)) {
         reads.add(new RenderMemo.NamespaceRead(ns.ordinal, a, RenderMemo.norm(value)));
       }
+    }
+
+    /** Whether the iteration has written the namespace's attribute. */
+    boolean wrote(MemoNamespace ns, String attribute) {
+      Set<String> w = written.get(ns);
+      return w != null && w.contains(attribute);
     }
 
     void namespaceWrite(MemoNamespace ns, Object attribute) {
@@ -402,6 +484,12 @@ final class MemoSession implements AutoCloseable {
       return session.recording != null ? recorded : raw;
     }
   }
+
+  /**
+   * The render's messages reversed ({@code messages[::-1]}): a loop over them takes the last render's iteration for
+   * the same message, counted from the end ({@link MemoForTag}), since the new messages come first.
+   */
+  static final class ReversedMessages extends ArrayList<Object> {}
 
   /** A template's namespace: its reads and writes while an iteration is recorded are the iteration's. */
   static final class MemoNamespace extends Namespace {

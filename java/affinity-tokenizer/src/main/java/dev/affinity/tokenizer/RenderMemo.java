@@ -180,6 +180,34 @@ public final class RenderMemo {
     }
   }
 
+  /**
+   * A {@link DerivedExpression}'s value, computed again from the loop's counters at its position, the namespaces'
+   * attributes (namespace {@code ordinals[slot]} for the expression's variable {@code slot}) and the number of messages.
+   */
+  record DerivedRead(DerivedExpression expression, int[] ordinals, Object value) implements Read {
+    @Override
+    public boolean holds(MemoSession s, ForLoop loop) {
+      Object now = expression.evaluate(new DerivedExpression.Operands() {
+        @Override
+        public Object loopCounter(String attribute) {
+          return loopAttribute(loop, attribute);
+        }
+
+        @Override
+        public Object namespaceAttribute(int slot, String attribute) {
+          MemoSession.MemoNamespace ns = s.namespace(ordinals[slot]);
+          return ns == null ? null : ns.rawGet(attribute);
+        }
+
+        @Override
+        public Object messageCount() {
+          return s.messages().raw().size();
+        }
+      });
+      return value.equals(now);
+    }
+  }
+
   /** An attribute of a namespace the iteration left. */
   record NamespaceWrite(int ordinal, String attribute, Object value) {}
 

@@ -12,6 +12,11 @@ package dev.affinity.tokenizer;
  *   <li>{@code x[::-1]} (a reversed copy; jinjava's slices take no step) becomes {@code (x|py_reverse)} (a reversed
  *       string for a string, a list otherwise), where {@code x} is the primary it follows (a name with its
  *       attribute, index and call suffixes, or a bracketed expression);
+ *   <li>the expression of an {@code if}, {@code elif} or {@code set NAME =} tag that only adds, subtracts and
+ *       compares whole numbers read from {@code loop}'s counters, a namespace's attributes and
+ *       {@code messages|length} ({@link DerivedExpression}) becomes {@code _affinity_derived_('expression')}, which
+ *       gives jinjava's value ({@link ChatTemplate#derived}) and lets a render that reuses the last one's loop
+ *       iterations compare that value rather than the numbers it was computed from;
  *   <li>keyword arguments of a call ({@code namespace(a=true, last=messages|length - 1)}) get their values bracketed,
  *       {@code (messages|length - 1)}, since jinjava binds {@code name=value} tighter than the filter and the
  *       arithmetic after it.
@@ -20,6 +25,13 @@ package dev.affinity.tokenizer;
  * {@code {% raw %}} block is left as it is.
  */
 final class TemplateSource {
+  /** The function a {@link DerivedExpression} tag's expression is handed to. */
+  static final String DERIVED = "_affinity_derived_";
+
+  private static final java.util.regex.Pattern DERIVED_TAG = java.util.regex.Pattern.compile(
+      "([-]?\\s*(?:(?:if|elif)\\s+|set\\s+[A-Za-z_][A-Za-z0-9_]*\\s*=\\s*))(.+?)(\\s*-?)",
+      java.util.regex.Pattern.DOTALL);
+
   private TemplateSource() {}
 
   static String rewrite(String source) {
@@ -63,7 +75,7 @@ final class TemplateSource {
         }
       }
       out.append(src, open, open + 2);
-      out.append(kind == '#' ? inner : rewriteExpression(inner));
+      out.append(kind == '#' ? inner : kind == '%' ? derivedTag(rewriteExpression(inner)) : rewriteExpression(inner));
       out.append(close);
       i = end + 2;
       if (kind == '%' && isRaw(inner)) {  // copy the raw text up to {% endraw %} as it is
@@ -163,6 +175,15 @@ final class TemplateSource {
       }
     }
     return -1;
+  }
+
+  /** A block tag's inside ({@code - if EXPR }) with a {@link DerivedExpression} handed to {@link #DERIVED}. */
+  static String derivedTag(String inner) {
+    java.util.regex.Matcher m = DERIVED_TAG.matcher(inner);
+    if (!m.matches() || DerivedExpression.parse(m.group(2)) == null) {
+      return inner;
+    }
+    return m.group(1) + DERIVED + "('" + m.group(2) + "')" + m.group(3);
   }
 
   static String rewriteExpression(String e) {

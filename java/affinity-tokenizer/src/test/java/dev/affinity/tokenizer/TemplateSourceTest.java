@@ -86,13 +86,33 @@ class TemplateSourceTest {
       "{{ f(a == 1, b != 2, c <= 3, d >= 4) }}",
       "{% if (a == b) and (c != d) %}{% endif %}",
       "{% set x = 1 %}",
-      "{% set x = messages|length - 1 %}",
       "{% set ns.i = ns.i + 1 %}",
+      "{% if loop.index0 > 1.5 %}{% endif %}",
+      "{% if ns.a > 1 and ns.b %}{% endif %}",
+      "{% if m.content|length > ns.limit %}{% endif %}",
+      "{% if ns.a.b > 1 %}{% endif %}",
+      "{% if loop.first %}{% endif %}",
+      "{% set x = 1 + 2 %}",
+      "{% if loop.index0 > ns.f(1) %}{% endif %}",
+      "{{ loop.index0 > ns.last_query_index }}",
       "{{ x == 1 }}",
       "{{ f('a=1') }}",
   })
   void comparisonsAndSetAreUntouched(String source) {
     assertEquals(source, TemplateSource.rewrite(source));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @CsvSource(delimiterString = " => ", quoteCharacter = '`', value = {
+      "{% set x = messages|length - 1 %} => {% set x = _affinity_derived_('messages|length - 1') %}",
+      "{%- set index = (messages|length - 1) - loop.index0 %} => "
+          + "{%- set index = _affinity_derived_('(messages|length - 1) - loop.index0') %}",
+      "{%- if loop.index0 > ns.last_query_index -%} => {%- if _affinity_derived_('loop.index0 > ns.last_query_index') -%}",
+      "{% elif ns.n+1 == loop.length %} => {% elif _affinity_derived_('ns.n+1 == loop.length') %}",
+      "{%+ if loop.revindex0 != 0 +%} => {% if _affinity_derived_('loop.revindex0 != 0') %}",
+  })
+  void derivedExpressionsAreHandedToTheirFunction(String source, String rewritten) {
+    assertEquals(rewritten, TemplateSource.rewrite(source));
   }
 
   @Test
