@@ -6,6 +6,7 @@ import com.hubspot.jinjava.interpret.NullValue;
 import com.hubspot.jinjava.lib.tag.ForTag;
 import com.hubspot.jinjava.tree.Node;
 import com.hubspot.jinjava.tree.TagNode;
+import com.hubspot.jinjava.tree.output.OutputNode;
 import com.hubspot.jinjava.util.ForLoop;
 import com.hubspot.jinjava.util.ObjectIterator;
 import java.util.ArrayList;
@@ -19,6 +20,52 @@ import java.util.List;
  * {@code loop} in the loop's scope, the children in order, {@code continue} ending the iteration.
  */
 final class MemoForTag extends ForTag {
+  /**
+   * The loop's output as jinjava's own node holds it, but sized without encoding it: jinjava adds every node's UTF-8
+   * size to the render's total (a copy of a whole history's text a turn) and reads it only against an output limit,
+   * which the chat templates' engine does not set; with one, the size is the UTF-8 length, counted.
+   */
+  @Override
+  public OutputNode interpretOutput(TagNode tagNode, JinjavaInterpreter interpreter) {
+    String out = interpret(tagNode, interpreter);
+    boolean limited = interpreter.getConfig().getMaxOutputSize() > 0;
+    return new OutputNode() {
+      @Override
+      public String getValue() {
+        return out;
+      }
+
+      @Override
+      public long getSize() {
+        return out == null ? 0 : limited ? utf8Length(out) : out.length();
+      }
+
+      @Override
+      public String toString() {
+        return out;
+      }
+    };
+  }
+
+  /** How many bytes {@code s} takes in UTF-8 (an unpaired surrogate as the encoder's one-byte replacement). */
+  static long utf8Length(String s) {
+    long n = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        n++;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+        n += 4;
+        i++;
+      } else {
+        n += Character.isSurrogate(c) ? 1 : 3;
+      }
+    }
+    return n;
+  }
+
   @Override
   public String renderForCollection(TagNode tagNode, JinjavaInterpreter interpreter, List<String> loopVars,
       Object collection) {
@@ -54,7 +101,9 @@ final class MemoForTag extends ForTag {
     try (JinjavaInterpreter.InterpreterScopeClosable c = interpreter.enterScope()) {
       Context scope = interpreter.getContext();
       scope.put(LOOP, loop);
-      StringBuilder buff = new StringBuilder(RenderMemo.outputLength(before) + 256);  // not grown a doubling at a time
+      // not grown a doubling at a time: the last run's output and room for what this turn adds
+      int expected = RenderMemo.outputLength(before);
+      StringBuilder buff = new StringBuilder(expected + expected / 16 + 256);
       int[] starts = new int[items.size()];  // where each iteration's output starts in the run's
       boolean recording = true;
       // a loop over the messages reversed meets the last render's messages after the new ones: the candidate for an
@@ -64,12 +113,6 @@ final class MemoForTag extends ForTag {
       int i = 0;
       while (loop.hasNext()) {
         Object raw = loop.next();
-        Object val = interpreter.wrap(raw);
-        if (val == null && keepNulls && scope.get(itemName) != null) {
-          scope.put(itemName, NullValue.INSTANCE);
-        } else {
-          scope.put(itemName, val);
-        }
         if (!fromEnd && i == 0 && before != null && before.length > 0 && before[0] != null
             && !RenderMemo.same(before[0].item(), raw)) {
           // Not the last run's items from the start (a loop over a list the template reversed or cut): nothing to
@@ -80,15 +123,18 @@ final class MemoForTag extends ForTag {
         int j = i - shift;
         RenderMemo.Iteration prev = recording && before != null && j >= 0 && j < before.length ? before[j] : null;
         starts[i] = buff.length();
-        if (!recording) {
-          renderBody(tagNode, interpreter, loop, buff);
-          s.countRendered();
-        } else if (prev != null && prev.holds(raw, itemName, scope, s, loop)) {
+        if (recording && prev != null && prev.holds(raw, itemName, scope, s, loop)) {
+          // the item is not put in the scope: nothing of the iteration runs, and the next one puts its own
           prev.appendOutput(buff);
           prev.replay(scope, s);
           after.add(prev);
           s.countReused();
+        } else if (!recording) {
+          putItem(interpreter, scope, itemName, raw, keepNulls);
+          renderBody(tagNode, interpreter, loop, buff);
+          s.countRendered();
         } else {
+          putItem(interpreter, scope, itemName, raw, keepNulls);
           MemoSession.Recording r = s.record(loop, scope, itemName);
           int errors = interpreter.getErrors().size();
           try {
@@ -109,6 +155,17 @@ final class MemoForTag extends ForTag {
     } finally {
       interpreter.getContext().removeNonMetaContextVariables(loopVars);
     }
+  }
+
+  /**
+   * The item in the loop's scope, as jinjava's loop puts it: wrapped, and with {@code keepNullableLoopValues} a null
+   * item as a null value where its name would otherwise read something (an earlier item, or a variable outside: a
+   * replayed iteration leaves an earlier item in the scope, which is not null where jinjava's would not be either).
+   */
+  private static void putItem(JinjavaInterpreter interpreter, Context scope, String itemName, Object raw,
+      boolean keepNulls) {
+    Object val = interpreter.wrap(raw);
+    scope.put(itemName, val == null && keepNulls && scope.get(itemName) != null ? NullValue.INSTANCE : val);
   }
 
   /** One iteration's children, in order, into {@code out}, as jinjava's loop renders them; true if it continued. */
