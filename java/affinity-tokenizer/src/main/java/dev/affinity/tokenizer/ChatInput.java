@@ -14,9 +14,22 @@ import java.util.Objects;
  * @param kwargs the request's {@code chat_template_kwargs} (for example {@code enable_thinking})
  */
 public record ChatInput(List<Map<String, Object>> messages, List<Object> tools, boolean addGenerationPrompt,
-    Map<String, Object> kwargs) {
+    Map<String, Object> kwargs, List<?> sources) {
+  /**
+   * @param sources what each message was made from (the request's parsed messages, immutable), the same size as
+   *     {@code messages}, or null: where a later turn's message was made from the same object, the two are equal,
+   *     and a render that reuses the last one's iterations compares them by that object, not by value
+   */
   public ChatInput {
     Objects.requireNonNull(messages, "messages");
     kwargs = kwargs == null ? Map.of() : kwargs;
+    if (sources != null && sources.size() != messages.size()) {
+      throw new IllegalArgumentException("sources: " + sources.size() + " for " + messages.size() + " messages");
+    }
+  }
+
+  public ChatInput(List<Map<String, Object>> messages, List<Object> tools, boolean addGenerationPrompt,
+      Map<String, Object> kwargs) {
+    this(messages, tools, addGenerationPrompt, kwargs, null);
   }
 }

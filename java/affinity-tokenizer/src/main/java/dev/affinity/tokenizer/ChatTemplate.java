@@ -50,11 +50,16 @@ public final class ChatTemplate {
       "\\b(random|shuffle|cycler|joiner|today|unixtimestamp)\\s*[(|]|\\|\\s*(random|shuffle)\\b"
       + "|\\{%[-+]?\\s*(break|continue|macro|call)\\b");
 
+  /** Tags that make a template's output more than its top-level nodes' outputs in order ({@link RootInterpreter}). */
+  private static final java.util.regex.Pattern TEMPLATE_STRUCTURE = java.util.regex.Pattern.compile(
+      "\\{%[-+]?\\s*(extends|block|include|import|from)\\b");
+
   private final Node tree;
   private final String source;
   private final String origin;
   private final Map<String, Object> specialTokens;
   private final boolean memoizable;
+  private final boolean plainRoot;
 
   private ChatTemplate(Node tree, String source, String origin, Map<String, Object> specialTokens) {
     this.tree = tree;
@@ -62,6 +67,7 @@ public final class ChatTemplate {
     this.origin = origin;
     this.specialTokens = specialTokens;
     this.memoizable = !NOT_MEMOIZABLE.matcher(source).find();
+    this.plainRoot = !TEMPLATE_STRUCTURE.matcher(source).find();
   }
 
   /**
@@ -178,8 +184,10 @@ public final class ChatTemplate {
     // of a 2k-token chat's render); the template's own assignments stay in this context either way.
     Jinjava engine = ENGINES.get();
     RenderContext context = new RenderContext(engine.getGlobalContext());
-    JinjavaInterpreter interpreter = new JinjavaInterpreter(engine, context, engine.getGlobalConfig());
-    MemoSession session = memo ? MemoSession.open(this, previous, input.messages(), context) : null;
+    JinjavaInterpreter interpreter = plainRoot
+        ? new RootInterpreter(engine, context, tree, previous == null ? 16 : previous.textLength())
+        : new JinjavaInterpreter(engine, context, engine.getGlobalConfig());
+    MemoSession session = memo ? MemoSession.open(this, previous, input.messages(), input.sources(), context) : null;
     try {
       Map<String, Object> bindings = new HashMap<>(specialTokens);  // {**special_tokens_map, **kwargs}, as HF
       bindings.putAll(input.kwargs());
@@ -348,6 +356,47 @@ public final class ChatTemplate {
       boolean sort = Boolean.TRUE.equals(kwargs.get("sort_keys"));
       int spaces = indent == null ? -1 : indent instanceof Number n ? n.intValue() : Integer.parseInt(indent.toString());
       return new dev.affinity.protocol.PythonJsonDumps(spaces, item, key, sort, false, false).write(var);
+    }
+  }
+
+  /**
+   * An interpreter whose render of the template's own tree joins its top-level nodes' outputs into one buffer the size
+   * of the conversation's last render, as jinjava's does for a template without inheritance, blocks or includes (which
+   * {@link #plainRoot} rules out), but without growing it from sixteen chars a doubling at a time and encoding each
+   * node's text to count its size: a whole history's text several times a turn. Every other render (a macro's body,
+   * another tree) is jinjava's.
+   */
+  private static final class RootInterpreter extends JinjavaInterpreter {
+    private final Node tree;
+    private final int expectedLength;
+
+    RootInterpreter(Jinjava engine, Context context, Node tree, int expectedLength) {
+      super(engine, context, engine.getGlobalConfig());
+      this.tree = tree;
+      this.expectedLength = expectedLength;
+    }
+
+    @Override
+    public String render(Node root, boolean processExtendRoots) {
+      if (root != tree || getConfig().getMaxOutputSize() > 0 || getConfig().getExecutionMode().useEagerParser()) {
+        return super.render(root, processExtendRoots);
+      }
+      StringBuilder out = new StringBuilder(expectedLength + expectedLength / 16 + 64);
+      for (Node node : root.getChildren()) {
+        setLineNumber(node.getLineNumber());
+        setPosition(node.getStartPosition());
+        String image = node.getMaster().getImage();
+        getContext().pushRenderStack(image);
+        try {
+          out.append(node.render(this).getValue());
+        } catch (com.hubspot.jinjava.interpret.CollectionTooBigException e) {
+          addError(TemplateError.fromException(e, node.getLineNumber(), node.getStartPosition()));
+          return out.toString();  // as jinjava's: what was rendered, with the error the render fails on
+        } finally {
+          getContext().popRenderStack();
+        }
+      }
+      return out.toString();
     }
   }
 

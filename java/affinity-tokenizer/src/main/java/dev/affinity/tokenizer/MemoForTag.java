@@ -123,7 +123,8 @@ final class MemoForTag extends ForTag {
         int j = i - shift;
         RenderMemo.Iteration prev = recording && before != null && j >= 0 && j < before.length ? before[j] : null;
         starts[i] = buff.length();
-        if (recording && prev != null && prev.holds(raw, itemName, scope, s, loop)) {
+        Object source = recording ? s.sourceOf(items, i, raw) : null;
+        if (recording && prev != null && prev.holds(raw, source, itemName, scope, s, loop)) {
           // the item is not put in the scope: nothing of the iteration runs, and the next one puts its own
           prev.appendOutput(buff);
           prev.replay(scope, s);
@@ -144,7 +145,7 @@ final class MemoForTag extends ForTag {
           } finally {
             s.stopRecording();
           }
-          after.add(interpreter.getErrors().size() == errors ? r.finish(raw, buff.substring(starts[i])) : null);
+          after.add(interpreter.getErrors().size() == errors ? r.finish(raw, source, buff.substring(starts[i])) : null);
           s.countRendered();
         }
         i++;

@@ -30,6 +30,7 @@ final class MemoSession implements AutoCloseable {
   private final ChatTemplate template;
   private final RenderMemo previous;
   private final MessageList messages;
+  private final List<?> sources;
   private final Context outside;
   private final IdentityHashMap<TagNode, List<RenderMemo.Iteration[]>> loops = new IdentityHashMap<>();
   private final List<MemoNamespace> namespaces = new ArrayList<>();
@@ -40,16 +41,21 @@ final class MemoSession implements AutoCloseable {
   private long reused;
   private long rendered;
 
-  private MemoSession(ChatTemplate template, RenderMemo previous, List<?> messages, Context outside) {
+  private MemoSession(ChatTemplate template, RenderMemo previous, List<?> messages, List<?> sources, Context outside) {
     this.template = template;
     this.previous = previous;
     this.messages = new MessageList(messages, this);
+    this.sources = sources;
     this.outside = outside;
   }
 
-  /** Starts the render's session on this thread; {@code outside} is the render's own context. */
-  static MemoSession open(ChatTemplate template, RenderMemo previous, List<?> messages, Context outside) {
-    MemoSession s = new MemoSession(template, previous, messages, outside);
+  /**
+   * Starts the render's session on this thread; {@code outside} is the render's own context, {@code sources} what
+   * each message was made from ({@link ChatInput#sources}, null: unknown).
+   */
+  static MemoSession open(ChatTemplate template, RenderMemo previous, List<?> messages, List<?> sources,
+      Context outside) {
+    MemoSession s = new MemoSession(template, previous, messages, sources, outside);
     CURRENT.set(s);
     return s;
   }
@@ -67,6 +73,20 @@ final class MemoSession implements AutoCloseable {
   /** What the render bound as {@code messages}. */
   MessageList messages() {
     return messages;
+  }
+
+  /**
+   * What the {@code i}-th item of a loop over {@code items} was made from, where the items are the render's messages
+   * (in order, or reversed) and the item is the message itself; null otherwise.
+   */
+  Object sourceOf(List<?> items, int i, Object item) {
+    if (sources == null) {
+      return null;
+    }
+    List<Object> raw = messages.raw();
+    int at = items == messages ? i : items instanceof ReversedMessages && items.size() == raw.size()
+        ? raw.size() - 1 - i : -1;
+    return at >= 0 && at < raw.size() && raw.get(at) == item ? sources.get(at) : null;
   }
 
   /** The value of a template variable outside every loop's scope, as the render's context holds it now. */
@@ -163,7 +183,7 @@ final class MemoSession implements AutoCloseable {
         }
       }
     }
-    return new RenderMemo(template, loops);
+    return new RenderMemo(template, loops, text.length());
   }
 
   /** Hugging Face's {@code namespace(...)} (jinjava's), numbered in the order the render makes them. */
@@ -374,7 +394,7 @@ final class MemoSession implements AutoCloseable {
     }
 
     /** The iteration as the next render may reuse it, or null when it may not. */
-    RenderMemo.Iteration finish(Object item, String output) {
+    RenderMemo.Iteration finish(Object item, Object source, String output) {
       if (opaque || !sameMacros()) {
         return null;  // a macro defined in the iteration keeps its scope: replaying the output would not define it
       }
@@ -415,7 +435,7 @@ final class MemoSession implements AutoCloseable {
           nsWrites.add(new RenderMemo.NamespaceWrite(e.getKey().ordinal, a, v));
         }
       }
-      return new RenderMemo.Iteration(item, carriedNames.toArray(new String[0]), carriedValues.toArray(),
+      return new RenderMemo.Iteration(item, source, carriedNames.toArray(new String[0]), carriedValues.toArray(),
           reads.toArray(new RenderMemo.Read[0]), output, names.toArray(new String[0]), values.toArray(),
           nsWrites.toArray(new RenderMemo.NamespaceWrite[0]));
     }

@@ -61,7 +61,8 @@ public final class OpenAiChat {
       kwargs.put("documents", plain(documents));
     }
     boolean generationPrompt = chat.addGenerationPrompt() == null || chat.addGenerationPrompt();
-    return new ChatInput(messages, tools, generationPrompt, kwargs);
+    // each message a function of its parsed message alone (message(m)): the same object, the same map
+    return new ChatInput(messages, tools, generationPrompt, kwargs, chat.messages());
   }
 
   /** Whether a message of the request carries media (its ids would be the worker's placeholders, not text). */

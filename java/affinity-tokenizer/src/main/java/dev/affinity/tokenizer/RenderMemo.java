@@ -23,10 +23,12 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
+  private final int textLength;
 
-  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
+  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops, int textLength) {
     this.template = template;
     this.loops = loops;
+    this.textLength = textLength;
     long b = 64;
     for (List<Iteration[]> runs : loops.values()) {
       for (Iteration[] run : runs) {
@@ -54,6 +56,11 @@ public final class RenderMemo {
    */
   public long bytes() {
     return bytes;
+  }
+
+  /** How long the render's text was. */
+  int textLength() {
+    return textLength;
   }
 
   /** How long the outputs of a run's kept iterations are together (0 for none). */
@@ -215,14 +222,18 @@ public final class RenderMemo {
    * One iteration: its item, what the loop's scope held when it began (besides the item and {@code loop}), what it
    * read from outside, its output, and what it left in the scope and in namespaces.
    */
-  record Iteration(Object item, String[] carriedNames, Object[] carriedValues, Read[] reads, String source, int start,
-      int end, boolean shared, String[] writtenNames, Object[] writtenValues, NamespaceWrite[] namespaceWrites) {
+  record Iteration(Object item, Object itemSource, String[] carriedNames, Object[] carriedValues, Read[] reads,
+      String source, int start, int end, boolean shared, String[] writtenNames, Object[] writtenValues,
+      NamespaceWrite[] namespaceWrites) {
 
-    /** An iteration whose output is {@code output}, a string of its own. */
-    Iteration(Object item, String[] carriedNames, Object[] carriedValues, Read[] reads, String output,
-        String[] writtenNames, Object[] writtenValues, NamespaceWrite[] namespaceWrites) {
-      this(item, carriedNames, carriedValues, reads, output, 0, output == null ? 0 : output.length(), false,
-          writtenNames, writtenValues, namespaceWrites);
+    /**
+     * An iteration whose output is {@code output}, a string of its own; {@code itemSource} what its item was made from
+     * ({@link ChatInput#sources}), or null.
+     */
+    Iteration(Object item, Object itemSource, String[] carriedNames, Object[] carriedValues, Read[] reads,
+        String output, String[] writtenNames, Object[] writtenValues, NamespaceWrite[] namespaceWrites) {
+      this(item, itemSource, carriedNames, carriedValues, reads, output, 0, output == null ? 0 : output.length(),
+          false, writtenNames, writtenValues, namespaceWrites);
     }
 
     /** Appends its output. */
@@ -232,28 +243,31 @@ public final class RenderMemo {
 
     /** The same iteration, its output the chars of {@code text} from {@code at} (the render's text: kept anyway). */
     Iteration within(String text, int at) {
-      return new Iteration(item, carriedNames, carriedValues, reads, text, at, at + (end - start), true, writtenNames,
-          writtenValues, namespaceWrites);
+      return new Iteration(item, itemSource, carriedNames, carriedValues, reads, text, at, at + (end - start), true,
+          writtenNames, writtenValues, namespaceWrites);
     }
 
     /** The same iteration with its output in a string of its own (it no longer keeps another render's text). */
     Iteration owned() {
-      return !shared ? this : new Iteration(item, carriedNames, carriedValues, reads, source.substring(start, end),
-          writtenNames, writtenValues, namespaceWrites);
+      return !shared ? this : new Iteration(item, itemSource, carriedNames, carriedValues, reads,
+          source.substring(start, end), writtenNames, writtenValues, namespaceWrites);
     }
 
     /** A run's first item alone, for a run that kept nothing else: never reused. */
     static Iteration firstItemOnly(Object item) {
-      return new Iteration(item, new String[0], new Object[0], new Read[0], null, new String[0], new Object[0],
+      return new Iteration(item, null, new String[0], new Object[0], new Read[0], null, new String[0], new Object[0],
           new NamespaceWrite[0]);
     }
 
-    /** Whether the iteration at the loop's position, with {@code item} and the scope {@code scope}, is this one. */
-    boolean holds(Object now, String itemName, Context scope, MemoSession s, ForLoop loop) {
+    /**
+     * Whether the iteration at the loop's position, with {@code item} (made from {@code nowSource}, or null) and the
+     * scope {@code scope}, is this one.
+     */
+    boolean holds(Object now, Object nowSource, String itemName, Context scope, MemoSession s, ForLoop loop) {
       if (source == null) {
         return false;
       }
-      if (!same(item, now)) {
+      if (!(itemSource != null && itemSource == nowSource) && !same(item, now)) {
         return false;
       }
       Map<String, Object> held = scope.getScope();

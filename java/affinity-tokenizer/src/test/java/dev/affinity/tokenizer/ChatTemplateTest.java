@@ -111,6 +111,22 @@ class ChatTemplateTest {
   }
 
   @Test
+  void theTopLevelJoinedAsJinjavaJoinsIt() {
+    // the template's own top level joined into one buffer; a template with blocks is jinjava's render throughout
+    String loops = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+        + "{% if add_generation_prompt %}<assistant>{% endif %}";
+    ChatTemplate t = ChatTemplate.compile(loops, "t", Map.of("bos_token", "<s>"));
+    ChatInput input = new ChatInput(List.of(Map.of("role", "user", "content", "hi"),
+        Map.of("role", "assistant", "content", "ho")), null, true, Map.of());
+    assertEquals("<s><user>hi<assistant>ho<assistant>", t.render(input));
+    ChatTemplate.Rendered first = t.render(input, null);
+    assertEquals("<s><user>hi<assistant>ho<assistant>", t.render(input, first.memo()).text());
+    ChatTemplate blocks = ChatTemplate.compile("{% block head %}[{{ bos_token }}]{% endblock %}" + loops, "b",
+        Map.of("bos_token", "<s>"));
+    assertEquals("[<s>]<s><user>hi<assistant>ho<assistant>", blocks.render(input));
+  }
+
+  @Test
   void raiseExceptionIsATemplateExceptionRaisedByTheTemplate() {
     TemplateException e = assertThrows(TemplateException.class, () -> render(
         "{% if messages[0].role == 'system' %}{{ raise_exception('no system: ' + messages[0].role) }}{% endif %}ok"));

@@ -253,6 +253,58 @@ class RenderMemoTest {
         + "{% endfor %}", 6);
   }
 
+  /** A message map that counts how often its entries are walked (a comparison by value walks them). */
+  private static final class Counted extends LinkedHashMap<String, Object> {
+    static int walks;
+
+    Counted(Map<String, Object> m) {
+      super(m);
+    }
+
+    @Override
+    public java.util.Set<Map.Entry<String, Object>> entrySet() {
+      walks++;
+      return super.entrySet();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {TestModels.QWEN3, TestModels.LLAMA3})
+  void messagesMadeFromTheSameObjectsAreComparedByThem(String family) throws Exception {
+    ChatTemplate t = family(family);
+    Random r = new Random(9);
+    List<Map<String, Object>> messages = new ArrayList<>();
+    List<Object> sources = new ArrayList<>();
+    for (int turn = 0; turn < 20; turn++) {
+      for (Map<String, Object> m : step(r, turn, family, true)) {
+        messages.add(m);
+        sources.add(new Object());
+      }
+    }
+    List<Map<String, Object>> counted = new ArrayList<>();
+    messages.forEach(m -> counted.add(new Counted(m)));
+    RenderMemo memo = t.render(new ChatInput(counted, null, true, Map.of(), List.copyOf(sources)), null).memo();
+    for (Map<String, Object> m : step(r, 20, family, true)) {
+      messages.add(m);
+      sources.add(new Object());
+    }
+    List<Map<String, Object>> next = new ArrayList<>();
+    messages.forEach(m -> next.add(new Counted(m)));  // new maps, each made from the same object as before
+    Counted.walks = 0;
+    ChatTemplate.Rendered out = t.render(new ChatInput(next, null, true, Map.of(), List.copyOf(sources)), memo);
+    assertEquals(t.render(new ChatInput(copies(messages), null, true, Map.of())), out.text());
+    assertTrue(out.reusedIterations() >= messages.size() - 4, family + ": reused " + out.reusedIterations());
+    // the reused iterations' items were compared by what they were made from (the template's own reads of a
+    // message, its tool calls printed as JSON, walk a few)
+    assertTrue(Counted.walks < 8, family + ": messages compared by value " + Counted.walks + " times");
+    // made from other objects, the same messages are compared by value, and reused alike
+    List<Object> others = new ArrayList<>();
+    messages.forEach(m -> others.add(new Object()));
+    ChatTemplate.Rendered byValue = t.render(new ChatInput(copies(messages), null, true, Map.of(), others), memo);
+    assertEquals(out.text(), byValue.text());
+    assertEquals(out.reusedIterations(), byValue.reusedIterations());
+  }
+
   @Test
   void iterationsThatReadOnlyTheirItemAreReused() {
     long reused = grow("{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}"
