@@ -185,7 +185,7 @@ public final class ChatTemplate {
     Jinjava engine = ENGINES.get();
     RenderContext context = new RenderContext(engine.getGlobalContext());
     JinjavaInterpreter interpreter = plainRoot
-        ? new RootInterpreter(engine, context, tree, previous == null ? 16 : previous.textLength())
+        ? new RootInterpreter(engine, context, tree)
         : new JinjavaInterpreter(engine, context, engine.getGlobalConfig());
     MemoSession session = memo ? MemoSession.open(this, previous, input.messages(), input.sources(), context) : null;
     try {
@@ -360,20 +360,24 @@ public final class ChatTemplate {
   }
 
   /**
-   * An interpreter whose render of the template's own tree joins its top-level nodes' outputs into one buffer the size
-   * of the conversation's last render, as jinjava's does for a template without inheritance, blocks or includes (which
-   * {@link #plainRoot} rules out), but without growing it from sixteen chars a doubling at a time and encoding each
-   * node's text to count its size: a whole history's text several times a turn. Every other render (a macro's body,
-   * another tree) is jinjava's.
+   * An interpreter whose render of the template's own tree joins its top-level nodes' outputs in order, as jinjava's
+   * does for a template without inheritance, blocks or includes (which {@link #plainRoot} rules out), but copying each
+   * once into a text of the exact size, where jinjava's grows a buffer from sixteen chars a doubling at a time and
+   * encodes each node's text to count its size: a whole history's text several times a turn. Where each output lies
+   * in the text goes to the render's {@link MemoSession}. Every other render (a macro's body, another tree) is
+   * jinjava's.
    */
   private static final class RootInterpreter extends JinjavaInterpreter {
     private final Node tree;
-    private final int expectedLength;
 
-    RootInterpreter(Jinjava engine, Context context, Node tree, int expectedLength) {
+    RootInterpreter(Jinjava engine, Context context, Node tree) {
       super(engine, context, engine.getGlobalConfig());
       this.tree = tree;
-      this.expectedLength = expectedLength;
+    }
+
+    @Override
+    public String render(Node root) {
+      return render(root, true);  // jinjava's goes to its three-argument render past the one below
     }
 
     @Override
@@ -381,22 +385,32 @@ public final class ChatTemplate {
       if (root != tree || getConfig().getMaxOutputSize() > 0 || getConfig().getExecutionMode().useEagerParser()) {
         return super.render(root, processExtendRoots);
       }
-      StringBuilder out = new StringBuilder(expectedLength + expectedLength / 16 + 64);
+      // each node's output once into the text (String.join copies each part once into a result of the exact size)
+      List<String> parts = new java.util.ArrayList<>(root.getChildren().size());
+      MemoSession session = MemoSession.current();
+      int offset = 0;
       for (Node node : root.getChildren()) {
         setLineNumber(node.getLineNumber());
         setPosition(node.getStartPosition());
         String image = node.getMaster().getImage();
         getContext().pushRenderStack(image);
         try {
-          out.append(node.render(this).getValue());
+          String value = node.render(this).getValue();
+          if (value != null) {
+            parts.add(value);
+            if (session != null && value.length() > 0) {
+              session.placed(value, offset);
+            }
+            offset += value.length();
+          }
         } catch (com.hubspot.jinjava.interpret.CollectionTooBigException e) {
           addError(TemplateError.fromException(e, node.getLineNumber(), node.getStartPosition()));
-          return out.toString();  // as jinjava's: what was rendered, with the error the render fails on
+          return String.join("", parts);  // as jinjava's: what was rendered, with the error the render fails on
         } finally {
           getContext().popRenderStack();
         }
       }
-      return out.toString();
+      return String.join("", parts);
     }
   }
 

@@ -35,6 +35,7 @@ final class MemoSession implements AutoCloseable {
   private final IdentityHashMap<TagNode, List<RenderMemo.Iteration[]>> loops = new IdentityHashMap<>();
   private final List<MemoNamespace> namespaces = new ArrayList<>();
   private final List<Run> runs = new ArrayList<>();
+  private final IdentityHashMap<String, Integer> placed = new IdentityHashMap<>();
   private Recording recording;
   private boolean mutating;
   private int depth;
@@ -135,6 +136,14 @@ final class MemoSession implements AutoCloseable {
     runs.add(new Run(run, iterations.size() == starts.length ? output : null, starts));
   }
 
+  /**
+   * Where the template's top level put the output {@code value} in the render's text (a top-level loop's output is
+   * that string itself: {@link #memo} then finds the run's output there without searching the text for it).
+   */
+  void placed(String value, int offset) {
+    placed.put(value, offset);
+  }
+
   /** A run's iterations (the array the memo keeps), its output (null: not one per item) and their starts in it. */
   private record Run(RenderMemo.Iteration[] iterations, String output, int[] starts) {}
 
@@ -176,14 +185,15 @@ final class MemoSession implements AutoCloseable {
     }
     for (Run r : runs) {
       RenderMemo.Iteration[] run = r.iterations();
-      int at = r.output() == null ? -1 : text.indexOf(r.output());
+      Integer placedAt = r.output() == null ? null : placed.get(r.output());
+      int at = r.output() == null ? -1 : placedAt != null ? placedAt : text.indexOf(r.output());
       for (int i = 0; i < run.length; i++) {
         if (run[i] != null && run[i].source() != null) {
           run[i] = at >= 0 ? run[i].within(text, at + r.starts()[i]) : run[i].owned();
         }
       }
     }
-    return new RenderMemo(template, loops, text.length());
+    return new RenderMemo(template, loops);
   }
 
   /** Hugging Face's {@code namespace(...)} (jinjava's), numbered in the order the render makes them. */

@@ -23,12 +23,10 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
-  private final int textLength;
 
-  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops, int textLength) {
+  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
     this.template = template;
     this.loops = loops;
-    this.textLength = textLength;
     long b = 64;
     for (List<Iteration[]> runs : loops.values()) {
       for (Iteration[] run : runs) {
@@ -56,11 +54,6 @@ public final class RenderMemo {
    */
   public long bytes() {
     return bytes;
-  }
-
-  /** How long the render's text was. */
-  int textLength() {
-    return textLength;
   }
 
   /** How long the outputs of a run's kept iterations are together (0 for none). */
