@@ -151,7 +151,7 @@ final class MemoForTag extends ForTag {
         i++;
       }
       String output = buff.toString();
-      s.keepRun(tagNode, after, output, starts);
+      s.keepRun(tagNode, after, output, starts, before);
       return output;
     } finally {
       interpreter.getContext().removeNonMetaContextVariables(loopVars);

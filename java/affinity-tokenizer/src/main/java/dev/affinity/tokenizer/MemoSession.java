@@ -130,10 +130,11 @@ final class MemoSession implements AutoCloseable {
   }
 
   /** A run's iterations, its output and where each iteration's output starts in it. */
-  void keepRun(TagNode node, List<RenderMemo.Iteration> iterations, String output, int[] starts) {
+  void keepRun(TagNode node, List<RenderMemo.Iteration> iterations, String output, int[] starts,
+      RenderMemo.Iteration[] before) {
     RenderMemo.Iteration[] run = iterations.toArray(new RenderMemo.Iteration[0]);
     loops.get(node).add(run);
-    runs.add(new Run(run, iterations.size() == starts.length ? output : null, starts));
+    runs.add(new Run(run, iterations.size() == starts.length ? output : null, starts, before));
   }
 
   /**
@@ -145,7 +146,7 @@ final class MemoSession implements AutoCloseable {
   }
 
   /** A run's iterations (the array the memo keeps), its output (null: not one per item) and their starts in it. */
-  private record Run(RenderMemo.Iteration[] iterations, String output, int[] starts) {}
+  private record Run(RenderMemo.Iteration[] iterations, String output, int[] starts, RenderMemo.Iteration[] before) {}
 
   void countReused() {
     reused++;
@@ -183,6 +184,41 @@ final class MemoSession implements AutoCloseable {
     if (mutating) {
       return null;
     }
+    String sameAs = null;
+    int sameUpTo = 0;
+    Run first = null;
+    int firstAt = Integer.MAX_VALUE;
+    for (Run r : runs) {
+      Integer p = r.output() == null ? null : placed.get(r.output());
+      if (p != null && p < firstAt) {
+        first = r;
+        firstAt = p;
+      }
+    }
+    if (first != null && first.before() != null) {
+      // The text's first loop, iteration by iteration, against the last render's text (the source of the
+      // iterations it replayed): an iteration replayed at the offset that text had it is that text there; another
+      // is compared with it; the text before the loop is compared (the system prompt, the tools). The text is that
+      // text up to the first difference, which the conversation's kept prompt then need not look for again.
+      for (RenderMemo.Iteration b : first.before()) {
+        if (b != null && b.shared()) {
+          sameAs = b.source();
+          break;
+        }
+      }
+      if (sameAs != null) {
+        sameUpTo = PromptPrefixes.mismatch(text, sameAs, 0, firstAt);
+        RenderMemo.Iteration[] run = first.iterations();
+        int end = firstAt + (first.output() == null ? 0 : first.output().length());
+        for (int i = 0; i < run.length && sameUpTo == firstAt + first.starts()[i]; i++) {
+          RenderMemo.Iteration it = run[i];
+          int to = i + 1 < run.length ? firstAt + first.starts()[i + 1] : end;
+          boolean replayedInPlace = it != null && i < first.before().length && it == first.before()[i]
+              && it.shared() && it.source() == sameAs && it.start() == sameUpTo;
+          sameUpTo = replayedInPlace ? to : PromptPrefixes.mismatch(text, sameAs, sameUpTo, to);
+        }
+      }
+    }
     for (Run r : runs) {
       RenderMemo.Iteration[] run = r.iterations();
       Integer placedAt = r.output() == null ? null : placed.get(r.output());
@@ -193,7 +229,7 @@ final class MemoSession implements AutoCloseable {
         }
       }
     }
-    return new RenderMemo(template, loops);
+    return new RenderMemo(template, loops, sameAs, sameUpTo);
   }
 
   /** Hugging Face's {@code namespace(...)} (jinjava's), numbered in the order the render makes them. */

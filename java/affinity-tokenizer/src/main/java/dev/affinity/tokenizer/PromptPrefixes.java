@@ -126,7 +126,8 @@ public final class PromptPrefixes {
     int[] ids = null;
     SegmentCache.Boundaries starts = null;
     if (prev != null) {
-      int m = mismatch(prev.text, text);
+      // what the render replayed of the last one at the same offsets is that text: compared from its end
+      int m = mismatch(prev.text, text, memo == null ? 0 : memo.sameAs(prev.text), Integer.MAX_VALUE);
       if (m == text.length() && m == prev.text.length()) {
         reusedTurns.incrementAndGet();
         reusedTokens.addAndGet(prev.ids.length);
@@ -197,12 +198,20 @@ public final class PromptPrefixes {
 
   /** The index of the first char where {@code a} and {@code b} differ (the shorter's length when one starts the other). */
   static int mismatch(String a, String b) {
+    return mismatch(a, b, 0, Integer.MAX_VALUE);
+  }
+
+  /**
+   * {@link #mismatch(String, String)} for chars {@code from} (known equal before it) to {@code to}: the first index
+   * in {@code [from, min(to, a.length(), b.length()))} where they differ, else that end.
+   */
+  static int mismatch(String a, String b, int from, int to) {
     // String.regionMatches compares a char at a time (a quarter of the tokenizing thread's time at a 163k-token
     // history); copied a chunk at a time (getChars: a vectorized copy), the chunks compare vectorized (Arrays.mismatch)
-    int n = Math.min(a.length(), b.length());
+    int n = Math.min(to, Math.min(a.length(), b.length()));
     char[] x = new char[MISMATCH_CHUNK];
     char[] y = new char[MISMATCH_CHUNK];
-    for (int i = 0; i < n; i += MISMATCH_CHUNK) {
+    for (int i = Math.min(from, n); i < n; i += MISMATCH_CHUNK) {
       int len = Math.min(MISMATCH_CHUNK, n - i);
       a.getChars(i, i + len, x, 0);
       b.getChars(i, i + len, y, 0);

@@ -23,10 +23,18 @@ public final class RenderMemo {
   private final ChatTemplate template;
   private final IdentityHashMap<TagNode, List<Iteration[]>> loops;
   private final long bytes;
+  private final String sameAs;
+  private final int sameUpTo;
 
-  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops) {
+  /**
+   * @param sameAs a text the render's text equals up to {@code sameUpTo} chars (the last render's, whose iterations
+   *     it replayed at the same offsets), or null
+   */
+  RenderMemo(ChatTemplate template, IdentityHashMap<TagNode, List<Iteration[]>> loops, String sameAs, int sameUpTo) {
     this.template = template;
     this.loops = loops;
+    this.sameAs = sameAs;
+    this.sameUpTo = sameUpTo;
     long b = 64;
     for (List<Iteration[]> runs : loops.values()) {
       for (Iteration[] run : runs) {
@@ -54,6 +62,15 @@ public final class RenderMemo {
    */
   public long bytes() {
     return bytes;
+  }
+
+  /**
+   * How many leading chars of the render's text are known to equal {@code text}'s without comparing them: the
+   * leading iterations of its first loop replayed the last render's at the same offsets in {@code text} (the last
+   * render's text, the one the conversation kept), and the text before the loop was compared. 0 for any other text.
+   */
+  int sameAs(String text) {
+    return text == sameAs ? sameUpTo : 0;
   }
 
   /** How long the outputs of a run's kept iterations are together (0 for none). */

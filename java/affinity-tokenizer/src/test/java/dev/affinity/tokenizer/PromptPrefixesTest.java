@@ -184,6 +184,16 @@ class PromptPrefixesTest {
     String latin = "z".repeat(9000);
     assertEquals(8500, PromptPrefixes.mismatch(latin, "z".repeat(8500) + "日" + "z".repeat(499)));
     assertEquals(9000, PromptPrefixes.mismatch(latin, latin + "日"));
+    // from a point known equal, to an end: a difference before the start is not looked for
+    assertEquals(8500, PromptPrefixes.mismatch(latin, "z".repeat(8500) + "日" + "z".repeat(499), 4097, 9000));
+    assertEquals(9000, PromptPrefixes.mismatch(latin, "y" + latin, 5000, 9000));
+    assertEquals(7000, PromptPrefixes.mismatch(latin, latin, 100, 7000));
+    assertEquals(9000, PromptPrefixes.mismatch(latin, latin, 12000, Integer.MAX_VALUE));
+    for (int at : new int[] {4096, 4097, 8191, 11999}) {
+      String changed = b.substring(0, at) + (b.charAt(at) == 'x' ? 'y' : 'x') + b.substring(at + 1);
+      assertEquals(at, PromptPrefixes.mismatch(b, changed, at - 1, Integer.MAX_VALUE), "at " + at);
+      assertEquals(at, PromptPrefixes.mismatch(b, changed, at, Integer.MAX_VALUE), "at " + at);
+    }
   }
 
   // --- exactness with the real tokenizers ---
