@@ -1,8 +1,12 @@
 package dev.affinity.bench.jmh;
 
+import dev.affinity.protocol.ChatCompletionRequest;
+import dev.affinity.protocol.ChatMessage;
+import dev.affinity.protocol.ProtocolCodec;
 import dev.affinity.tokenizer.ChatInput;
 import dev.affinity.tokenizer.ModelTokenizer;
 import dev.affinity.tokenizer.PromptPrefixes;
+import dev.affinity.tokenizer.PromptRenderer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,6 +56,10 @@ public class TokenizerBenchmark {
   private dev.affinity.tokenizer.RenderMemo memo;
   private final PromptPrefixes prefixes = new PromptPrefixes(PromptPrefixes.DEFAULT_BUDGET_BYTES);
   private long turn;
+  /** What the frontend's admission tokenizes with, and a chat request of the conversation's history. */
+  private PromptRenderer renderer;
+  private ChatCompletionRequest chatRequest;
+  private List<ChatMessage> historyMessages;
 
   @Setup(Level.Trial)
   public void setUp() {
@@ -65,6 +73,19 @@ public class TokenizerBenchmark {
     memo = tokenizer.chatTemplates().orElseThrow().forInput(first).render(first, null).memo();
     turns = new String[] {tokenizer.renderChat(input(history, "question a")),
         tokenizer.renderChat(input(history, "question b"))};
+    renderer = new PromptRenderer(tokenizer, new PromptPrefixes(PromptPrefixes.DEFAULT_BUDGET_BYTES));
+    try {
+      byte[] body = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsBytes(
+          Map.of("model", "m", "messages", history));
+      chatRequest = new ProtocolCodec().parseChatCompletionRequest(body);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    historyMessages = List.copyOf(chatRequest.messages());
+    if ("user".equals(historyMessages.get(historyMessages.size() - 1).role())) {
+      historyMessages = historyMessages.subList(0, historyMessages.size() - 1);
+    }
+    agentTurn();  // the conversation's first turn: kept for the next
   }
 
   @TearDown(Level.Trial)
@@ -148,6 +169,20 @@ public class TokenizerBenchmark {
   @Benchmark
   public int[] renderAndEncodeWithPrefixes() {
     return tokenizer.encodeRendered(tokenizer.renderChat(input(history, "question " + (turn++))), prefixes, "c", null);
+  }
+
+  /**
+   * A whole agent turn on the frontend's tokenizing thread ({@code PromptRenderer.encodeChat} for conversation "c"):
+   * the request's messages as the frontend hands them to it after reading a turn that shares the last one's bytes
+   * ({@code KeptTurns}: the same parsed messages, one new question), turned into the template's input, rendered
+   * reusing the last render's iterations, and encoded reusing the kept prompt's ids. Each call is a next turn of the
+   * one before (its last question differs).
+   */
+  @Benchmark
+  public int[] agentTurn() {
+    List<ChatMessage> messages = new ArrayList<>(historyMessages);
+    messages.add(ChatMessage.of("user", "question " + (turn++)));
+    return renderer.encodeChat(chatRequest.withMessages(messages), "c", null);
   }
 
   /** The encoding alone of a next turn, through the segment cache (the render is done in the set-up). */
