@@ -269,15 +269,20 @@ public final class TokenIds {
     int[] marks = new int[(ids.length + CHUNK - 1) / CHUNK];
     byte[] out;
     int at;
+    // the exact length first (a pass over the ids not copied), so the JSON is allocated once and not copied again
+    long tail = 1;  // ']'
+    for (int i = from; i < ids.length; i++) {
+      tail += intChars(ids[i]) + (i > 0 ? 1 : 0);
+    }
     if (from == 0) {
-      out = new byte[2 + ids.length * 12];
+      out = new byte[Math.toIntExact(1 + tail)];
       out[0] = '[';
       at = 1;
     } else {
       Written w = base.json;
       int chunks = from / CHUNK;
       at = chunks < w.marks.length ? w.marks[chunks] : w.raw.bytes().length - 1;
-      out = new byte[at + 1 + (ids.length - from) * 12];
+      out = new byte[Math.toIntExact(at + tail)];
       System.arraycopy(w.raw.bytes(), 0, out, 0, at);
       System.arraycopy(w.marks, 0, marks, 0, chunks);
     }
@@ -291,7 +296,24 @@ public final class TokenIds {
       at = NumberOutput.outputInt(ids[i], out, at);
     }
     out[at++] = ']';
-    return new Written(new RawJson(Arrays.copyOf(out, at)), marks);
+    return new Written(new RawJson(at == out.length ? out : Arrays.copyOf(out, at)), marks);
+  }
+
+  /** How many chars {@code v} takes in decimal ({@code NumberOutput.outputInt}'s). */
+  static int intChars(int v) {
+    long x = v;
+    int sign = 0;
+    if (x < 0) {
+      sign = 1;
+      x = -x;
+    }
+    long limit = 10;
+    int digits = 1;
+    while (digits < 10 && x >= limit) {
+      limit *= 10;
+      digits++;
+    }
+    return sign + digits;
   }
 
   static final class Deserializer extends JsonDeserializer<TokenIds> {

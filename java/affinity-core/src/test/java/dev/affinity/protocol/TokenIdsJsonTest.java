@@ -20,6 +20,20 @@ class TokenIdsJsonTest {
   private static final ObjectMapper PLAIN = new ObjectMapper();
 
   @Test
+  void anIdsDecimalLengthIsItsText() {
+    int[] edges = {0, 1, 9, 10, 99, 100, 151_935, 999_999, 1_000_000, 999_999_999, 1_000_000_000, Integer.MAX_VALUE,
+        -1, -9, -10, -100, Integer.MIN_VALUE + 1, Integer.MIN_VALUE};
+    for (int v : edges) {
+      assertEquals(String.valueOf(v).length(), TokenIds.intChars(v), "of " + v);
+    }
+    java.util.Random r = new java.util.Random(46);
+    for (int k = 0; k < 10_000; k++) {
+      int v = r.nextInt() >> r.nextInt(32);
+      assertEquals(String.valueOf(v).length(), TokenIds.intChars(v), "of " + v);
+    }
+  }
+
+  @Test
   void aLongSequenceWritesWhatJacksonWouldEveryTime() throws Exception {
     Random r = new Random(46);
     for (int n : new int[] {0, 1, 1023, 1024, 1025, 5000, 100_000}) {

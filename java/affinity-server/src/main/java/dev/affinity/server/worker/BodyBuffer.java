@@ -11,9 +11,28 @@ final class BodyBuffer {
 
   private static final byte[] EMPTY = new byte[0];
 
-  /** Sized by the first piece (usually the whole answer), so that {@link #toArray()} then hands it over uncopied. */
+  /** The most a declared length sizes the buffer to before the bytes arrive (a larger body grows it as it comes). */
+  static final int MAX_PRESIZE = 16 << 20;
+
+  /**
+   * Sized by the declared length, else by the first piece (often the whole answer), so that {@link #toArray()} then
+   * hands it over uncopied.
+   */
   private byte[] bytes = EMPTY;
   private int length;
+
+  BodyBuffer() {}
+
+  /**
+   * A buffer for a body of {@code declaredLength} bytes (its {@code Content-Length}; negative: unknown), allocated
+   * once where that is at most {@link #MAX_PRESIZE}: a context answer of a long history (a megabyte of ids, in pieces
+   * of tens of kilobytes) is then not copied at each doubling and again at the end.
+   */
+  BodyBuffer(long declaredLength) {
+    if (declaredLength > 0 && declaredLength <= MAX_PRESIZE) {
+      bytes = new byte[(int) declaredLength];
+    }
+  }
 
   /**
    * Appends the readable bytes of {@code piece} (its reader index is left alone).
@@ -27,7 +46,8 @@ final class BodyBuffer {
           null);
     }
     if (length + n > bytes.length) {
-      bytes = length == 0 ? new byte[n] : Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + n));
+      bytes = length == 0 && bytes.length == 0 ? new byte[n]
+          : Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + n));
     }
     piece.getBytes(piece.readerIndex(), bytes, length, n);
     length += n;

@@ -16,6 +16,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpUtil;
 import java.util.Locale;
 
 /**
@@ -124,7 +125,7 @@ final class LegExchange extends Exchange implements ConnectionPool.Handout {
         }
       });
     } else {
-      body = new BodyBuffer();
+      body = new BodyBuffer(HttpUtil.getContentLength(head, -1L));
     }
   }
 

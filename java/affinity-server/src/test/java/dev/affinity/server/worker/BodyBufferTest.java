@@ -1,6 +1,7 @@
 package dev.affinity.server.worker;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -25,6 +26,23 @@ class BodyBufferTest {
         buf.release();
       }
       assertArrayEquals(all.toString().getBytes(StandardCharsets.US_ASCII), b.toArray());
+    }
+  }
+
+  @Test
+  void aDeclaredLengthSizesItOnceAndAWrongOneStillGivesTheBytes() {
+    byte[] answer = "0123456789".repeat(3000).getBytes(StandardCharsets.US_ASCII);
+    for (long declared : new long[] {answer.length, 10, answer.length + 500, -1, 0, BodyBuffer.MAX_PRESIZE + 1L}) {
+      BodyBuffer b = new BodyBuffer(declared);
+      for (int at = 0; at < answer.length; at += 4096) {
+        ByteBuf piece = Unpooled.wrappedBuffer(answer, at, Math.min(4096, answer.length - at));
+        b.append(piece);
+      }
+      byte[] out = b.toArray();
+      assertArrayEquals(answer, out, "declared " + declared);
+      if (declared == answer.length) {
+        assertSame(out, b.toArray(), "filled exactly: handed over as it is");
+      }
     }
   }
 }
