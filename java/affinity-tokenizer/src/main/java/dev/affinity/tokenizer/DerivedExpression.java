@@ -55,11 +55,13 @@ final class DerivedExpression {
   private final String text;
   private final Term root;
   private final List<String> variables;
+  private final List<Term> operands;
 
   private DerivedExpression(String text, Term root, List<String> variables) {
     this.text = text;
     this.root = root;
     this.variables = List.copyOf(variables);
+    this.operands = List.copyOf(operandsOf(root, new ArrayList<>()));
   }
 
   /** The expression as written. */
@@ -81,7 +83,8 @@ final class DerivedExpression {
       if (p.at != text.length()) {
         return null;
       }
-      return usesAnOperand(t) ? new DerivedExpression(text, t, p.variables) : null;
+      DerivedExpression d = new DerivedExpression(text, t, p.variables);
+      return d.operands.isEmpty() ? null : d;
     } catch (IllegalStateException e) {
       return null;
     }
@@ -151,27 +154,22 @@ final class DerivedExpression {
     return null;
   }
 
-  /** The loop counters, namespace attributes and message count it reads, for the callers' checks. */
-  void forEachOperand(java.util.function.Consumer<Term> each) {
-    visit(root, each);
+  /** The loop counters, namespace attributes and message counts it reads, in order, for the callers' checks. */
+  List<Term> operands() {
+    return operands;
   }
 
-  private static void visit(Term t, java.util.function.Consumer<Term> each) {
+  private static List<Term> operandsOf(Term t, List<Term> out) {
     if (t instanceof Sum s) {
-      visit(s.left(), each);
-      visit(s.right(), each);
+      operandsOf(s.left(), out);
+      operandsOf(s.right(), out);
     } else if (t instanceof Compare c) {
-      visit(c.left(), each);
-      visit(c.right(), each);
+      operandsOf(c.left(), out);
+      operandsOf(c.right(), out);
     } else if (!(t instanceof Literal)) {
-      each.accept(t);
+      out.add(t);
     }
-  }
-
-  private static boolean usesAnOperand(Term t) {
-    boolean[] any = {false};
-    visit(t, x -> any[0] = true);
-    return any[0];
+    return out;
   }
 
   private static final class Parser {

@@ -279,22 +279,16 @@ final class MemoSession implements AutoCloseable {
   static Object derived(DerivedExpression d, Context context) {
     MemoSession s = CURRENT.get();
     Recording r = s == null ? null : s.recording;
-    ForLoop[] loop = {null};
+    ForLoop loop = null;
     Object[] namespaces = new Object[d.variables().size()];
-    Object[] messages = {null};
-    boolean[] usable = {true};
-    d.forEachOperand(t -> {
-      if (!usable[0]) {
-        return;
-      }
+    List<?> messages = null;
+    for (DerivedExpression.Term t : d.operands()) {
       if (t instanceof DerivedExpression.LoopCounter) {
-        if (loop[0] == null) {
-          Object l = context.get("loop");
-          if (l instanceof ForLoop f && (r == null || f == r.loop)) {
-            loop[0] = f;
-          } else {
-            usable[0] = false;
+        if (loop == null) {
+          if (!(context.get("loop") instanceof ForLoop f) || r != null && f != r.loop) {
+            return null;
           }
+          loop = f;
         }
       } else if (t instanceof DerivedExpression.NamespaceAttribute a) {
         Object ns = namespaces[a.slot()];
@@ -302,24 +296,25 @@ final class MemoSession implements AutoCloseable {
           ns = context.get(a.variable());
           namespaces[a.slot()] = ns;
         }
-        if (r != null) {
-          usable[0] = ns instanceof MemoNamespace m && s.outside(a.variable()) == m && !r.wrote(m, a.attribute());
-        } else {
-          usable[0] = ns instanceof Namespace;
+        boolean comparable = r != null
+            ? ns instanceof MemoNamespace m && s.outside(a.variable()) == m && !r.wrote(m, a.attribute())
+            : ns instanceof Namespace;
+        if (!comparable) {
+          return null;
         }
-      } else if (messages[0] == null) {
-        Object m = context.get("messages");
-        usable[0] = m instanceof List<?> && (r == null || m == s.messages());
-        messages[0] = m;
+      } else if (messages == null) {
+        if (!(context.get("messages") instanceof List<?> m) || r != null && m != s.messages()) {
+          return null;
+        }
+        messages = m;
       }
-    });
-    if (!usable[0]) {
-      return null;
     }
+    ForLoop counters = loop;
+    List<?> list = messages;
     Object value = d.evaluate(new DerivedExpression.Operands() {
       @Override
       public Object loopCounter(String attribute) {
-        return RenderMemo.loopAttribute(loop[0], attribute);
+        return RenderMemo.loopAttribute(counters, attribute);
       }
 
       @Override
@@ -330,8 +325,7 @@ final class MemoSession implements AutoCloseable {
 
       @Override
       public Object messageCount() {
-        Object m = messages[0];
-        return m instanceof MessageList list ? list.raw().size() : ((List<?>) m).size();
+        return list instanceof MessageList m ? m.raw().size() : list.size();  // raw: the count is no read here
       }
     });
     if (value != null && r != null) {
