@@ -137,7 +137,7 @@ final class RequestTemplate {
     Header signed = signature == null ? null : signature.get();
     int bodyLength = body == null ? 0 : body.length;
     String length = Integer.toString(bodyLength);
-    ByteBuf buf = alloc.buffer(headSize(length, signed) + bodyLength);
+    ByteBuf buf = LargeBuffers.buffer(alloc, headSize(length, signed) + bodyLength);
     try {
       writeHead(buf, length, signed);
       if (body != null) {
@@ -156,7 +156,7 @@ final class RequestTemplate {
    */
   private ByteBuf encodeWritten(ByteBufAllocator alloc) {
     int room = head("0000000000", null).length;
-    ByteBuf buf = alloc.buffer(room + writer.sizeHint());
+    ByteBuf buf = LargeBuffers.buffer(alloc, room + writer.sizeHint());
     try {
       buf.writerIndex(room);
       try (OutputStream out = new ByteBufOutputStream(buf)) {

@@ -85,6 +85,22 @@ class RequestTemplateTest {
             return 1 << 20;
           }
         }));
+    for (int hint : new int[] {(1 << 20) + 1, 2 << 20, 4 << 20}) {  // from the large pool: under and over its hint
+      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers,
+          new RequestTemplate.BodyWriter() {
+            @Override
+            public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+              out.write(large);
+            }
+
+            @Override
+            public int sizeHint() {
+              return hint;
+            }
+          }));
+    }
+    cases.add(new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, large));  // an array as large
+    long pooled = LargeBuffers.activeBuffers();
     for (RequestTemplate t : cases) {
       String expected = netty(t);
       assertEquals(expected, encoded(t));
@@ -93,5 +109,19 @@ class RequestTemplateTest {
       assertEquals(expected, new String(ByteBufUtil.getBytes(direct), StandardCharsets.ISO_8859_1));
       direct.release();
     }
+    assertEquals(pooled, LargeBuffers.activeBuffers(), "every large buffer back in its pool");
+  }
+
+  /** A body above the channel allocator's pooled size comes from the large pool, which keeps it for the next. */
+  @Test
+  void aLargeBodyComesFromThePool() {
+    long before = LargeBuffers.activeBuffers();
+    ByteBuf small = LargeBuffers.buffer(ByteBufAllocator.DEFAULT, LargeBuffers.ADAPTIVE_MAX);
+    ByteBuf large = LargeBuffers.buffer(ByteBufAllocator.DEFAULT, LargeBuffers.ADAPTIVE_MAX + 1);
+    assertEquals(before + 1, LargeBuffers.activeBuffers(), "only the large one");
+    assertEquals(true, large.isDirect());
+    large.release();
+    small.release();
+    assertEquals(before, LargeBuffers.activeBuffers());
   }
 }
