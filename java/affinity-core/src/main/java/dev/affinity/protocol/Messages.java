@@ -25,7 +25,7 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
   /** The messages' JSON array once written through a UTF-8 generator; null before. */
   private volatile Written json;
   /**
-   * The list this one follows ({@link #following}): its JSON is copied for the leading messages the two share (the same
+   * The list this one follows ({@link #following}): its JSON is shared for the leading messages the two share (the same
    * objects); dropped once this list's JSON is written, so that a conversation's turns do not hold each other.
    */
   private volatile Messages base;
@@ -37,7 +37,7 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
   /**
    * The JSON array and where each message's JSON ends in it ({@code ends[i]}: the offset after message {@code i}).
    */
-  private record Written(RawJson raw, int[] ends) {}
+  private record Written(JsonRope raw, int[] ends) {}
 
   private Messages(List<ChatMessage> list, Messages base, int shared) {
     this.list = list;
@@ -51,10 +51,10 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
   }
 
   /**
-   * {@code messages} as a list whose JSON, once written, copies {@code previous}'s for the leading messages that are
-   * the very same objects (a conversation's next turn, {@code dev.affinity.admission.KeptTurns}): an immutable message
-   * writes the same JSON every time, so only the others are written, where the whole history was escaped again every
-   * turn on {@code /v1/messages} (its text keeps no spelling).
+   * {@code messages} as a list whose JSON, once written, shares {@code previous}'s ({@link JsonRope}) for the leading
+   * messages that are the very same objects (a conversation's next turn, {@code dev.affinity.admission.KeptTurns}): an
+   * immutable message writes the same JSON every time, so only the others are written, where the whole history was
+   * escaped again every turn on {@code /v1/messages} (its text keeps no spelling).
    */
   static List<ChatMessage> following(List<ChatMessage> previous, List<ChatMessage> messages, String field) {
     List<ChatMessage> list = Json.list(messages, field);
@@ -108,9 +108,9 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
 
   /**
    * The messages' JSON array: written by {@code factory}'s generator the first time (the messages shared with the list
-   * this one follows copied from its JSON), kept after.
+   * this one follows shared with its JSON), kept after.
    */
-  private RawJson json(JsonFactory factory, SerializerProvider provider) throws IOException {
+  private JsonRope json(JsonFactory factory, SerializerProvider provider) throws IOException {
     Written w = json;
     if (w == null) {
       w = write(factory, provider);
@@ -125,9 +125,10 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
     Written from = b == null ? null : b.json;
     int copied = from == null ? 0 : shared;
     int[] ends = new int[list.size()];
+    // the shared messages are the same arrays as the last list's (not copied); only the others are written
+    int start = copied > 0 ? from.ends[copied - 1] : 0;
     ByteArrayBuilder out = new ByteArrayBuilder();
     if (copied > 0) {
-      out.write(from.raw.bytes(), 0, from.ends[copied - 1]);
       System.arraycopy(from.ends, 0, ends, 0, copied);
     } else {
       out.write('[');
@@ -140,20 +141,21 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
         }
         provider.defaultSerializeValue(list.get(i), g);
         g.flush();
-        ends[i] = out.size();
+        ends[i] = start + out.size();
       }
     }
     out.write(']');
-    return new Written(new RawJson(out.toByteArray()), ends);
+    byte[] written = out.toByteArray();
+    return new Written(copied > 0 ? from.raw.prefix(start).append(written) : JsonRope.of(written), ends);
   }
 
-  /** Writes the messages: a copy of their JSON, written once, to a UTF-8 generator; else message by message. */
+  /** Writes the messages: their JSON, written once, to a UTF-8 generator; else message by message. */
   @JacksonStdImpl // stateless: Blackbird keeps its generated accessor for the property (FastSerializersTest)
   static final class Serializer extends JsonSerializer<List<ChatMessage>> {
     @Override
     public void serialize(List<ChatMessage> value, JsonGenerator gen, SerializerProvider provider) throws IOException {
       if (value instanceof Messages m && gen instanceof UTF8JsonGenerator && gen.getCodec() != null) {
-        gen.writeRawValue(m.json(gen.getCodec().getFactory(), provider));
+        m.json(gen.getCodec().getFactory(), provider).writeValue(gen);
       } else {
         writeEach(value, gen, provider);
       }

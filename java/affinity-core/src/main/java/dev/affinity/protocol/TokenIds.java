@@ -36,14 +36,14 @@ public final class TokenIds {
   private static final TokenIds EMPTY = new TokenIds(new int[0]);
   /** Sequences at least this long keep their JSON once written ({@link #writeTo}). */
   public static final int KEEP_JSON = 1024;
-  /** Ids per chunk of kept JSON: a sequence that follows another copies its JSON a whole chunk at a time. */
+  /** Ids per chunk of kept JSON: a sequence that follows another shares its JSON a whole chunk at a time. */
   static final int CHUNK = 1024;
 
   private final int[] ids;
   /** The JSON array, written once for a long sequence (a prompt's ids go to both legs of a request); else null. */
   private volatile Written json;
   /**
-   * The sequence this one follows ({@link #following}), whose JSON is copied where the two agree; dropped once this
+   * The sequence this one follows ({@link #following}), whose JSON is shared where the two agree; dropped once this
    * one's JSON is written, so that a conversation's turns do not hold each other.
    */
   private volatile TokenIds base;
@@ -56,12 +56,12 @@ public final class TokenIds {
    * A sequence's JSON once written, and where each chunk of {@link #CHUNK} ids starts in it: {@code marks[0]} is
    * after the {@code [}, {@code marks[j]} the comma before id {@code j * CHUNK}.
    */
-  private record Written(RawJson raw, int[] marks) {}
+  private record Written(JsonRope raw, int[] marks) {}
 
   /**
    * {@code ids} (not copied: the caller must not change them) as the next turn of a conversation whose last sequence
-   * was {@code previous}: when written, the JSON of the chunks of ids the two share from the start is copied from
-   * {@code previous}'s, and only the rest is written (an agent's turn re-sends its whole history: the ids' digits were
+   * was {@code previous}: when written, the JSON of the chunks of ids the two share from the start is shared with
+   * {@code previous}'s (the same arrays, {@link JsonRope}), and only the rest is written (an agent's turn re-sends its whole history: the ids' digits were
    * a quarter of the frontend's event loop per turn, docs/benchmarks.md, "Agent turns against the history"). The ids
    * are compared, so the JSON is the same as {@link #of}'s whatever {@code previous} holds.
    */
@@ -85,7 +85,7 @@ public final class TokenIds {
   /** The bytes of JSON this sequence keeps: 0 before it is written. */
   public long keptJsonBytes() {
     Written w = json;
-    return w == null ? 0 : w.raw.bytes().length + 4L * w.marks.length;
+    return w == null ? 0 : w.raw.length() + 4L * w.marks.length;
   }
 
   /** A copy of {@code ids}. */
@@ -216,7 +216,7 @@ public final class TokenIds {
 
   /**
    * Writes the ids as a JSON array, as the serializer does. A long sequence written as UTF-8 keeps its JSON the first
-   * time and copies it every next time: a prompt's ids go into the context leg's body and the generation leg's (one
+   * time and writes its pieces every next time: a prompt's ids go into the context leg's body and the generation leg's (one
    * object: {@link ResponseScan}'s sent ids), and Jackson's number at a time was the frontend's largest cost per agent
    * turn once the messages were copied as spelled (docs/benchmarks.md, "Agent turns against the history").
    */
@@ -231,7 +231,7 @@ public final class TokenIds {
       json = w;
       base = null;
     }
-    gen.writeRawValue(w.raw);
+    w.raw.writeValue(gen);
   }
 
   /**
@@ -243,11 +243,10 @@ public final class TokenIds {
     if (w == null) {
       return -1;
     }
-    byte[] j = w.raw.bytes();
-    return at + j.length <= bytes.length && Arrays.equals(bytes, at, at + j.length, j, 0, j.length) ? j.length : -1;
+    return w.raw.equalsAt(bytes, at) ? w.raw.length() : -1;
   }
 
-  /** How many ids the JSON copied from {@code base}'s covers (whole chunks they share from the start); 0 without. */
+  /** How many ids the JSON shared with {@code base}'s covers (whole chunks they share from the start); 0 without. */
   static int sharedChunks(int[] ids, TokenIds base) {
     Written w = base == null ? null : base.json;
     if (w == null) {
@@ -261,34 +260,34 @@ public final class TokenIds {
   }
 
   /**
-   * {@code [1,2,3]}: the ids' JSON, as Jackson writes an int array; the chunks {@code base} shares with them copied
-   * from its JSON.
+   * {@code [1,2,3]}: the ids' JSON, as Jackson writes an int array; for the chunks {@code base} shares with them, its
+   * JSON's own arrays ({@link JsonRope#prefix}), and only the rest written.
    */
   private static Written jsonArray(int[] ids, TokenIds base) {
     int from = sharedChunks(ids, base);
     int[] marks = new int[(ids.length + CHUNK - 1) / CHUNK];
-    byte[] out;
-    int at;
-    // the exact length first (a pass over the ids not copied), so the JSON is allocated once and not copied again
-    long tail = 1;  // ']'
-    for (int i = from; i < ids.length; i++) {
-      tail += intChars(ids[i]) + (i > 0 ? 1 : 0);
-    }
-    if (from == 0) {
-      out = new byte[Math.toIntExact(1 + tail)];
-      out[0] = '[';
-      at = 1;
-    } else {
+    JsonRope shared = null;
+    int start = 0;  // where the bytes written here start in the whole JSON
+    if (from > 0) {
       Written w = base.json;
       int chunks = from / CHUNK;
-      at = chunks < w.marks.length ? w.marks[chunks] : w.raw.bytes().length - 1;
-      out = new byte[Math.toIntExact(at + tail)];
-      System.arraycopy(w.raw.bytes(), 0, out, 0, at);
+      start = chunks < w.marks.length ? w.marks[chunks] : w.raw.length() - 1;
+      shared = w.raw.prefix(start);  // the same arrays: not copied
       System.arraycopy(w.marks, 0, marks, 0, chunks);
+    }
+    // the exact length first (a pass over the ids not copied), so the new bytes are allocated once, at their size
+    long size = from == 0 ? 2 : 1;  // '[' and ']', or ']'
+    for (int i = from; i < ids.length; i++) {
+      size += intChars(ids[i]) + (i > 0 ? 1 : 0);
+    }
+    byte[] out = new byte[Math.toIntExact(size)];
+    int at = 0;
+    if (from == 0) {
+      out[at++] = '[';
     }
     for (int i = from; i < ids.length; i++) {
       if (i % CHUNK == 0) {
-        marks[i / CHUNK] = at;
+        marks[i / CHUNK] = start + at;
       }
       if (i > 0) {
         out[at++] = ',';
@@ -296,7 +295,8 @@ public final class TokenIds {
       at = NumberOutput.outputInt(ids[i], out, at);
     }
     out[at++] = ']';
-    return new Written(new RawJson(at == out.length ? out : Arrays.copyOf(out, at)), marks);
+    byte[] written = at == out.length ? out : Arrays.copyOf(out, at);
+    return new Written(shared == null ? JsonRope.of(written) : shared.append(written), marks);
   }
 
   /** How many chars {@code v} takes in decimal ({@code NumberOutput.outputInt}'s). */

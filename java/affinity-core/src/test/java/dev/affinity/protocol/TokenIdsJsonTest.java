@@ -59,6 +59,50 @@ class TokenIdsJsonTest {
     }
   }
 
+  /**
+   * A conversation's turns ({@link TokenIds#following}): each turn's ids share a random part of the last turn's from
+   * the start (all of it, a part, none, or all with one id changed) and add their own; whether the last turn's JSON
+   * was written or not, each writes the JSON a fresh sequence writes, and finds itself in a body that carries it
+   * ({@code keptJsonAt}), and nowhere else.
+   */
+  @Test
+  void turnsThatFollowTheLastWriteWhatAFreshSequenceWrites() throws Exception {
+    Random r = new Random(47);
+    TokenIds last = null;
+    int[] lastIds = new int[0];
+    for (int turn = 0; turn < 300; turn++) {
+      int keep = switch (r.nextInt(4)) {
+        case 0 -> r.nextInt(lastIds.length + 1);
+        case 1 -> 0;
+        default -> lastIds.length;
+      };
+      int[] ids = java.util.Arrays.copyOf(lastIds, keep + r.nextInt(r.nextInt(8) == 0 ? 20_000 : 900));
+      for (int i = keep; i < ids.length; i++) {
+        ids[i] = r.nextInt(8) == 0 ? -r.nextInt(1000) : r.nextInt(152_000);
+      }
+      if (keep > 0 && r.nextInt(8) == 0) {
+        ids[r.nextInt(keep)] += 1;  // an earlier id changed: its chunk and those after are written again
+      }
+      TokenIds next = TokenIds.following(last, ids);
+      if (r.nextInt(6) > 0) {  // written by the turn's legs; else never (the next turn then writes whole)
+        String expected = PLAIN.writeValueAsString(ids);
+        byte[] body = CODEC.toJsonBytes(java.util.Map.of("prompt_token_ids", next));
+        assertEquals("{\"prompt_token_ids\":" + expected + "}", new String(body, StandardCharsets.UTF_8), "turn " + turn);
+        assertArrayEquals(body, CODEC.toJsonBytes(java.util.Map.of("prompt_token_ids", next)), "written again");
+        if (next.jsonKept()) {
+          int at = "{\"prompt_token_ids\":".length();
+          assertEquals(expected.length(), next.keptJsonAt(body, at), "turn " + turn);
+          assertEquals(-1, next.keptJsonAt(body, at + 1));
+          byte[] other = body.clone();
+          other[at + 1 + r.nextInt(expected.length() - 2)] = ' ';
+          assertEquals(-1, next.keptJsonAt(other, at), "a changed byte");
+        }
+      }
+      last = next;
+      lastIds = ids;
+    }
+  }
+
   @Test
   void aBase64StringIsCopiedAsItIsAndAnyOtherStringEscaped() throws Exception {
     for (String b64 : new String[] {TokenIds.of(1, 2, 151_643).toBase64(), "", "a\"b\\c\n", "é+/=", "AQ==\u0000"}) {
