@@ -55,21 +55,58 @@ class JsonRopeTest {
 
   /**
    * Appending one turn at a time to a long history copies what it adds, not the history (the counter's carries): 300
-   * turns of 5 kB on a 1 MiB history allocate a few MB, where copying the history each turn would allocate 300 MiB.
+   * turns of 5 kB on a 1 MiB history copy a few MB, where copying the history each turn would copy 300 MiB.
    */
   @Test
   void aLongHistoryIsNotCopiedEveryTurn() {
-    com.sun.management.ThreadMXBean threads =
-        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
     JsonRope rope = JsonRope.of(new byte[1 << 20]);
-    long before = threads.getCurrentThreadAllocatedBytes();
+    long before = JsonRope.COPIED.sum();
     for (int turn = 0; turn < 300; turn++) {
       rope = rope.prefix(rope.length() - 1).append(new byte[5001]);
     }
-    long allocated = threads.getCurrentThreadAllocatedBytes() - before;
-    assertTrue(allocated < 40L << 20, "allocated " + allocated);
+    long copied = JsonRope.COPIED.sum() - before;
+    assertTrue(copied < 40L << 20, "copied " + copied);
     assertTrue(rope.pieces() <= 12, "pieces: " + rope.pieces());
     assertEquals((1 << 20) + 300 * 5000, rope.length());
+  }
+
+  /** A stream that takes pieces gets them as they lie: direct, read-only for it, and the same bytes. */
+  @Test
+  void aSpliceTakesThePiecesAsTheyLie() throws Exception {
+    Random rng = new Random(48);
+    byte[] first = new byte[70_000];
+    byte[] second = new byte[3_000];
+    rng.nextBytes(first);
+    rng.nextBytes(second);
+    JsonRope rope = JsonRope.of(first).append(second);
+    class Pieces extends java.io.OutputStream implements JsonSplice {
+      final java.util.List<java.nio.ByteBuffer> taken = new java.util.ArrayList<>();
+
+      @Override
+      public void write(int b) {
+        throw new AssertionError("a piece copied");
+      }
+
+      @Override
+      public void splice(java.nio.ByteBuffer piece) {
+        taken.add(piece);
+      }
+    }
+    Pieces out = new Pieces();
+    rope.writeTo(out);
+    assertEquals(2, out.taken.size());
+    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+    for (java.nio.ByteBuffer p : out.taken) {
+      assertTrue(p.isDirect());
+      assertTrue(p.isReadOnly());
+      byte[] b = new byte[p.remaining()];
+      p.duplicate().get(b);
+      all.write(b);
+    }
+    assertArrayEquals(concat(first, second), all.toByteArray());
+    java.io.ByteArrayOutputStream copied = new java.io.ByteArrayOutputStream();
+    rope.writeTo(copied);  // any other stream: copied through the heap
+    assertArrayEquals(concat(first, second), copied.toByteArray());
   }
 
   @Test

@@ -2,7 +2,6 @@ package dev.affinity.server.worker;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.ByteBufOutputStream;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
@@ -152,26 +151,20 @@ final class RequestTemplate {
 
   /**
    * {@link #encode} of a written body: the body is written first, after room for the longest head (a ten-digit
-   * length), and the head then right before it, so the bytes are copied once, from the writer into the buffer.
+   * length), and the head then right before it, so the bytes are copied once, from the writer into the buffer; kept
+   * JSON the writer splices ({@link SplicedBody}) is not copied at all.
    */
   private ByteBuf encodeWritten(ByteBufAllocator alloc) {
     int room = head("0000000000", null).length;
-    ByteBuf buf = LargeBuffers.buffer(alloc, room + writer.sizeHint());
+    SplicedBody body = new SplicedBody(alloc, LargeBuffers.buffer(alloc, room + writer.sizeHint()), room);
     try {
-      buf.writerIndex(room);
-      try (OutputStream out = new ByteBufOutputStream(buf)) {
-        writer.writeTo(out);
-      }
-      int end = buf.writerIndex();
-      byte[] head = head(Integer.toString(end - room), null);
-      buf.setBytes(room - head.length, head);
-      buf.readerIndex(room - head.length);
-      return buf;
+      writer.writeTo(body);
+      return body.finish(length -> head(Integer.toString(length), null));
     } catch (IOException e) {
-      buf.release();
+      body.discard();
       throw new UncheckedIOException(e);
     } catch (RuntimeException e) {
-      buf.release();
+      body.discard();
       throw e;
     }
   }

@@ -100,6 +100,10 @@ class RequestTemplateTest {
           }));
     }
     cases.add(new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, large));  // an array as large
+    for (int hint : new int[] {100, 3 << 20}) {  // kept pieces spliced, long and short, first and last, between writes
+      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers, spliced(hint, true)));
+      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers, spliced(hint, false)));
+    }
     long pooled = LargeBuffers.activeBuffers();
     for (RequestTemplate t : cases) {
       String expected = netty(t);
@@ -110,6 +114,72 @@ class RequestTemplateTest {
       direct.release();
     }
     assertEquals(pooled, LargeBuffers.activeBuffers(), "every large buffer back in its pool");
+  }
+
+  /**
+   * A writer that splices pieces of kept JSON where its stream takes them ({@link dev.affinity.protocol.JsonSplice})
+   * and copies the same bytes elsewhere: long pieces (spliced) and a short one (copied), with writes between them, or
+   * a long piece first and last.
+   */
+  private static RequestTemplate.BodyWriter spliced(int hint, boolean between) {
+    java.util.Random r = new java.util.Random(hint);
+    java.util.List<Object> parts = new java.util.ArrayList<>();
+    for (int size : between ? new int[] {-5, 40_000, -100, 300, -1, 70_000, -9} : new int[] {20_000, -3, 16_384}) {
+      byte[] b = new byte[Math.abs(size)];
+      for (int i = 0; i < b.length; i++) {
+        b[i] = (byte) ('a' + r.nextInt(26));
+      }
+      if (size < 0) {
+        parts.add(b);  // written
+      } else {
+        java.nio.ByteBuffer piece = java.nio.ByteBuffer.allocateDirect(b.length).put(b).flip();
+        parts.add(piece.asReadOnlyBuffer());
+      }
+    }
+    return new RequestTemplate.BodyWriter() {
+      @Override
+      public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+        for (Object p : parts) {
+          if (p instanceof byte[] b) {
+            out.write(b);
+          } else if (out instanceof dev.affinity.protocol.JsonSplice s) {
+            s.splice(((java.nio.ByteBuffer) p).duplicate());
+          } else {
+            java.nio.ByteBuffer piece = ((java.nio.ByteBuffer) p).duplicate();
+            byte[] b = new byte[piece.remaining()];
+            piece.get(b);
+            out.write(b);
+          }
+        }
+      }
+
+      @Override
+      public int sizeHint() {
+        return hint;
+      }
+    };
+  }
+
+  /**
+   * Long pieces are not copied: the request is the head's buffer, the pieces and the writes between them, all direct
+   * (a socket writes them as they lie, without a copy into one buffer first); a short body stays one buffer.
+   */
+  @Test
+  void longPiecesAreWrittenAsTheyLie() {
+    RequestTemplate t = new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", List.of(),
+        spliced(100, true));
+    ByteBuf b = t.encode(ByteBufAllocator.DEFAULT);
+    try {
+      assertEquals(true, b instanceof io.netty.buffer.CompositeByteBuf, b.getClass().getName());
+      assertEquals(5, ((io.netty.buffer.CompositeByteBuf) b).numComponents(), "head and writes, piece, writes, piece, writes");
+      assertEquals(true, b.isDirect());
+    } finally {
+      b.release();
+    }
+    ByteBuf small = new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", List.of(), "{}".getBytes())
+        .encode(ByteBufAllocator.DEFAULT);
+    assertEquals(false, small instanceof io.netty.buffer.CompositeByteBuf);
+    small.release();
   }
 
   /** A body above the channel allocator's pooled size comes from the large pool, which keeps it for the next. */
