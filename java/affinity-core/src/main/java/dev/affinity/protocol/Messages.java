@@ -101,6 +101,17 @@ final class Messages extends AbstractList<ChatMessage> implements RandomAccess {
     return list.size();
   }
 
+  /** The messages' own list's view (unmodifiable): copied in bulk, not an element and a size check at a time. */
+  @Override
+  public List<ChatMessage> subList(int fromIndex, int toIndex) {
+    return list.subList(fromIndex, toIndex);
+  }
+
+  @Override
+  public Object[] toArray() {
+    return list.toArray();
+  }
+
   /** Whether the JSON is kept (written once through a UTF-8 generator). */
   boolean kept() {
     return json != null;

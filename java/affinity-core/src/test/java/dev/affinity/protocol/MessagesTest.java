@@ -37,6 +37,12 @@ class MessagesTest {
       }
       assertEquals(true, ((Messages) request.messages()).kept(), "kept after the first leg body");
       assertEquals(new ArrayList<>(request.messages()), request.messages(), "a list like any other");
+      int n = request.messages().size();
+      assertEquals(new ArrayList<>(request.messages()).subList(1, n), request.messages().subList(1, n));
+      assertEquals(java.util.Arrays.asList(new ArrayList<>(request.messages()).toArray()),
+          java.util.Arrays.asList(request.messages().toArray()));
+      org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+          () -> request.messages().subList(0, n).clear(), "immutable, its views too");
       assertEquals(request, CODEC.parseChatCompletionRequest(CODEC.toJsonBytes(request)));
     }
   }
