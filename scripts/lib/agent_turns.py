@@ -12,14 +12,17 @@ turns that share the history and differ in the last message, and reads the front
 never seen before (its own words), one at a time. One request at a time (the client's own cost is not counted).
 A sub-agent's first turn (TURNS of them, after HOT unmeasured) is a new session that forks the largest history's
 agent (its history and a task, with the agent's session in X-Dynamo-Parent-Session-ID).
-Prints one RESULT line per measurement. API=messages sends the turns to /v1/messages (Anthropic's Messages API, as
+The turns go over one kept-alive connection, as an agent's SDK client sends them (KEEP_ALIVE=0: a new connection
+for each). Prints one RESULT line per measurement. API=messages sends the turns to /v1/messages (Anthropic's Messages API, as
 Claude Code does) instead of /v1/chat/completions.
 """
+import http.client
 import json
 import os
 import random
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 URL = sys.argv[1].rstrip("/")
@@ -29,6 +32,9 @@ TURNS = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 WARMUP = int(sys.argv[5]) if len(sys.argv) > 5 else 150
 FRESH = int(sys.argv[6]) if len(sys.argv) > 6 else 5
 HOT = int(sys.argv[7]) if len(sys.argv) > 7 else 10
+# KEEP_ALIVE=1 (the default): the turns go over one kept-alive connection, as an agent's SDK client sends them; 0: a
+# new connection for each turn (the script's behaviour before 2026-12-07, late)
+KEEP_ALIVE = os.environ.get("KEEP_ALIVE", "1") != "0"
 API = os.environ.get("API", "chat")  # chat: /v1/chat/completions; messages: /v1/messages
 # tokens one turn adds (a user and an assistant message): 3000 by default; the Claude Code traces' median is 855
 TURN_TOKENS = int(os.environ.get("TURN_TOKENS", "3000"))
@@ -97,9 +103,12 @@ def post(messages):
     headers = {"content-type": "application/json", "x-session-id": SESSION}
     if PARENT:
         headers["x-dynamo-parent-session-id"] = PARENT
-    req = urllib.request.Request(URL + path, data=body, headers=headers)
-    with urllib.request.urlopen(req, timeout=600) as r:
-        answer = json.loads(r.read())
+    if KEEP_ALIVE:
+        answer = json.loads(send(path, body, headers))
+    else:
+        req = urllib.request.Request(URL + path, data=body, headers=headers)
+        with urllib.request.urlopen(req, timeout=600) as r:
+            answer = json.loads(r.read())
     u = answer["usage"]
     if usage is None:  # Anthropic's input_tokens leave out what was read from or written to the cache
         return (u["input_tokens"] + (u.get("cache_read_input_tokens") or 0)
@@ -108,6 +117,32 @@ def post(messages):
 
 
 LAST_THREADS = {}
+CONNECTION = None
+
+
+def send(path, body, headers):
+    """POST on one kept-alive connection, as an agent's SDK client sends its turns (a new one if the frontend closed
+    it); the answer's body."""
+    global CONNECTION
+    for attempt in (0, 1):
+        if CONNECTION is None:
+            u = urllib.parse.urlsplit(URL)
+            CONNECTION = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+        try:
+            CONNECTION.request("POST", path, body=body, headers=headers)
+            r = CONNECTION.getresponse()
+            data = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"HTTP {r.status}: {data[:200]!r}")
+            if r.getheader("connection", "").lower() == "close":
+                CONNECTION.close()
+                CONNECTION = None
+            return data
+        except (http.client.RemoteDisconnected, ConnectionError, http.client.CannotSendRequest):
+            CONNECTION.close()
+            CONNECTION = None
+            if attempt:
+                raise
 
 
 def mark(phase):
