@@ -55,17 +55,7 @@ class RequestTemplateTest {
         new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, json,
             () -> new RequestTemplate.Header("x-affinity-leg-auth", "v1.1700000000.abc.def")));
     for (int hint : new int[] {0, 3, 1 << 16}) {  // a body written into the write's buffer: under, over its hint
-      RequestTemplate.BodyWriter writer = new RequestTemplate.BodyWriter() {
-        @Override
-        public void writeTo(java.io.OutputStream out) throws java.io.IOException {
-          out.write(json);
-        }
-
-        @Override
-        public int sizeHint() {
-          return hint;
-        }
-      };
+      RequestTemplate.BodyWriter writer = writing(json, hint);
       cases = new java.util.ArrayList<>(cases);
       cases.add(new RequestTemplate(HttpMethod.POST, "/v1/completions", "worker.example:8001", headers, writer));
       cases.add(new RequestTemplate(HttpMethod.POST, "/bé/v1/chat", "w:2", List.of(), writer));
@@ -86,18 +76,7 @@ class RequestTemplateTest {
           }
         }));
     for (int hint : new int[] {(1 << 20) + 1, 2 << 20, 4 << 20}) {  // from the large pool: under and over its hint
-      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers,
-          new RequestTemplate.BodyWriter() {
-            @Override
-            public void writeTo(java.io.OutputStream out) throws java.io.IOException {
-              out.write(large);
-            }
-
-            @Override
-            public int sizeHint() {
-              return hint;
-            }
-          }));
+      cases.add(new RequestTemplate(HttpMethod.POST, "/v1/chat/completions", "w:2", headers, writing(large, hint)));
     }
     cases.add(new RequestTemplate(HttpMethod.POST, "/v1/completions", "w:2", headers, large));  // an array as large
     for (int hint : new int[] {100, 3 << 20}) {  // kept pieces spliced, long and short, first and last, between writes
@@ -114,6 +93,21 @@ class RequestTemplateTest {
       direct.release();
     }
     assertEquals(pooled, LargeBuffers.activeBuffers(), "every large buffer back in its pool");
+  }
+
+  /** A writer of {@code body} in one write, with that size hint. */
+  private static RequestTemplate.BodyWriter writing(byte[] body, int hint) {
+    return new RequestTemplate.BodyWriter() {
+      @Override
+      public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+        out.write(body);
+      }
+
+      @Override
+      public int sizeHint() {
+        return hint;
+      }
+    };
   }
 
   /**
