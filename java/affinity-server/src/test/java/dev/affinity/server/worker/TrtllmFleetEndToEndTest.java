@@ -124,4 +124,44 @@ class TrtllmFleetEndToEndTest {
       }
     }
   }
+
+  /**
+   * A conversation's turns with a long history, over real sockets: each turn's messages' JSON shares the last turn's
+   * pieces and the legs hand the long ones to the socket as they lie (protocol/JsonRope, SplicedBody). Both workers
+   * receive every message the client sent, as sent, at every turn, and the body parses whole.
+   */
+  @Test
+  void aLongConversationsLegsCarryItsWholeHistoryAtEveryTurn() throws Exception {
+    try (FakeTrtllmServe ctx = FakeTrtllmServe.start(); FakeTrtllmServe gen = FakeTrtllmServe.start()) {
+      String yaml = """
+          hostname: 127.0.0.1
+          port: 8000
+          context_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+          generation_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+          affinity: {model: m}
+          """.formatted(ctx.port(), gen.port());
+      DisaggConfig cfg = ConfigLoader.parse(yaml, "fleet.yaml").config();
+      try (AffinityServer server = AffinityServer.start(cfg,
+          FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()))) {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode().put("model", "m")
+            .put("max_tokens", 3);
+        com.fasterxml.jackson.databind.node.ArrayNode messages = body.putArray("messages");
+        messages.addObject().put("role", "system")
+            .put("content", "You are an agent. \"Quotes\", caf\u00e9, \u4e2d\u6587 and \ud83d\ude00.\n".repeat(800));
+        java.util.Random r = new java.util.Random(46);
+        HttpClient client = HttpClient.newHttpClient();
+        for (int turn = 0; turn < 6; turn++) {
+          messages.addObject().put("role", "user").put("content", "step " + turn + ": " + "word ".repeat(r.nextInt(5000)));
+          HttpResponse<String> answer = client.send(HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + server.port() + "/v1/chat/completions"))
+              .header("Content-Type", "application/json").header("X-Session-ID", "long-1")
+              .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(), HttpResponse.BodyHandlers.ofString());
+          assertEquals(200, answer.statusCode(), answer.body());
+          assertEquals(messages, ctx.last("/v1/chat/completions").json().path("messages"), "turn " + turn);
+          assertEquals(messages, gen.last("/v1/chat/completions").json().path("messages"), "turn " + turn);
+          messages.addObject().put("role", "assistant").put("content", "done " + turn + " " + "ok ".repeat(r.nextInt(3000)));
+        }
+      }
+    }
+  }
 }
