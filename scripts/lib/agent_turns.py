@@ -208,6 +208,7 @@ top = sorted(((k, v) for k, v in LAST_THREADS.items() if not k.endswith(" (kerne
 print("  per turn by thread: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in top if v > 0), flush=True)
 PARENT = None
 cpus = []
+mark("first sights")
 for k in range(FRESH):
     SESSION = f"fresh-{k}"
     cpu, wall, prompt, size = turns(history(1000 + k, biggest), 1, "fresh")
@@ -215,6 +216,7 @@ for k in range(FRESH):
     top = sorted(((k, v) for k, v in LAST_THREADS.items() if not k.endswith(" (kernel)")), key=lambda kv: -kv[1])[:4]
     print(f"  first sight {k}: {cpu * 1000:.0f} ms, by thread: "
           + ", ".join(f"{n} {v * 1000:.0f} ms" for n, v in top if v > 0), flush=True)
+mark("end")
 cpus.sort()
 print(f"RESULT first_sight history_tokens={prompt} cpu_ms={cpus[len(cpus) // 2] * 1000:.2f} "
       f"runs={','.join(f'{c * 1000:.0f}' for c in cpus)}", flush=True)

@@ -1,11 +1,15 @@
 package dev.affinity.kv;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.executor.KvEventType;
+import java.io.IOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,66 +25,339 @@ public final class TrtllmKvEventCodec {
 
   private TrtllmKvEventCodec() {}
 
-  /** Parses a response body; throws IllegalArgumentException naming the bad element. */
+  /** Reads its parsers: no features beyond Jackson's defaults, as the protocol codec's tree reading had. */
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  /**
+   * Parses a response body as it arrived, token by token: a 176k-token prefill's events name each of its tokens as an
+   * object ({@code {"type": "unique_token", "token_id": 5, "token_extra_id": 0}}), 5 MB of JSON that a tree took
+   * 100-300 ms of the frontend's CPU to build and walk (docs/benchmarks.md, "Agent turns: leg bodies from a pool,
+   * history kept in pieces"). Throws IllegalArgumentException naming the bad element.
+   */
+  public static List<KvEvent> parse(byte[] body) {
+    try (JsonParser p = MAPPER.createParser(body)) {
+      List<KvEvent> events = parse(p);
+      if (p.nextToken() != null) {
+        throw new IllegalArgumentException("kv_cache_events: more than one JSON value");
+      }
+      return events;
+    } catch (IOException e) {
+      throw new IllegalArgumentException("kv_cache_events: not JSON: " + (e instanceof
+          com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage()), e);
+    }
+  }
+
+  /** Parses a response body already read as a tree; throws IllegalArgumentException naming the bad element. */
   public static List<KvEvent> parse(JsonNode root) {
     if (root == null || !root.isArray()) {
       throw new IllegalArgumentException("kv_cache_events: expected a JSON array, found "
           + (root == null ? "nothing" : root.getNodeType()));
     }
-    List<KvEvent> out = new ArrayList<>(root.size());
-    for (int i = 0; i < root.size(); i++) {
-      JsonNode ev = root.get(i);
+    try (JsonParser p = root.traverse(MAPPER)) {
+      return parse(p);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("kv_cache_events: " + e.getMessage(), e);
+    }
+  }
+
+  private static List<KvEvent> parse(JsonParser p) throws IOException {
+    JsonToken t = p.nextToken();
+    if (t != JsonToken.START_ARRAY) {
+      throw new IllegalArgumentException("kv_cache_events: expected a JSON array, found "
+          + (t == null ? "nothing" : t.asString() == null ? t.name() : t.asString()));
+    }
+    List<KvEvent> out = new ArrayList<>();
+    for (int i = 0; p.nextToken() != JsonToken.END_ARRAY; i++) {
       String at = "kv_cache_events[" + i + "]";
-      JsonNode data = ev.get("data");
-      if (data == null || !data.isObject() || !data.path("type").isTextual()) {
+      if (!p.isExpectedStartObjectToken()) {
         throw new IllegalArgumentException(at + ".data: expected an object with a type");
       }
-      long id = ev.path("event_id").asLong();
-      int window = ev.path("window_size").asInt(0);
-      int rank = ev.path("attention_dp_rank").asInt(0);
-      String type = data.get("type").asText();
-      switch (type) {
-        case "created" -> {
-          long blocks = 0;
-          for (JsonNode n : data.path("num_blocks_per_cache_level")) {
-            blocks += n.asLong();
-          }
-          out.add(new KvEvent(id, KvEventType.CREATED, rank, window, false, 0, null, null, blocks, 0));
+      long id = 0;
+      int window = 0;
+      int rank = 0;
+      Data data = null;
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        p.nextToken();
+        switch (name) {
+          case "event_id" -> id = asLong(p);
+          case "window_size" -> window = (int) asLong(p);
+          case "attention_dp_rank" -> rank = (int) asLong(p);
+          case "data" -> data = p.isExpectedStartObjectToken() ? Data.read(p, at) : skip(p);
+          default -> p.skipChildren();
         }
-        case "stored" -> {
-          JsonNode blocks = data.path("blocks");
-          long[] hashes = new long[blocks.size()];
-          List<Integer> tokens = new ArrayList<>();
-          for (int b = 0; b < blocks.size(); b++) {
-            hashes[b] = key(blocks.get(b).get("block_hash"), at + ".data.blocks[" + b + "].block_hash");
-            for (JsonNode t : blocks.get(b).path("tokens")) {
-              tokens.add(t.isObject() ? t.path("token_id").asInt() : t.asInt());
+      }
+      if (data == null || data.type == null) {
+        throw new IllegalArgumentException(at + ".data: expected an object with a type");
+      }
+      out.add(data.event(id, rank, window, at));
+    }
+    return out;
+  }
+
+  /** {@code JsonNode.asLong()} of the current value: a number's, a numeric string's, else 0; a structure skipped. */
+  private static long asLong(JsonParser p) throws IOException {
+    if (p.currentToken().isStructStart()) {
+      p.skipChildren();
+      return 0;
+    }
+    return p.getValueAsLong(0);
+  }
+
+  private static Data skip(JsonParser p) throws IOException {
+    p.skipChildren();
+    return null;
+  }
+
+  /**
+   * An event's {@code data}, read before its {@code type} is known (it may come last): every field an event type reads,
+   * with the first error each would raise, raised only for the type that reads that field.
+   */
+  private static final class Data {
+    String type;
+    long blocksPerLevel;
+    final LongList storedHashes = new LongList();
+    final IntList tokens = new IntList();
+    String storedError;
+    boolean hasParent;
+    long parent;
+    String parentError;
+    final LongList removedHashes = new LongList();
+    String removedError;
+    boolean hasBlockHash;
+    long blockHash;
+    String blockHashError;
+    long priority;
+
+    static Data read(JsonParser p, String at) throws IOException {
+      Data d = new Data();
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken v = p.nextToken();
+        switch (name) {
+          case "type" -> {
+            d.type = v == JsonToken.VALUE_STRING ? p.getText() : null;
+            p.skipChildren();
+          }
+          case "num_blocks_per_cache_level" -> {
+            d.blocksPerLevel = 0;
+            if (v.isStructStart()) {
+              while (!p.nextToken().isStructEnd()) {
+                if (p.currentToken() == JsonToken.FIELD_NAME) {
+                  p.nextToken();
+                }
+                d.blocksPerLevel += asLong(p);
+              }
             }
           }
-          JsonNode parent = data.get("parent_hash");
-          boolean hasParent = parent != null && !parent.isNull();
-          out.add(new KvEvent(id, KvEventType.STORED, rank, window, hasParent,
-              hasParent ? key(parent, at + ".data.parent_hash") : 0, hashes,
-              tokens.stream().mapToInt(Integer::intValue).toArray(), 0, 0));
+          case "blocks" -> d.readBlocks(p, at);
+          case "parent_hash" -> {
+            d.hasParent = v != JsonToken.VALUE_NULL;
+            d.parentError = null;
+            if (d.hasParent) {
+              try {
+                d.parent = key(p, at + ".data.parent_hash");
+              } catch (IllegalArgumentException e) {
+                d.parentError = e.getMessage();
+              }
+            }
+          }
+          case "block_hashes" -> {
+            d.removedHashes.clear();
+            d.removedError = null;
+            if (v == JsonToken.START_ARRAY) {
+              for (int b = 0; p.nextToken() != JsonToken.END_ARRAY; b++) {
+                try {
+                  d.removedHashes.add(key(p, at + ".data.block_hashes[" + b + "]"));
+                } catch (IllegalArgumentException e) {
+                  d.removedError = d.removedError == null ? e.getMessage() : d.removedError;
+                }
+              }
+            } else {
+              p.skipChildren();
+            }
+          }
+          case "block_hash" -> {
+            d.hasBlockHash = true;
+            d.blockHashError = null;
+            try {
+              d.blockHash = key(p, at + ".data.block_hash");
+            } catch (IllegalArgumentException e) {
+              d.blockHashError = e.getMessage();
+            }
+          }
+          case "priority" -> {
+            d.priority = 0;
+            if (v == JsonToken.START_OBJECT) {
+              while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String f = p.currentName();
+                p.nextToken();
+                if (f.equals("new_value")) {
+                  d.priority = asLong(p);
+                } else {
+                  p.skipChildren();
+                }
+              }
+            } else {
+              d.priority = asLong(p);
+            }
+          }
+          default -> p.skipChildren();
+        }
+      }
+      return d;
+    }
+
+    private void readBlocks(JsonParser p, String at) throws IOException {
+      storedHashes.clear();
+      tokens.clear();
+      storedError = null;
+      if (p.currentToken() != JsonToken.START_ARRAY) {
+        p.skipChildren();
+        return;
+      }
+      for (int b = 0; p.nextToken() != JsonToken.END_ARRAY; b++) {
+        String where = at + ".data.blocks[" + b + "].block_hash";
+        if (p.currentToken() != JsonToken.START_OBJECT) {
+          p.skipChildren();
+          storedError = storedError == null ? where + ": missing" : storedError;
+          continue;
+        }
+        boolean hashed = false;
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+          String name = p.currentName();
+          JsonToken v = p.nextToken();
+          if (name.equals("block_hash")) {
+            hashed = true;
+            try {
+              storedHashes.add(key(p, where));
+            } catch (IllegalArgumentException e) {
+              storedError = storedError == null ? e.getMessage() : storedError;
+            }
+          } else if (name.equals("tokens") && v.isStructStart()) {
+            while (!p.nextToken().isStructEnd()) {
+              if (p.currentToken() == JsonToken.FIELD_NAME) {
+                p.nextToken();
+              }
+              tokens.add(p.currentToken() == JsonToken.START_OBJECT ? tokenId(p) : (int) asLong(p));
+            }
+          } else {
+            p.skipChildren();
+          }
+        }
+        if (!hashed) {
+          storedError = storedError == null ? where + ": missing" : storedError;
+        }
+      }
+    }
+
+    /** A token object's {@code token_id} ({@code JsonNode.path("token_id").asInt()}). */
+    private static int tokenId(JsonParser p) throws IOException {
+      int id = 0;
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        p.nextToken();
+        if (name.equals("token_id")) {
+          id = (int) asLong(p);
+        } else {
+          p.skipChildren();
+        }
+      }
+      return id;
+    }
+
+    KvEvent event(long id, int rank, int window, String at) {
+      switch (type) {
+        case "created" -> {
+          return new KvEvent(id, KvEventType.CREATED, rank, window, false, 0, null, null, blocksPerLevel, 0);
+        }
+        case "stored" -> {
+          if (storedError != null) {
+            throw new IllegalArgumentException(storedError);
+          }
+          if (parentError != null) {
+            throw new IllegalArgumentException(parentError);
+          }
+          return new KvEvent(id, KvEventType.STORED, rank, window, hasParent, hasParent ? parent : 0,
+              storedHashes.toArray(), tokens.toArray(), 0, 0);
         }
         case "removed" -> {
-          JsonNode list = data.path("block_hashes");
-          long[] hashes = new long[list.size()];
-          for (int b = 0; b < list.size(); b++) {
-            hashes[b] = key(list.get(b), at + ".data.block_hashes[" + b + "]");
+          if (removedError != null) {
+            throw new IllegalArgumentException(removedError);
           }
-          out.add(new KvEvent(id, KvEventType.REMOVED, rank, window, false, 0, hashes, null, 0, 0));
+          return new KvEvent(id, KvEventType.REMOVED, rank, window, false, 0, removedHashes.toArray(), null, 0, 0);
         }
         case "updated" -> {
-          long h = key(data.get("block_hash"), at + ".data.block_hash");
-          JsonNode prio = data.path("priority");
-          long p = prio.isObject() ? prio.path("new_value").asLong() : prio.asLong();
-          out.add(new KvEvent(id, KvEventType.UPDATED, rank, window, false, 0, new long[] {h}, null, p, 0));
+          if (!hasBlockHash) {
+            throw new IllegalArgumentException(at + ".data.block_hash: missing");
+          }
+          if (blockHashError != null) {
+            throw new IllegalArgumentException(blockHashError);
+          }
+          return new KvEvent(id, KvEventType.UPDATED, rank, window, false, 0, new long[] {blockHash}, null, priority,
+              0);
         }
         default -> throw new IllegalArgumentException(at + ".data.type: unknown event type \"" + type + "\"");
       }
     }
-    return out;
+  }
+
+  /** The current value as a block key (as {@link #key(JsonNode, String)}); a structure is skipped and refused. */
+  private static long key(JsonParser p, String at) throws IOException {
+    JsonToken t = p.currentToken();
+    if (t == JsonToken.VALUE_STRING || t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NULL) {
+      return key(t == JsonToken.VALUE_NULL ? null : t == JsonToken.VALUE_STRING ? F.textNode(p.getText())
+          : p.getNumberType() == JsonParser.NumberType.BIG_INTEGER ? F.numberNode(p.getBigIntegerValue())
+          : F.numberNode(p.getLongValue()), at);
+    }
+    if (t.isStructStart()) {
+      p.skipChildren();
+      throw new IllegalArgumentException(at + ": expected a block hash, found " + (t == JsonToken.START_OBJECT
+          ? "an object" : "an array"));
+    }
+    throw new IllegalArgumentException(at + ": expected a block hash, found " + p.getText());
+  }
+
+  /** A growable list of longs. */
+  private static final class LongList {
+    private long[] a = new long[8];
+    private int n;
+
+    void add(long v) {
+      if (n == a.length) {
+        a = java.util.Arrays.copyOf(a, n * 2);
+      }
+      a[n++] = v;
+    }
+
+    void clear() {
+      n = 0;
+    }
+
+    long[] toArray() {
+      return java.util.Arrays.copyOf(a, n);
+    }
+  }
+
+  /** A growable list of ints. */
+  private static final class IntList {
+    private int[] a = new int[32];
+    private int n;
+
+    void add(int v) {
+      if (n == a.length) {
+        a = java.util.Arrays.copyOf(a, n * 2);
+      }
+      a[n++] = v;
+    }
+
+    void clear() {
+      n = 0;
+    }
+
+    int[] toArray() {
+      return java.util.Arrays.copyOf(a, n);
+    }
   }
 
   static long key(JsonNode n, String at) {

@@ -1,6 +1,5 @@
 package dev.affinity.server.shared;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.protocol.InternalAuth;
@@ -8,7 +7,6 @@ import dev.affinity.routing.Router;
 import dev.affinity.server.shared.SharedKvEvents.Observer;
 import dev.affinity.server.shared.SharedKvEvents.Rejection;
 import io.nats.client.Message;
-import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
@@ -30,7 +28,6 @@ import org.slf4j.LoggerFactory;
  */
 final class KvBatchIntake {
   private static final Logger log = LoggerFactory.getLogger(KvBatchIntake.class);
-  private static final ObjectMapper JSON = new ObjectMapper();
   /** Batches kept per publisher key this frontend does not know yet, and keys kept. */
   static final int PENDING_BATCHES = 4096;
   static final int PENDING_WORKERS = 256;
@@ -87,8 +84,8 @@ final class KvBatchIntake {
     }
     List<KvEvent> events;
     try {
-      events = TrtllmKvEventCodec.parse(JSON.readTree(body));
-    } catch (IOException | IllegalArgumentException e) {
+      events = TrtllmKvEventCodec.parse(body);
+    } catch (IllegalArgumentException e) {
       reject(m, Rejection.UNPARSABLE, "its body is not a KV event batch: " + e.getMessage());
       return;
     }

@@ -1,6 +1,5 @@
 package dev.affinity.server.worker;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.affinity.executor.KvEvent;
 import dev.affinity.kv.TrtllmKvEventCodec;
 import dev.affinity.protocol.ProtocolCodec;
@@ -149,8 +148,7 @@ final class KvEventPoller {
         throw new IllegalStateException("HTTP " + response.status() + ": "
             + Failures.errorMessage(response.status(), response.body(), codec));
       }
-      JsonNode root = codec.readTree(response.body());
-      events = TrtllmKvEventCodec.parse(root);
+      events = TrtllmKvEventCodec.parse(response.body());  // read token by token: no tree of a long prefill's tokens
     } catch (RuntimeException e) {
       if (failures++ == 0) {
         LOG.warn("worker {}: bad /kv_cache_events answer (logged once per run of failures): {}", workerId,
