@@ -83,18 +83,8 @@ class TrtllmFleetEndToEndTest {
   void baseSixtyFourIdsAndAStrippedHistoryFollowUpstreamsOptions() throws Exception {
     for (boolean on : new boolean[] {true, false}) {
       try (FakeTrtllmServe ctx = FakeTrtllmServe.start(); FakeTrtllmServe gen = FakeTrtllmServe.start()) {
-        String yaml = """
-            hostname: 127.0.0.1
-            port: 8000
-            gen_tokids_ctxbytes: %s
-            gen_strip_message_history: %s
-            context_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
-            generation_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
-            affinity: {model: m}
-            """.formatted(on, on, ctx.port(), gen.port());
-        DisaggConfig cfg = ConfigLoader.parse(yaml, "fleet.yaml").config();
-        try (AffinityServer server = AffinityServer.start(cfg,
-            FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()))) {
+        try (AffinityServer server = frontend(ctx, gen,
+            "gen_tokids_ctxbytes: %s\ngen_strip_message_history: %s\n".formatted(on, on))) {
           String chat = "{\"model\": \"m\", \"max_tokens\": 3, \"tools\": [{\"type\": \"function\", \"function\": "
               + "{\"name\": \"read\", \"parameters\": {}}}], \"messages\": [{\"role\": \"system\", \"content\": \"s\"}, "
               + "{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"last\"}]}";
@@ -133,16 +123,7 @@ class TrtllmFleetEndToEndTest {
   @Test
   void aLongConversationsLegsCarryItsWholeHistoryAtEveryTurn() throws Exception {
     try (FakeTrtllmServe ctx = FakeTrtllmServe.start(); FakeTrtllmServe gen = FakeTrtllmServe.start()) {
-      String yaml = """
-          hostname: 127.0.0.1
-          port: 8000
-          context_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
-          generation_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
-          affinity: {model: m}
-          """.formatted(ctx.port(), gen.port());
-      DisaggConfig cfg = ConfigLoader.parse(yaml, "fleet.yaml").config();
-      try (AffinityServer server = AffinityServer.start(cfg,
-          FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()))) {
+      try (AffinityServer server = frontend(ctx, gen, "")) {
         com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode().put("model", "m")
             .put("max_tokens", 3);
         com.fasterxml.jackson.databind.node.ArrayNode messages = body.putArray("messages");
@@ -163,5 +144,18 @@ class TrtllmFleetEndToEndTest {
         }
       }
     }
+  }
+
+  /** A frontend in front of one context and one generation fake, with {@code top} as more top-level lines. */
+  private static AffinityServer frontend(FakeTrtllmServe ctx, FakeTrtllmServe gen, String top) throws Exception {
+    String yaml = top + """
+        hostname: 127.0.0.1
+        port: 8000
+        context_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+        generation_servers: {num_instances: 1, urls: ["127.0.0.1:%d"]}
+        affinity: {model: m}
+        """.formatted(ctx.port(), gen.port());
+    DisaggConfig cfg = ConfigLoader.parse(yaml, "fleet.yaml").config();
+    return AffinityServer.start(cfg, FrontendOptions.fromConfig(cfg, "t").withPort(0).withAccessLog(AccessLog.none()));
   }
 }
