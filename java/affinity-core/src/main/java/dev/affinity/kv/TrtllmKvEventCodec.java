@@ -13,6 +13,8 @@ import java.io.IOException;
 import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
+import java.util.stream.LongStream;
 
 /**
  * TensorRT-LLM's {@code POST /kv_cache_events} JSON (served by {@code tensorrt_llm/serve/openai_server.py}, read by {@code KvCacheAwareRouter} in {@code router.py}): a list of
@@ -30,7 +32,7 @@ public final class TrtllmKvEventCodec {
 
   /**
    * Parses a response body as it arrived, token by token: a 176k-token prefill's events name each of its tokens as an
-   * object ({@code {"type": "unique_token", "token_id": 5, "token_extra_id": 0}}), 5 MB of JSON that a tree took
+   * object ({@code {"type": "unique_token", "token_id": 5, "token_extra_id": 0}}), about 10 MB of JSON that a tree took
    * 100-300 ms of the frontend's CPU to build and walk (docs/benchmarks.md, "Agent turns: leg bodies from a pool,
    * history kept in pieces"). Throws IllegalArgumentException naming the bad element.
    */
@@ -104,6 +106,18 @@ public final class TrtllmKvEventCodec {
     return p.getValueAsLong(0);
   }
 
+  /**
+   * Moves to the next value of the array or object the parser is in (an object's values, as a tree's iteration gives
+   * them); false at its end.
+   */
+  private static boolean nextValue(JsonParser p) throws IOException {
+    JsonToken t = p.nextToken();
+    if (t == JsonToken.FIELD_NAME) {
+      t = p.nextToken();
+    }
+    return !t.isStructEnd();
+  }
+
   private static Data skip(JsonParser p) throws IOException {
     p.skipChildren();
     return null;
@@ -116,13 +130,13 @@ public final class TrtllmKvEventCodec {
   private static final class Data {
     String type;
     long blocksPerLevel;
-    final LongList storedHashes = new LongList();
-    final IntList tokens = new IntList();
+    LongStream.Builder storedHashes = LongStream.builder();
+    IntStream.Builder tokens = IntStream.builder();
     String storedError;
     boolean hasParent;
     long parent;
     String parentError;
-    final LongList removedHashes = new LongList();
+    LongStream.Builder removedHashes = LongStream.builder();
     String removedError;
     boolean hasBlockHash;
     long blockHash;
@@ -141,13 +155,8 @@ public final class TrtllmKvEventCodec {
           }
           case "num_blocks_per_cache_level" -> {
             d.blocksPerLevel = 0;
-            if (v.isStructStart()) {
-              while (!p.nextToken().isStructEnd()) {
-                if (p.currentToken() == JsonToken.FIELD_NAME) {
-                  p.nextToken();
-                }
-                d.blocksPerLevel += asLong(p);
-              }
+            while (v.isStructStart() && nextValue(p)) {
+              d.blocksPerLevel += asLong(p);
             }
           }
           case "blocks" -> d.readBlocks(p, at);
@@ -163,7 +172,7 @@ public final class TrtllmKvEventCodec {
             }
           }
           case "block_hashes" -> {
-            d.removedHashes.clear();
+            d.removedHashes = LongStream.builder();
             d.removedError = null;
             if (v == JsonToken.START_ARRAY) {
               for (int b = 0; p.nextToken() != JsonToken.END_ARRAY; b++) {
@@ -209,8 +218,8 @@ public final class TrtllmKvEventCodec {
     }
 
     private void readBlocks(JsonParser p, String at) throws IOException {
-      storedHashes.clear();
-      tokens.clear();
+      storedHashes = LongStream.builder();
+      tokens = IntStream.builder();
       storedError = null;
       if (p.currentToken() != JsonToken.START_ARRAY) {
         p.skipChildren();
@@ -235,10 +244,7 @@ public final class TrtllmKvEventCodec {
               storedError = storedError == null ? e.getMessage() : storedError;
             }
           } else if (name.equals("tokens") && v.isStructStart()) {
-            while (!p.nextToken().isStructEnd()) {
-              if (p.currentToken() == JsonToken.FIELD_NAME) {
-                p.nextToken();
-              }
+            while (nextValue(p)) {
               tokens.add(p.currentToken() == JsonToken.START_OBJECT ? tokenId(p) : (int) asLong(p));
             }
           } else {
@@ -279,13 +285,14 @@ public final class TrtllmKvEventCodec {
             throw new IllegalArgumentException(parentError);
           }
           return new KvEvent(id, KvEventType.STORED, rank, window, hasParent, hasParent ? parent : 0,
-              storedHashes.toArray(), tokens.toArray(), 0, 0);
+              storedHashes.build().toArray(), tokens.build().toArray(), 0, 0);
         }
         case "removed" -> {
           if (removedError != null) {
             throw new IllegalArgumentException(removedError);
           }
-          return new KvEvent(id, KvEventType.REMOVED, rank, window, false, 0, removedHashes.toArray(), null, 0, 0);
+          return new KvEvent(id, KvEventType.REMOVED, rank, window, false, 0, removedHashes.build().toArray(), null, 0,
+              0);
         }
         case "updated" -> {
           if (!hasBlockHash) {
@@ -316,48 +323,6 @@ public final class TrtllmKvEventCodec {
           ? "an object" : "an array"));
     }
     throw new IllegalArgumentException(at + ": expected a block hash, found " + p.getText());
-  }
-
-  /** A growable list of longs. */
-  private static final class LongList {
-    private long[] a = new long[8];
-    private int n;
-
-    void add(long v) {
-      if (n == a.length) {
-        a = java.util.Arrays.copyOf(a, n * 2);
-      }
-      a[n++] = v;
-    }
-
-    void clear() {
-      n = 0;
-    }
-
-    long[] toArray() {
-      return java.util.Arrays.copyOf(a, n);
-    }
-  }
-
-  /** A growable list of ints. */
-  private static final class IntList {
-    private int[] a = new int[32];
-    private int n;
-
-    void add(int v) {
-      if (n == a.length) {
-        a = java.util.Arrays.copyOf(a, n * 2);
-      }
-      a[n++] = v;
-    }
-
-    void clear() {
-      n = 0;
-    }
-
-    int[] toArray() {
-      return java.util.Arrays.copyOf(a, n);
-    }
   }
 
   static long key(JsonNode n, String at) {

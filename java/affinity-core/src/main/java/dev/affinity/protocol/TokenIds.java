@@ -61,9 +61,10 @@ public final class TokenIds {
   /**
    * {@code ids} (not copied: the caller must not change them) as the next turn of a conversation whose last sequence
    * was {@code previous}: when written, the JSON of the chunks of ids the two share from the start is shared with
-   * {@code previous}'s (the same arrays, {@link JsonRope}), and only the rest is written (an agent's turn re-sends its whole history: the ids' digits were
-   * a quarter of the frontend's event loop per turn, docs/benchmarks.md, "Agent turns against the history"). The ids
-   * are compared, so the JSON is the same as {@link #of}'s whatever {@code previous} holds.
+   * {@code previous}'s (the same pieces, {@link JsonRope}), and only the rest is written (an agent's turn re-sends its
+   * whole history: the ids' digits were a quarter of the frontend's event loop per turn, docs/benchmarks.md, "Agent
+   * turns against the history"). The ids are compared, so the JSON is the same as {@link #of}'s whatever
+   * {@code previous} holds.
    */
   public static TokenIds following(TokenIds previous, int[] ids) {
     Objects.requireNonNull(ids, "ids");
@@ -216,9 +217,10 @@ public final class TokenIds {
 
   /**
    * Writes the ids as a JSON array, as the serializer does. A long sequence written as UTF-8 keeps its JSON the first
-   * time and writes its pieces every next time: a prompt's ids go into the context leg's body and the generation leg's (one
-   * object: {@link ResponseScan}'s sent ids), and Jackson's number at a time was the frontend's largest cost per agent
-   * turn once the messages were copied as spelled (docs/benchmarks.md, "Agent turns against the history").
+   * time and writes its pieces every next time: a prompt's ids go into the context leg's body and the generation
+   * leg's (one object: {@link ResponseScan}'s sent ids), and Jackson's number at a time was the frontend's largest
+   * cost per agent turn once the messages were copied as spelled (docs/benchmarks.md, "Agent turns against the
+   * history").
    */
   void writeTo(JsonGenerator gen) throws IOException {
     if (ids.length < KEEP_JSON || !(gen instanceof UTF8JsonGenerator)) {
@@ -294,9 +296,8 @@ public final class TokenIds {
       }
       at = NumberOutput.outputInt(ids[i], out, at);
     }
-    out[at++] = ']';
-    byte[] written = at == out.length ? out : Arrays.copyOf(out, at);
-    return new Written(shared == null ? JsonRope.of(written) : shared.append(written), marks);
+    out[at] = ']';  // the last of the exact length counted above
+    return new Written(shared == null ? JsonRope.of(out) : shared.append(out), marks);
   }
 
   /** How many chars {@code v} takes in decimal ({@code NumberOutput.outputInt}'s). */
